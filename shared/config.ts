@@ -1,0 +1,126 @@
+/**
+ * Configuration: one schema, parsed once at boot, frozen. A bad value stops the process with a
+ * message naming the variable; nothing falls back silently.
+ */
+export type Role = 'api' | 'workers' | 'scheduler';
+export const ROLES: readonly Role[] = ['api', 'workers', 'scheduler'];
+
+export interface Config {
+  /** Roles this process runs; `ROLE` unset = all of them (the all-in-one service). */
+  roles: ReadonlySet<Role>;
+  /** Main listener. @defaultValue 8080 */
+  port: number;
+  /** Alternate delivery listener of D10 (GetTreatments/GetTreatment only). @defaultValue 8081 */
+  altPort: number;
+  /** @defaultValue 127.0.0.1 */
+  host: string;
+  /** @defaultValue redis://127.0.0.1:6379 */
+  redisUrl: string;
+  /** Prefix of every Redis key (and BullMQ prefix), so several deployments or tests share one Redis. @defaultValue tds */
+  redisPrefix: string;
+  /** @defaultValue ./data */
+  dataDir: string;
+  /** Unset: embedded ClickHouse (chDB) under DATA_DIR. */
+  clickhouseUrl?: string;
+  clickhouseUser?: string;
+  clickhousePassword?: string;
+  clickhouseDatabase?: string;
+  /** Unset: the admin API answers 404. */
+  adminToken?: string;
+  logLevel: string;
+  /** GCP project that owns the service's own Pub/Sub subscriptions. @defaultValue tds-local */
+  pubsubProjectId: string;
+  /** When set, the Pub/Sub client talks to this emulator. */
+  pubsubEmulatorHost?: string;
+  /** Start a local redis-server when nothing answers at a local REDIS_URL. @defaultValue true */
+  autoStartRedis: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`invalid configuration: ${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function port(env: Env, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(name, `expected a port number 0-65535, got "${raw}"`);
+  return Number(raw);
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function bool(env: Env, name: string, dflt: boolean): boolean {
+  const v = optional(env, name);
+  if (v === undefined) return dflt;
+  if (['1', 'true', 'yes'].includes(v.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(v.toLowerCase())) return false;
+  throw new ConfigError(name, `expected true or false, got "${v}"`);
+}
+
+function roles(env: Env): Set<Role> {
+  const raw = optional(env, 'ROLE');
+  if (raw === undefined || raw === 'all') return new Set(ROLES);
+  const parts = raw.split(',').map((s) => s.trim());
+  for (const p of parts) {
+    if (!ROLES.includes(p as Role)) throw new ConfigError('ROLE', `expected api, workers, scheduler (comma-separated) or all, got "${raw}"`);
+  }
+  return new Set(parts as Role[]);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const redisUrl = optional(env, 'REDIS_URL') ?? 'redis://127.0.0.1:6379';
+  try {
+    const u = new URL(redisUrl);
+    if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('protocol');
+    if (u.pathname.length > 1 && !/^\/\d+$/.test(u.pathname)) throw new Error('db');
+  } catch {
+    throw new ConfigError('REDIS_URL', 'expected redis://[user:password@]host[:port][/db]');
+  }
+  const clickhouseUrl = optional(env, 'CLICKHOUSE_URL');
+  if (clickhouseUrl !== undefined) {
+    try {
+      const u = new URL(clickhouseUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+    } catch {
+      throw new ConfigError('CLICKHOUSE_URL', 'expected an http(s):// URL of a ClickHouse server');
+    }
+  }
+  const logLevel = optional(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`);
+  const prefix = optional(env, 'REDIS_PREFIX') ?? 'tds';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'expected 1-64 letters, digits, _ . -');
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  const cfg: Config = {
+    roles: roles(env),
+    port: port(env, 'PORT', 8080),
+    altPort: port(env, 'ALT_PORT', 8081),
+    host: optional(env, 'HOST') ?? '127.0.0.1',
+    redisUrl,
+    redisPrefix: prefix,
+    dataDir: optional(env, 'DATA_DIR') ?? './data',
+    clickhouseUrl,
+    clickhouseUser: optional(env, 'CLICKHOUSE_USER'),
+    clickhousePassword: optional(env, 'CLICKHOUSE_PASSWORD'),
+    clickhouseDatabase: optional(env, 'CLICKHOUSE_DATABASE'),
+    adminToken,
+    logLevel,
+    pubsubProjectId: optional(env, 'PUBSUB_PROJECT_ID') ?? 'tds-local',
+    pubsubEmulatorHost: optional(env, 'PUBSUB_EMULATOR_HOST'),
+    autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
+  };
+  return Object.freeze(cfg);
+}

@@ -1,0 +1,91 @@
+/**
+ * The one error hierarchy. Each class carries an HTTP status and the canonical code of
+ * decisions D4; the Fastify error handler maps them to the error body in one place.
+ */
+export interface ErrorDetail {
+  field: string;
+  description: string;
+}
+
+export type CanonicalCode =
+  | 'INVALID_ARGUMENT'
+  | 'FAILED_PRECONDITION'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'ABORTED'
+  | 'RESOURCE_EXHAUSTED'
+  | 'INTERNAL'
+  | 'UNAVAILABLE';
+
+export class ApiError extends Error {
+  constructor(
+    readonly httpStatus: number,
+    readonly code: CanonicalCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export class InvalidArgumentError extends ApiError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super(400, 'INVALID_ARGUMENT', message, details);
+  }
+}
+
+/** Convenience for the common single-field case. */
+export function invalidField(field: string, description: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${field}: ${description}`, [{ field, description }]);
+}
+
+export class FailedPreconditionError extends ApiError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super(400, 'FAILED_PRECONDITION', message, details);
+  }
+}
+
+export class UnauthenticatedError extends ApiError {
+  constructor(message = 'missing, invalid or revoked API key') {
+    super(401, 'UNAUTHENTICATED', message);
+  }
+}
+
+export class PermissionDeniedError extends ApiError {
+  constructor(message: string) {
+    super(403, 'PERMISSION_DENIED', message);
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(message: string) {
+    super(404, 'NOT_FOUND', message);
+  }
+}
+
+export class AlreadyExistsError extends ApiError {
+  constructor(message: string) {
+    super(409, 'ALREADY_EXISTS', message);
+  }
+}
+
+/** A concurrent writer kept winning; the client may retry the same request. */
+export class AbortedError extends ApiError {
+  constructor(message: string) {
+    super(409, 'ABORTED', message);
+  }
+}
+
+/** A dependency (Redis, ClickHouse) is down; safe to retry. */
+export class UnavailableError extends ApiError {
+  constructor(message: string) {
+    super(503, 'UNAVAILABLE', message);
+  }
+}
+
+export function errorBody(err: ApiError): { error: { code: number; status: string; message: string; details: ErrorDetail[] } } {
+  return { error: { code: err.httpStatus, status: err.code, message: err.message, details: err.details } };
+}
