@@ -1,0 +1,48 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { TSchema, Static } from 'typebox';
+import { ApiError, NotFoundError, UnauthenticatedError } from '../shared/errors.js';
+import type { ServiceContext } from '../shared/service-context.js';
+
+/**
+ * One admin operation. The handler is a plain function of (body, context), so the HTTP route and
+ * the CLI (`npm run admin`) run the very same code.
+ */
+export interface AdminOperation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
+  operation: string;
+  /** kebab-case CLI command, e.g. `create-project` */
+  command: string;
+  summary: string;
+  body: B;
+  response: R;
+  /** `actor` names who made the change, for the change log. */
+  handler: (body: Static<B>, ctx: ServiceContext, actor: string) => Promise<Static<R>>;
+}
+
+export function defineAdminOperation<B extends TSchema, R extends TSchema>(op: AdminOperation<B, R>): AdminOperation<B, R> {
+  return op;
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** 404 when no ADMIN_TOKEN is configured (the admin API does not exist), 401 on a wrong token. */
+export function checkAdminToken(configured: string | undefined, header: string | undefined): void {
+  if (!configured) throw new NotFoundError('no such operation');
+  const m = /^Bearer (.+)$/i.exec(header ?? '');
+  if (!m || !timingSafeEqual(digest(m[1]), digest(configured))) throw new UnauthenticatedError('missing or wrong admin token');
+}
+
+export function registerAdminOperation(app: FastifyInstance, ctx: ServiceContext, op: AdminOperation): void {
+  app.post(
+    `/admin/v1/${op.operation}`,
+    {
+      schema: { operationId: `admin.${op.operation}`, summary: op.summary, tags: ['admin'], body: op.body, response: { 200: op.response }, security: [{ adminToken: [] }] },
+      onRequest: async (req) => checkAdminToken(ctx.config.adminToken, req.headers.authorization),
+    },
+    async (req) => op.handler(req.body as never, ctx, 'admin-api'),
+  );
+}
+
+export { ApiError };

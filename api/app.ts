@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { ServiceContext } from '../shared/service-context.js';
+import { camelizeKeys } from '../shared/wire/camelize.js';
+import { registerErrorHandler } from './plugins/error-handler.js';
+import { registerOperation, type Listener } from './v1-operation.js';
+import { v1Operations } from './routes/v1/index.js';
+import { registerAdminRoutes } from './routes/admin/index.js';
+import { registerHealthRoutes } from './routes/health.route.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export interface BuildAppOptions {
+  listener: Listener;
+  /** Hooks for other areas (dashboard, metrics) registered by the composition root. */
+  extraPlugins?: ((app: FastifyInstance) => Promise<void> | void)[];
+}
+
+/**
+ * The HTTP app as a function of its dependencies: plugins → routes → error handler. The base
+ * listener serves everything; the alternate one only the delivery operations (D10).
+ */
+export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log.child({ listener: opts.listener }),
+    bodyLimit: BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: 'requestId',
+    disableRequestLogging: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true } },
+  });
+  registerErrorHandler(app);
+
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+  // D1: snake_case accepted on input; rewritten before authentication and validation.
+  app.addHook('preValidation', async (req) => {
+    if (req.body && typeof req.body === 'object') req.body = camelizeKeys(req.body);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+  });
+
+  if (opts.listener === 'base') {
+    await app.register(swagger, {
+      openapi: {
+        info: { title: 'Treatment Delivery Service', version: '1.0.0', description: 'Delivery, ingestion and management API. Every operation is POST with a JSON body.' },
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+            adminToken: { type: 'http', scheme: 'bearer' },
+          },
+        },
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  }
+
+  registerHealthRoutes(app, ctx);
+  for (const op of v1Operations) registerOperation(app, ctx, op, opts.listener);
+  if (opts.listener === 'base') await registerAdminRoutes(app, ctx);
+  for (const plugin of opts.extraPlugins ?? []) await plugin(app);
+  await app.ready();
+  return app;
+}

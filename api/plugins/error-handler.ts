@@ -1,0 +1,77 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.js';
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** `/events/0/eventName` → `events[0].eventName` */
+export function jsonPath(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').filter(Boolean);
+  if (extra) parts.push(extra);
+  let out = '';
+  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
+  return out || '(body)';
+}
+
+function describe(e: AjvError): ErrorDetail {
+  switch (e.keyword) {
+    case 'required':
+      return { field: jsonPath(e.instancePath, String(e.params.missingProperty)), description: 'required field is missing' };
+    case 'additionalProperties':
+      return { field: jsonPath(e.instancePath, String(e.params.additionalProperty)), description: 'unknown field' };
+    case 'enum':
+      return { field: jsonPath(e.instancePath), description: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}` };
+    default:
+      return { field: jsonPath(e.instancePath), description: e.message ?? e.keyword };
+  }
+}
+
+/** Unions report one error per branch; keep one line per field, preferring the most specific. */
+function validationDetails(errors: AjvError[]): ErrorDetail[] {
+  const byField = new Map<string, ErrorDetail>();
+  for (const e of errors) {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    const d = describe(e);
+    if (!byField.has(d.field)) byField.set(d.field, d);
+  }
+  if (byField.size === 0 && errors.length > 0) {
+    const d = describe(errors[0]);
+    byField.set(d.field, { field: d.field, description: 'value does not match any allowed form' });
+  }
+  return [...byField.values()];
+}
+
+const REDIS_DOWN = /Connection is closed|enableOfflineQueue|Command timed out|ECONNREFUSED|ECONNRESET|Stream isn't writeable|max retries per request|Reached the max retries/i;
+
+export function isDependencyDown(err: unknown): boolean {
+  return err instanceof Error && REDIS_DOWN.test(err.message);
+}
+
+/** The one error handler (conventions point 7): D4 body; 4xx at warn, 5xx at error; no internals leak. */
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    let apiErr: ApiError;
+    if (err instanceof ApiError) apiErr = err;
+    else if (err.validation) {
+      const details = validationDetails(err.validation as unknown as AjvError[]);
+      apiErr = new ApiError(400, 'INVALID_ARGUMENT', `invalid request: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`, details);
+    } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiErr = new ApiError(413, 'INVALID_ARGUMENT', 'request body is too large');
+    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') apiErr = new ApiError(400, 'INVALID_ARGUMENT', 'Content-Type must be application/json');
+    else if (err.statusCode === 400 || err.code?.startsWith('FST_ERR_CTP')) apiErr = new ApiError(400, 'INVALID_ARGUMENT', `malformed JSON body: ${err.message}`);
+    else if (isDependencyDown(err)) apiErr = new ApiError(503, 'UNAVAILABLE', 'a dependency of the service is unavailable; retry the request');
+    else if (err.statusCode === 429) apiErr = new ApiError(429, 'RESOURCE_EXHAUSTED', 'too many requests');
+    else apiErr = new ApiError(500, 'INTERNAL', 'internal error; retry the request');
+
+    if (apiErr.httpStatus >= 500) req.log.error({ err }, 'request failed');
+    else req.log.warn({ status: apiErr.code, errMessage: apiErr.message }, 'request rejected');
+    if (apiErr.httpStatus === 503) void reply.header('retry-after', '1');
+    void reply.code(apiErr.httpStatus).send(errorBody(apiErr));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send(errorBody(new ApiError(404, 'NOT_FOUND', `no operation at ${req.method} ${req.url.split('?')[0]}`)));
+  });
+}

@@ -1,0 +1,99 @@
+import type { ChildProcess } from 'node:child_process';
+import type { FastifyInstance } from 'fastify';
+import { ConfigError, loadConfig, type Config } from '../shared/config.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { ensureLocalRedis } from '../shared/clients/local-redis.js';
+import { waitForRedis } from '../shared/clients/redis.js';
+import { closeContext, createServiceContext } from '../shared/create-context.js';
+import type { ServiceContext } from '../shared/service-context.js';
+import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.js';
+import { buildApp } from './app.js';
+
+const SHUTDOWN_DEADLINE_MS = 25_000;
+
+export interface RunningService {
+  ctx: ServiceContext;
+  apps: FastifyInstance[];
+  /** Ordered, idempotent shutdown (conventions point 8). */
+  stop(): Promise<void>;
+}
+
+/** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
+export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
+  let redisChild: ChildProcess | undefined;
+  if (config.autoStartRedis) redisChild = await ensureLocalRedis(config.redisUrl, config.dataDir, log);
+  const ctx = createServiceContext(config, log);
+  await waitForRedis(ctx.redis, 10_000);
+
+  const roles: RoleHandle[] = [];
+  if (config.roles.has('workers')) roles.push(await startWorkers(ctx));
+  if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
+  const apps: FastifyInstance[] = [];
+  if (config.roles.has('api')) {
+    const base = await buildApp(ctx, { listener: 'base' });
+    const alt = await buildApp(ctx, { listener: 'alt' });
+    await base.listen({ port: config.port, host: config.host });
+    await alt.listen({ port: config.altPort, host: config.host });
+    apps.push(base, alt);
+  }
+  ctx.lifecycle.ready = true;
+  log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      ctx.lifecycle.ready = false;
+      for (const app of apps) await app.close();
+      for (const r of roles.reverse()) await r.close();
+      await closeContext(ctx);
+      if (redisChild) {
+        redisChild.kill('SIGTERM');
+        log.info('stopped the local redis-server');
+      }
+    })();
+    return stopping;
+  };
+  return { ctx, apps, stop };
+}
+
+async function main(): Promise<void> {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  let service: RunningService;
+  try {
+    service = await startService(config, log);
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    process.exit(1);
+  }
+  const onSignal = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
+    timer.unref();
+    service.stop().then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  void main();
+}

@@ -1,0 +1,58 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TSchema, Static } from 'typebox';
+import type { Permission } from '../shared/domain/types.js';
+import type { AuthContext } from '../shared/auth/authenticator.js';
+import { UnauthenticatedError } from '../shared/errors.js';
+import type { ServiceContext } from '../shared/service-context.js';
+
+export type Listener = 'base' | 'alt';
+
+/** One `/v1` operation: schema, permission and handler in one declaration. */
+export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
+  operation: string;
+  summary: string;
+  /** Any one of these permissions admits the call (D8). */
+  permissions: readonly Permission[];
+  /** Query-parameter form of the key accepted besides the header (D9). */
+  keyParam?: 'api_key' | 'api-key';
+  /** Also served on the alternate delivery listener (D10). */
+  alt?: boolean;
+  body: B;
+  response: R;
+  handler: (body: Static<B>, auth: AuthContext, ctx: ServiceContext, req: FastifyRequest) => Promise<Static<R>>;
+}
+
+export function defineOperation<B extends TSchema, R extends TSchema>(op: V1Operation<B, R>): V1Operation<B, R> {
+  return op;
+}
+
+function presentedKey(req: FastifyRequest, keyParam?: string): string | undefined {
+  const header = req.headers['x-api-key'];
+  if (typeof header === 'string' && header) return header;
+  if (keyParam) {
+    const q = (req.query as Record<string, unknown> | undefined)?.[keyParam];
+    if (typeof q === 'string' && q) return q;
+  }
+  return undefined;
+}
+
+export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op: V1Operation, listener: Listener): void {
+  if (listener === 'alt' && !op.alt) return;
+  app.post(
+    `/v1/${op.operation}`,
+    {
+      schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response }, security: [{ apiKey: [] }] },
+      // D9: the key is checked before the body is validated.
+      preValidation: async (req) => {
+        const body = req.body as Record<string, unknown> | undefined;
+        const auth = await ctx.auth.authenticate(presentedKey(req, op.keyParam), body?.projectId, op.permissions);
+        if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
+          const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
+          throw new UnauthenticatedError(`project "${auth.project.projectId}" is assigned to ${right}; call ${op.operation} there`);
+        }
+        (req as FastifyRequest & { auth: AuthContext }).auth = auth;
+      },
+    },
+    async (req) => op.handler(req.body as never, (req as FastifyRequest & { auth: AuthContext }).auth, ctx, req),
+  );
+}

@@ -1,0 +1,70 @@
+import type { ApiKeyRecord, Permission, Project } from '../domain/types.js';
+import type { InvalidationBus } from '../clients/invalidation-bus.js';
+import { PermissionDeniedError, UnauthenticatedError } from '../errors.js';
+import { parseApiKey, secretMatches, type ApiKeyStore } from '../stores/api-key.store.js';
+import type { ProjectStore } from '../stores/project.store.js';
+
+export interface AuthContext {
+  key: ApiKeyRecord;
+  project: Project;
+}
+
+/**
+ * Authenticates `/v1` calls (D7–D9). Key records and projects are cached in memory so delivery
+ * costs no Redis round trip for auth; the cache is only trusted while the invalidation
+ * subscription is up, and a revocation empties it on every process at once.
+ */
+export class Authenticator {
+  private readonly keys = new Map<string, ApiKeyRecord | null>();
+  private readonly projects = new Map<string, Project | null>();
+
+  constructor(
+    private readonly apiKeys: ApiKeyStore,
+    private readonly projectStore: ProjectStore,
+    private readonly bus: InvalidationBus,
+  ) {
+    bus.on((msg) => {
+      if (msg.kind === 'all') {
+        this.keys.clear();
+        this.projects.clear();
+      } else if (msg.kind === 'apiKey' && msg.id) this.keys.delete(msg.id);
+      else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
+    });
+  }
+
+  private async keyRecord(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const useCache = this.bus.isListening;
+    if (useCache && this.keys.has(keyId)) return this.keys.get(keyId) ?? undefined;
+    const r = await this.apiKeys.get(keyId);
+    if (useCache) this.keys.set(keyId, r ?? null);
+    return r;
+  }
+
+  async project(projectId: string): Promise<Project | undefined> {
+    const useCache = this.bus.isListening;
+    if (useCache && this.projects.has(projectId)) return this.projects.get(projectId) ?? undefined;
+    const p = await this.projectStore.get(projectId);
+    if (useCache) this.projects.set(projectId, p ?? null);
+    return p;
+  }
+
+  /**
+   * D9: 401 for a missing, unknown or revoked key, or a key of another project than the body's
+   * `projectId` (no hint whether that project exists); 403 for a right-project key without one of
+   * the operation's permissions.
+   */
+  async authenticate(rawKey: string | undefined, projectId: unknown, anyOf: readonly Permission[]): Promise<AuthContext> {
+    if (!rawKey) throw new UnauthenticatedError('missing API key: send it in the x-api-key header');
+    const parsed = parseApiKey(rawKey);
+    if (!parsed) throw new UnauthenticatedError();
+    const key = await this.keyRecord(parsed.keyId);
+    if (!key || key.revokeTime || !secretMatches(key, parsed.secret)) throw new UnauthenticatedError();
+    if (typeof projectId !== 'string' || projectId !== key.projectId) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
+    const project = await this.project(projectId);
+    if (!project) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
+    if (!anyOf.some((p) => key.permissions.includes(p))) {
+      throw new PermissionDeniedError(`the API key lacks the ${anyOf.join(' or ')} permission this operation needs`);
+    }
+    return { key, project };
+  }
+}

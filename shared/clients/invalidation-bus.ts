@@ -1,0 +1,68 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * Cross-process cache invalidation over Redis pub/sub. Every process that caches management state
+ * (API keys, projects, the compiled treatment catalogue) listens here. Pub/sub is fire-and-forget,
+ * so whenever the subscription (re)connects, listeners get `{kind: 'all'}` and drop everything:
+ * a message missed while disconnected can never leave a revoked key usable.
+ */
+export interface Invalidation {
+  kind: 'apiKey' | 'project' | 'catalog' | 'pubsubSource' | 'all';
+  projectId?: string;
+  id?: string;
+}
+
+export type InvalidationListener = (msg: Invalidation) => void;
+
+export class InvalidationBus {
+  private readonly sub: Redis;
+  private readonly listeners = new Set<InvalidationListener>();
+  private connected = false;
+  private closed = false;
+
+  constructor(url: string, private readonly channel: string, private readonly log: Logger) {
+    this.sub = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 200, 2000), connectionName: 'invalidation' });
+    this.sub.on('error', (err) => this.log.debug({ err }, 'invalidation subscriber error'));
+    this.sub.on('ready', () => {
+      this.sub.subscribe(this.channel).then(
+        () => {
+          this.connected = true;
+          this.emit({ kind: 'all' });
+        },
+        (err) => this.log.warn({ err }, 'invalidation subscribe failed'),
+      );
+    });
+    this.sub.on('close', () => {
+      if (this.connected) this.emit({ kind: 'all' });
+      this.connected = false;
+    });
+    this.sub.on('message', (_ch: string, raw: string) => {
+      try {
+        this.emit(JSON.parse(raw) as Invalidation);
+      } catch {
+        this.emit({ kind: 'all' });
+      }
+    });
+  }
+
+  /** Caches must not serve entries while this is false: messages could be missed. */
+  get isListening(): boolean {
+    return this.connected;
+  }
+
+  on(listener: InvalidationListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(msg: Invalidation): void {
+    for (const l of this.listeners) l(msg);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.sub.disconnect();
+  }
+}

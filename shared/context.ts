@@ -1,0 +1,28 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { InvalidationBus } from './clients/invalidation-bus.js';
+import type { RedisKeys } from './redis-keys.js';
+import type { Authenticator } from './auth/authenticator.js';
+import type { ProjectStore } from './stores/project.store.js';
+import type { ApiKeyStore } from './stores/api-key.store.js';
+
+/**
+ * The typed dependency object built once by a composition root and passed down.
+ * (catalogue, ingestion, delivery) add their members to `extensions` typed in their own modules,
+ * so this file does not become a god object everybody edits.
+ */
+export interface CoreContext {
+  config: Readonly<Config>;
+  log: Logger;
+  /** Fail-fast connection for the request path (producer profile). */
+  redis: Redis;
+  keys: RedisKeys;
+  bus: InvalidationBus;
+  now: () => number;
+  projects: ProjectStore;
+  apiKeys: ApiKeyStore;
+  auth: Authenticator;
+  /** Readiness: false while starting and once shutdown began. */
+  lifecycle: { ready: boolean };
+}

@@ -1,0 +1,32 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createRedis } from './clients/redis.js';
+import { InvalidationBus } from './clients/invalidation-bus.js';
+import { redisKeys } from './redis-keys.js';
+import { ProjectStore } from './stores/project.store.js';
+import { ApiKeyStore } from './stores/api-key.store.js';
+import { Authenticator } from './auth/authenticator.js';
+import type { ServiceContext } from './service-context.js';
+
+export interface ContextOptions {
+  /** Injectable clock for tests. */
+  now?: () => number;
+}
+
+/** Builds every client and store once; `closeContext` releases them in order. */
+export function createServiceContext(config: Readonly<Config>, log: Logger, opts: ContextOptions = {}): ServiceContext {
+  const now = opts.now ?? Date.now;
+  const redis = createRedis(config.redisUrl, 'producer', 'tds-api');
+  redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
+  const keys = redisKeys(config.redisPrefix);
+  const bus = new InvalidationBus(config.redisUrl, keys.invalidationChannel(), log);
+  const projects = new ProjectStore(redis, keys, now);
+  const apiKeys = new ApiKeyStore(redis, keys, now);
+  const auth = new Authenticator(apiKeys, projects, bus);
+  return { config, log, redis, keys, bus, now, projects, apiKeys, auth, lifecycle: { ready: false } };
+}
+
+export async function closeContext(ctx: ServiceContext): Promise<void> {
+  await ctx.bus.close();
+  ctx.redis.disconnect();
+}

@@ -1,0 +1,67 @@
+import type { Redis } from 'ioredis';
+import { AbortedError } from '../errors.js';
+
+/**
+ * Optimistic, atomic writes of management state. A writer reads what it wants to change, computes
+ * the new records in TypeScript, then applies them with one Lua script that first checks every
+ * value it read is still the same (compare-and-set). On a conflict the whole read-compute-write
+ * is retried, so two concurrent writers of one treatment both succeed, in some order, and neither
+ * change is lost. The change-log entry, the catalogue version bump and the invalidation message
+ * are part of the same script: a change is either fully recorded or not at all.
+ */
+export interface AtomicWriteSpec {
+  /** HGET key field must equal `expect` (null: the field must not exist). */
+  checks: { key: string; field: string; expect: string | null }[];
+  /** HSET (or HDEL when value is null) applied in order once every check passed. */
+  writes: { key: string; field: string; value: string | null }[];
+  /** Appended to a stream (the operator-readable change log). */
+  change?: { key: string; entry: Record<string, string> };
+  /** INCR'd when present (catalogue version of a project). */
+  versionKey?: string;
+  /** PUBLISH'd when present. */
+  publish?: { channel: string; message: string };
+}
+
+const SCRIPT = `
+local spec = cjson.decode(ARGV[1])
+for _, c in ipairs(spec.checks) do
+  local cur = redis.call('HGET', c.key, c.field)
+  if c.expect == cjson.null then
+    if cur then return 0 end
+  else
+    if cur ~= c.expect then return 0 end
+  end
+end
+for _, w in ipairs(spec.writes) do
+  if w.value == cjson.null then redis.call('HDEL', w.key, w.field)
+  else redis.call('HSET', w.key, w.field, w.value) end
+end
+if spec.change then
+  local args = {}
+  for k, v in pairs(spec.change.entry) do table.insert(args, k); table.insert(args, v) end
+  redis.call('XADD', spec.change.key, 'MAXLEN', '~', '1000000', '*', unpack(args))
+end
+if spec.versionKey then redis.call('INCR', spec.versionKey) end
+if spec.publish then redis.call('PUBLISH', spec.publish.channel, spec.publish.message) end
+return 1
+`;
+
+/** Keys are passed inside ARGV; this script is not Redis Cluster-safe across projects by design (one project = one hash tag). */
+export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
+  const body = { checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })), writes: spec.writes, change: spec.change, versionKey: spec.versionKey, publish: spec.publish };
+  const res = await redis.eval(SCRIPT, 0, JSON.stringify(body));
+  return res === 1;
+}
+
+/**
+ * Runs `attempt` until it reports success; `attempt` re-reads state each time. After
+ * `maxAttempts` conflicts the caller gets 409 ABORTED and may retry the same request.
+ */
+export async function withOptimisticRetry<T>(what: string, attempt: () => Promise<{ done: true; value: T } | { done: false }>, maxAttempts = 20): Promise<T> {
+  for (let i = 0; i < maxAttempts; i++) {
+    const r = await attempt();
+    if (r.done) return r.value;
+    await new Promise((res) => setTimeout(res, Math.random() * 5 * (i + 1)));
+  }
+  throw new AbortedError(`${what}: too many concurrent changes, retry the request`);
+}

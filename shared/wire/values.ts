@@ -1,0 +1,24 @@
+import { invalidField } from '../errors.js';
+
+/** Parses an RFC 3339 timestamp (already shape-checked by the schema) to epoch ms. */
+export function parseTimestamp(field: string, value: string): number {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw invalidField(field, 'not a valid RFC 3339 timestamp');
+  return ms;
+}
+
+export function toIso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** Normalises an int64 input (number or decimal string) to its canonical decimal string. */
+export function int64String(field: string, value: number | string): string {
+  let n: bigint;
+  try {
+    n = BigInt(value);
+  } catch {
+    throw invalidField(field, 'expected an int64');
+  }
+  if (n > 9223372036854775807n || n < -9223372036854775808n) throw invalidField(field, 'out of the int64 range');
+  return n.toString();
+}
