@@ -6,6 +6,11 @@ import { redisKeys } from './redis-keys.js';
 import { ProjectStore } from './stores/project.store.js';
 import { ApiKeyStore } from './stores/api-key.store.js';
 import { Authenticator } from './auth/authenticator.js';
+import { SurfaceStore } from './stores/surface.store.js';
+import { TreatmentTypeStore } from './stores/treatment-type.store.js';
+import { DataFieldStore } from './stores/data-field.store.js';
+import { TreatmentStore } from './stores/treatment.store.js';
+import { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
 import type { ServiceContext } from './service-context.js';
 
 export interface ContextOptions {
@@ -23,7 +28,23 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
-  return { config, log, redis, keys, bus, now, projects, apiKeys, auth, lifecycle: { ready: false } };
+  return {
+    config,
+    log,
+    redis,
+    keys,
+    bus,
+    now,
+    projects,
+    apiKeys,
+    auth,
+    lifecycle: { ready: false },
+    surfaces: new SurfaceStore(redis, keys, now),
+    treatmentTypes: new TreatmentTypeStore(redis, keys, now),
+    dataFields: new DataFieldStore(redis, keys, now),
+    treatments: new TreatmentStore(redis, keys, now),
+    mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
+  };
 }
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {

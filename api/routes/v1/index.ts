@@ -1,4 +1,6 @@
 import type { V1Operation } from '../../v1-operation.js';
+import { catalogOperations } from './catalog.ops.js';
+import { treatmentOperations } from './treatments.ops.js';
 
 /** Every `/v1` operation. A test checks each one is registered and documented. */
-export const v1Operations: V1Operation[] = [];
+export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations];
