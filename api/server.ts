@@ -8,6 +8,8 @@ import { closeContext, createServiceContext } from '../shared/create-context.js'
 import type { ServiceContext } from '../shared/service-context.js';
 import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
+import { createClickhouse } from '../shared/clients/clickhouse.js';
+import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
@@ -25,8 +27,13 @@ export async function startService(config: Readonly<Config>, log: Logger): Promi
   const ctx = createServiceContext(config, log);
   await waitForRedis(ctx.redis, 10_000);
 
+  // One ClickHouse client per process (chDB: one engine per process), shared by every role.
+  const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+  await runMigrations(clickhouse, log);
+  ctx.clickhouse = clickhouse;
+
   const roles: RoleHandle[] = [];
-  if (config.roles.has('workers')) roles.push(await startWorkers(ctx));
+  if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
   if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   const apps: FastifyInstance[] = [];
   if (config.roles.has('api')) {
@@ -46,6 +53,7 @@ export async function startService(config: Readonly<Config>, log: Logger): Promi
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
       await closeContext(ctx);
+      await clickhouse.close();
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');

@@ -12,6 +12,8 @@ import { DataFieldStore } from './stores/data-field.store.js';
 import { TreatmentStore } from './stores/treatment.store.js';
 import { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
 import type { ServiceContext } from './service-context.js';
+import { createIngestProducers } from './queues/ingest-producers.js';
+import { ProfileStore } from './stores/profile.store.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -44,10 +46,13 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     dataFields: new DataFieldStore(redis, keys, now),
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
+    ingest: createIngestProducers(redis, config.redisPrefix),
+    profiles: new ProfileStore(redis, keys),
   };
 }
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {
+  await ctx.ingest.close();
   await ctx.bus.close();
   ctx.redis.disconnect();
 }

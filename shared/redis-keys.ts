@@ -26,6 +26,8 @@ export interface RedisKeys {
   dedup(projectId: string, userId: string, insertId: string): string;
   /** Pub/Sub channel: a project's catalogue or keys changed (payload: JSON message). */
   invalidationChannel(): string;
+  /** Stream of new params-resolved aggregation data fields (`projectId`, `dataFieldId`) for the backfill worker. */
+  dataFieldCreated(): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -53,5 +55,6 @@ export function redisKeys(prefix: string): RedisKeys {
     profile: (id, userId) => `${p}u:{${id}:${userId}}:profile`,
     dedup: (id, userId, insertId) => `${p}u:{${id}:${userId}}:dedup:${insertId}`,
     invalidationChannel: () => `${p}invalidate`,
+    dataFieldCreated: () => `${p}datafield-created`,
   };
 }

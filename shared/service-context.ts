@@ -4,6 +4,9 @@ import type { TreatmentTypeStore } from './stores/treatment-type.store.js';
 import type { DataFieldStore } from './stores/data-field.store.js';
 import type { TreatmentStore } from './stores/treatment.store.js';
 import type { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
+import type { IngestProducers } from './queues/ingest-producers.js';
+import type { ProfileStore, StoredProfile } from './stores/profile.store.js';
+import type { ClickHouseClient } from '@clickhouse/client';
 
 /** Everything a route or worker may use; built by `createServiceContext`. */
 export interface ServiceContext extends CoreContext {
@@ -12,4 +15,10 @@ export interface ServiceContext extends CoreContext {
   dataFields: DataFieldStore;
   treatments: TreatmentStore;
   mutualExclusionGroups: MutualExclusionGroupStore;
+  ingest: IngestProducers;
+  profiles: ProfileStore;
+  /** Set by the composition root when this process talks to ClickHouse (one chDB engine per process). */
+  clickhouse?: ClickHouseClient;
+  /** Computed data-field values of a profile, by dataFieldId (set by the delivery area). */
+  dataFieldValues?: (projectId: string, profile: StoredProfile) => Promise<Record<string, string | number | boolean | null>>;
 }

@@ -1,4 +1,8 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { createRedis } from '../shared/clients/redis.js';
 import type { ServiceContext } from '../shared/service-context.js';
+import { ProfileStore } from '../shared/stores/profile.store.js';
+import { startIngestWorkers, type IngestWorkers } from './ingest/ingest-workers.js';
 
 export interface RoleHandle {
   name: string;
@@ -6,10 +10,31 @@ export interface RoleHandle {
   close(): Promise<void>;
 }
 
-/** Composition root of the workers role (ingestion queues, Pub/Sub intake). */
-export async function startWorkers(ctx: ServiceContext): Promise<RoleHandle> {
+export interface WorkersRole extends RoleHandle {
+  ingest: IngestWorkers;
+}
+
+/**
+ * Composition root of the workers role: ingestion queues into ClickHouse and the profiles. Its
+ * Redis connection waits through outages (`maxRetriesPerRequest: null`) instead of failing jobs.
+ */
+export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
+  const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
+  connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
+  const profiles = new ProfileStore(connection, ctx.keys);
+  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency });
   ctx.log.info('workers role started');
-  return { name: 'workers', close: async () => undefined };
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'workers',
+    ingest,
+    close: () => {
+      closing ??= ingest.close().then(() => {
+        connection.disconnect();
+      });
+      return closing;
+    },
+  };
 }
 
 /** Composition root of the scheduler role (declarative job schedulers). */

@@ -50,7 +50,11 @@ export async function startPubSubEmulator(options: PubSubEmulatorOptions = {}): 
   const dataDir = await mkdtemp(join(tmpdir(), 'pubsub-emulator-'));
   const child = spawnEmulator(host, projectId, dataDir);
   const output = captureOutput(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A failed spawn emits 'error' and may never emit 'exit'.
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
   // A test process that dies without calling stop() must not leave a JVM behind.
   const killOnExit = () => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
@@ -132,13 +136,15 @@ async function answers(host: string): Promise<boolean> {
   }
 }
 
-/** SIGTERM to the group, SIGKILL if it is not gone within the grace period; resolves once both processes are gone. */
+/** SIGTERM to the group, SIGKILL if it outlives the grace period; resolves once every process of it is gone. */
 async function terminateGroup(child: ChildProcess, exited: Promise<void>): Promise<void> {
   killGroup(child, 'SIGTERM');
-  const gone = Promise.all([exited, groupGone(child, STOP_GRACE_MS)]).then(() => true);
-  if (await Promise.race([gone, sleep(STOP_GRACE_MS, false)])) return;
-  killGroup(child, 'SIGKILL');
-  await exited;
+  await groupGone(child, STOP_GRACE_MS);
+  if (groupAlive(child)) {
+    killGroup(child, 'SIGKILL');
+    await groupGone(child, STOP_GRACE_MS);
+  }
+  await Promise.race([exited, sleep(STOP_GRACE_MS)]);
 }
 
 /** The JVM is re-parented when the wrapper dies, so the wrapper's exit alone does not prove it is gone. */

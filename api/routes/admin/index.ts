@@ -2,9 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../shared/service-context.js';
 import { registerAdminOperation, type AdminOperation } from '../../admin-operation.js';
 import { projectAdminOperations } from './projects.admin.js';
+import { ingestAdminOperations } from './ingest.admin.js';
 
 /** Every admin operation, for the HTTP routes and the CLI alike. */
-export const adminOperations: AdminOperation[] = [...projectAdminOperations] as AdminOperation[];
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations] as AdminOperation[];
 
 export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);

@@ -1,4 +1,319 @@
-import type { V1Operation } from '../../v1-operation.js';
+import { defineOperation, type V1Operation } from '../../v1-operation.js';
+import type { ServiceContext } from '../../../shared/service-context.js';
+import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
+import { int64String } from '../../../shared/wire/values.js';
+import { validateContent, validateRemovedSurfaces, validateRules } from '../../../shared/domain/content-validation.js';
+import { conditionFitsType, parseRfc3339ToMs, validateRhs } from '../../../shared/domain/eligibility.js';
+import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentUpdate, type VersionFields } from '../../../shared/domain/treatment-versions.js';
+import { filterTreatments } from '../../../shared/domain/treatment-filter.js';
+import { presentTreatment } from '../../../shared/domain/treatment-presenter.js';
+import type { Content, DataFieldType, EligibilityRule, TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../../shared/domain/types.js';
+import type { TreatmentTransition } from '../../../shared/stores/treatment.store.js';
+import {
+  GetAllTreatmentsRequest,
+  GetTreatmentRequest,
+  InsertTreatmentRequest,
+  PAUSE_DELETE_FIELDS,
+  TreatmentResponse,
+  TreatmentsResponse,
+  UpdateTreatmentRequest,
+  type InsertTreatmentBody,
+  type UpdateTreatmentBody,
+} from '../../../shared/schemas/treatment.schemas.js';
+
+// ------------------------------------------------------------------------------------------------
+// Request → domain: the version-level fields a request sets, checked against the treatment's type
+// and the project's data fields (D14). Every problem is collected so one 400 names them all.
+
+type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
+
+async function versionFieldsOf(ctx: ServiceContext, projectId: string, type: TreatmentType, body: VersionInput, base?: TreatmentVersionRecord): Promise<Partial<VersionFields>> {
+  const problems: ErrorDetail[] = [];
+  const out: Partial<VersionFields> = {};
+  if (body.content !== undefined) {
+    const checked = validateContent(contentOf(body.content), type);
+    problems.push(...checked.problems);
+    out.content = checked.content;
+  }
+  if (body.eligibilityRules !== undefined) {
+    const checked = await rulesOf(ctx, projectId, body.eligibilityRules.rules ?? []);
+    problems.push(...checked.problems);
+    out.eligibilityRules = checked.rules;
+  }
+  if (body.removedSurfaces !== undefined) {
+    out.removedSurfaces = unique((body.removedSurfaces.surfaces ?? []).map((s) => s.name));
+    problems.push(...validateRemovedSurfaces(out.removedSurfaces, type));
+  }
+  if (body.tags !== undefined) out.tags = unique(body.tags.map((t) => t.name));
+  if (body.targetAction !== undefined) out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
+  problems.push(...timestampsOf(body, out, base));
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid treatment: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  return out;
+}
+
+/** Strict RFC 3339 (Feb 30 is rejected, unlike Date.parse), stored as UTC `toISOString()` (D3). */
+function timestampsOf(body: VersionInput, out: Partial<VersionFields>, base?: TreatmentVersionRecord): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  for (const field of ['startTimestamp', 'endTimestamp'] as const) {
+    const text = body[field];
+    if (text === undefined) continue;
+    const ms = parseRfc3339ToMs(text);
+    if (ms === undefined) problems.push({ field, description: `"${text}" is not a valid RFC 3339 timestamp` });
+    else out[field] = new Date(Math.floor(ms)).toISOString();
+  }
+  if (problems.length > 0 || (out.startTimestamp === undefined && out.endTimestamp === undefined)) return problems;
+  // Checked only when the request moves a bound: an inherited pair may legitimately be inverted
+  // (a deleted scheduled version ends before its start).
+  const start = out.startTimestamp ?? base?.startTimestamp;
+  const end = out.endTimestamp ?? base?.endTimestamp;
+  if (start !== undefined && end !== undefined && Date.parse(end) <= Date.parse(start)) {
+    problems.push({ field: 'endTimestamp', description: `must be after startTimestamp (${start})` });
+  }
+  return problems;
+}
+
+function contentOf(c: NonNullable<VersionInput['content']>): Content {
+  return {
+    contentByLanguage: (c.contentByLanguage ?? []).map((e) => ({ languageCode: { languageCode: e.languageCode.languageCode }, contentFields: e.contentFields ?? [] })),
+    languageAgnosticContentFields: c.languageAgnosticContentFields ?? [],
+  };
+}
+
+type RuleInput = NonNullable<NonNullable<VersionInput['eligibilityRules']>['rules']>[number];
+
+async function rulesOf(ctx: ServiceContext, projectId: string, input: RuleInput[]): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
+  const rules: EligibilityRule[] = input.map((r, i) => ({
+    dataFieldId: int64String(`eligibilityRules.rules[${i}].dataFieldId`, r.dataFieldId),
+    condition: r.condition,
+    rhsValue: r.rhsValue,
+    // The spec's default made explicit, so a reader of the treatment sees what applies.
+    dataMissingBehaviour: r.dataMissingBehaviour === 'EVALUATE_TO_ELIGIBLE' ? 'EVALUATE_TO_ELIGIBLE' : 'EVALUATE_TO_INELIGIBLE',
+  }));
+  if (rules.length === 0) return { rules, problems: [] };
+  const fieldTypes = new Map<string, DataFieldType>((await ctx.dataFields.list(projectId)).map((f) => [f.dataFieldId, f.dataFieldType]));
+  const problems = validateRules(rules, fieldTypes, conditionFitsType);
+  rules.forEach((rule, i) => {
+    const type = fieldTypes.get(rule.dataFieldId);
+    if (type === undefined || !conditionFitsType(rule.condition, type)) return;
+    const why = validateRhs(rule.condition, type, rule.rhsValue);
+    if (why !== null) problems.push({ field: `eligibilityRules.rules[${i}].rhsValue`, description: why });
+  });
+  return { rules, problems };
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+/** undefined: unchanged; null: cleared (the wire's empty string); else the group's id, created on first use. */
+async function groupIdOf(ctx: ServiceContext, projectId: string, name: string | undefined, actor: string): Promise<string | null | undefined> {
+  if (name === undefined) return undefined;
+  if (name === '') return null;
+  return (await ctx.mutualExclusionGroups.getOrCreate(projectId, name, actor)).mutualExclusionGroupId;
+}
+
+async function present(ctx: ServiceContext, t: TreatmentRecord) {
+  const [type, group] = await Promise.all([
+    ctx.treatmentTypes.get(t.projectId, t.treatmentTypeId),
+    t.mutualExclusionGroupId !== undefined ? ctx.mutualExclusionGroups.get(t.projectId, t.mutualExclusionGroupId) : undefined,
+  ]);
+  return presentTreatment(t, { type: type ?? undefined, group }, ctx.now());
+}
+
+// ------------------------------------------------------------------------------------------------
+// InsertTreatment
+
+async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): Promise<TreatmentRecord> {
+  const { projectId, lastModifiedBy } = body;
+  const type = await ctx.treatmentTypes.getByName(projectId, body.treatmentTypeName);
+  if (!type) throw invalidField('treatmentTypeName', `treatment type "${body.treatmentTypeName}" does not exist in project ${projectId}`);
+  const f = await versionFieldsOf(ctx, projectId, type, body);
+  if (body.externalTreatmentId !== undefined && (await ctx.treatments.idByExternalId(projectId, body.externalTreatmentId)) !== undefined) {
+    throw new AlreadyExistsError(`externalTreatmentId "${body.externalTreatmentId}" is already used by another treatment of the project`);
+  }
+  const groupId = await groupIdOf(ctx, projectId, body.mutualExclusionGroup, lastModifiedBy);
+  const version: VersionFields = {
+    startTimestamp: f.startTimestamp!,
+    endTimestamp: f.endTimestamp,
+    tags: f.tags ?? [],
+    content: f.content!,
+    eligibilityRules: f.eligibilityRules ?? [],
+    removedSurfaces: f.removedSurfaces ?? [],
+    targetActionEventId: f.targetActionEventId,
+  };
+  const build = (treatmentId: string) =>
+    createTreatment(
+      {
+        treatmentId,
+        projectId,
+        name: body.name,
+        description: body.description,
+        treatmentTypeId: type.treatmentTypeId,
+        lastModifiedBy,
+        externalTreatmentId: body.externalTreatmentId,
+        mutualExclusionGroupId: groupId ?? undefined,
+        shouldPublish: body.shouldPublish,
+        version,
+      },
+      ctx.now(),
+    );
+  return ctx.treatments.insert(projectId, build, { actor: lastModifiedBy, operation: 'InsertTreatment' });
+}
+
+// ------------------------------------------------------------------------------------------------
+// UpdateTreatment
+
+type UpdateAction = 'edit' | 'pause' | 'delete';
+
+/** D5: shouldPause / shouldDelete admit only the identifying fields; both at once is ambiguous. */
+function updateActionOf(body: UpdateTreatmentBody): UpdateAction {
+  const pause = body.shouldPause === true;
+  const del = body.shouldDelete === true;
+  if (pause && del) {
+    throw new InvalidArgumentError('shouldPause and shouldDelete cannot both be true', [
+      { field: 'shouldPause', description: 'cannot be combined with shouldDelete' },
+      { field: 'shouldDelete', description: 'cannot be combined with shouldPause' },
+    ]);
+  }
+  if (!pause && !del) return 'edit';
+  const flag = pause ? 'shouldPause' : 'shouldDelete';
+  const extra = Object.entries(body).filter(([k, v]) => v !== undefined && !PAUSE_DELETE_FIELDS.has(k)).map(([k]) => k);
+  if (extra.length > 0) {
+    throw new InvalidArgumentError(
+      `with ${flag} true only projectId, treatmentId, externalTreatmentId and lastModifiedBy may be sent; remove ${extra.join(', ')}`,
+      extra.map((field) => ({ field, description: `not allowed together with ${flag}` })),
+    );
+  }
+  return pause ? 'pause' : 'delete';
+}
+
+interface UpdateTarget {
+  record: TreatmentRecord;
+  /** externalTreatmentId given with a treatmentId whose treatment has none yet: it is set (D15). */
+  assignExternalId?: string;
+}
+
+/** D6: unknown ids (also ids of another project) are 404; two ids naming different treatments are 400. */
+async function locateTreatment(ctx: ServiceContext, body: UpdateTreatmentBody): Promise<UpdateTarget> {
+  const { projectId, treatmentId, externalTreatmentId: ext } = body;
+  if (treatmentId === undefined && ext === undefined) {
+    throw new InvalidArgumentError('either treatmentId or externalTreatmentId is required', [{ field: 'treatmentId', description: 'either treatmentId or externalTreatmentId is required' }]);
+  }
+  const byExt = ext !== undefined ? await ctx.treatments.idByExternalId(projectId, ext) : undefined;
+  const id = treatmentId ?? byExt;
+  if (id === undefined) throw new NotFoundError(`no treatment with externalTreatmentId "${ext}" in project ${projectId}`);
+  const record = await ctx.treatments.get(projectId, id);
+  if (!record) throw new NotFoundError(`treatment ${id} does not exist in project ${projectId}`);
+  if (ext === undefined || record.externalTreatmentId === ext) return { record };
+  if (record.externalTreatmentId !== undefined || (byExt !== undefined && byExt !== id)) {
+    throw invalidField('externalTreatmentId', `"${ext}" does not identify treatment ${id} given as treatmentId`);
+  }
+  return { record, assignExternalId: ext };
+}
+
+function withExternalId(t: TreatmentRecord, ext: string | undefined): TreatmentRecord {
+  return ext === undefined ? t : { ...t, externalTreatmentId: ext };
+}
+
+function lifecycleTransition(ctx: ServiceContext, action: 'pause' | 'delete', body: UpdateTreatmentBody, target: UpdateTarget): TreatmentTransition {
+  const change = action === 'pause' ? pauseTreatment : deleteTreatment;
+  return (current) => ({ treatment: withExternalId(change(current, body.lastModifiedBy, ctx.now()), target.assignExternalId), changed: true });
+}
+
+async function editTransition(ctx: ServiceContext, body: UpdateTreatmentBody, target: UpdateTarget): Promise<TreatmentTransition> {
+  const { projectId, lastModifiedBy } = body;
+  const type = await ctx.treatmentTypes.get(projectId, target.record.treatmentTypeId);
+  if (!type) throw new FailedPreconditionError(`the treatment's type ${target.record.treatmentTypeId} no longer exists`);
+  const newest = target.record.versions.reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
+  const fields = await versionFieldsOf(ctx, projectId, type, body, newest);
+  const update: TreatmentUpdate = {
+    lastModifiedBy,
+    name: body.name,
+    description: body.description,
+    externalTreatmentId: target.assignExternalId,
+    mutualExclusionGroupId: await groupIdOf(ctx, projectId, body.mutualExclusionGroup, lastModifiedBy),
+    ...fields,
+    shouldPublish: body.shouldPublish,
+  };
+  // Re-run on every optimistic retry against the freshest record, so no concurrent change is lost.
+  return (current) => applyUpdate(current, update, ctx.now());
+}
+
+async function updateTreatment(body: UpdateTreatmentBody, ctx: ServiceContext): Promise<TreatmentRecord> {
+  const action = updateActionOf(body);
+  const target = await locateTreatment(ctx, body);
+  const transition = action === 'edit' ? await editTransition(ctx, body, target) : lifecycleTransition(ctx, action, body, target);
+  const operation = { edit: 'UpdateTreatment', pause: 'PauseTreatment', delete: 'DeleteTreatment' }[action];
+  return ctx.treatments.update(body.projectId, target.record.treatmentId, transition, { actor: body.lastModifiedBy, operation });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Operations
+
+export const insertTreatmentOperation = defineOperation({
+  operation: 'InsertTreatment',
+  summary: 'Create a treatment (version 1; published when shouldPublish is true)',
+  permissions: ['TREATMENT_MANAGEMENT'],
+  body: InsertTreatmentRequest,
+  response: TreatmentResponse,
+  handler: async (body, _auth, ctx) => ({ treatment: await present(ctx, await insertTreatment(body, ctx)) }),
+});
+
+export const updateTreatmentOperation = defineOperation({
+  operation: 'UpdateTreatment',
+  summary: 'Update, publish, pause or delete a treatment; version-level changes create a new version',
+  permissions: ['TREATMENT_MANAGEMENT'],
+  body: UpdateTreatmentRequest,
+  response: TreatmentResponse,
+  handler: async (body, _auth, ctx) => ({ treatment: await present(ctx, await updateTreatment(body, ctx)) }),
+});
+
+export const getTreatmentOperation = defineOperation({
+  operation: 'GetTreatment',
+  summary: 'Read one treatment with every version',
+  permissions: ['DELIVERY', 'TREATMENT_MANAGEMENT'],
+  keyParam: 'api_key',
+  alt: true,
+  body: GetTreatmentRequest,
+  response: TreatmentResponse,
+  handler: async (body, _auth, ctx) => {
+    const t = await ctx.treatments.get(body.projectId, body.treatmentId);
+    if (!t) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${body.projectId}`);
+    return { treatment: await present(ctx, t) };
+  },
+});
+
+export const getAllTreatmentsOperation = defineOperation({
+  operation: 'GetAllTreatments',
+  summary: 'List the treatments of a project (ascending treatmentId), with type, surface, tag and version filters',
+  permissions: ['TREATMENT_MANAGEMENT'],
+  body: GetAllTreatmentsRequest,
+  response: TreatmentsResponse,
+  handler: async (body, _auth, ctx) => {
+    const { projectId } = body;
+    const [records, types, groups] = await Promise.all([ctx.treatments.list(projectId), ctx.treatmentTypes.list(projectId), ctx.mutualExclusionGroups.list(projectId)]);
+    const typesById = new Map(types.map((t) => [t.treatmentTypeId, t]));
+    const groupsById = new Map(groups.map((g) => [g.mutualExclusionGroupId, g]));
+    const nowMs = ctx.now();
+    const listed = filterTreatments(
+      records,
+      typesById,
+      {
+        // "" is what an encoder of an unset string sends: no filter, not "the type named ''".
+        treatmentTypeName: body.treatmentFilter?.treatmentTypeName || undefined,
+        surfaceNames: body.treatmentVersionFilter?.surface?.surfaceNames,
+        tags: body.treatmentVersionFilter?.tag?.tags,
+        maxNonLiveVersions: body.maxNonLiveVersions,
+      },
+      nowMs,
+    );
+    return {
+      treatments: listed.map(({ treatment, versions }) =>
+        presentTreatment(treatment, { type: typesById.get(treatment.treatmentTypeId), group: groupsById.get(treatment.mutualExclusionGroupId ?? '') }, nowMs, versions),
+      ),
+    };
+  },
+});
 
 /** InsertTreatment, UpdateTreatment, GetTreatment, GetAllTreatments. */
-export const treatmentOperations: V1Operation[] = [];
+export const treatmentOperations = [insertTreatmentOperation, updateTreatmentOperation, getTreatmentOperation, getAllTreatmentsOperation] as unknown as V1Operation[];

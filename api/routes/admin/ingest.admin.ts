@@ -1,0 +1,56 @@
+import { Type } from 'typebox';
+import { ProjectId, Strict, TimestampOut } from '../../../shared/schemas/common.js';
+import { UnavailableError } from '../../../shared/errors.js';
+import { plainValue } from '../../../shared/domain/property-value.js';
+import type { ServiceContext } from '../../../shared/service-context.js';
+import { defineAdminOperation } from '../../admin-operation.js';
+
+const JsonValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+
+/** Profile values for operators: user properties and computed data-field values, as plain JSON. */
+export const getUserProfile = defineAdminOperation({
+  operation: 'GetUserProfile',
+  command: 'get-user-profile',
+  summary: 'A user’s stored properties and computed data-field values',
+  body: Strict({ projectId: ProjectId, userId: Type.String({ minLength: 1, maxLength: 256 }) }),
+  response: Type.Object({ profile: Type.Object({ userId: Type.String(), userProperties: Type.Record(Type.String(), JsonValue), dataFields: Type.Record(Type.String(), JsonValue) }) }),
+  handler: async (body, ctx) => {
+    await ctx.projects.require(body.projectId);
+    const stored = await ctx.profiles.get(body.projectId, body.userId);
+    const userProperties: Record<string, string | number | boolean> = {};
+    for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
+    const dataFields = ctx.dataFieldValues ? await ctx.dataFieldValues(body.projectId, stored) : {};
+    return { profile: { userId: body.userId, userProperties, dataFields } };
+  },
+});
+
+function requireClickhouse(ctx: ServiceContext) {
+  if (!ctx.clickhouse) throw new UnavailableError('ClickHouse is not configured in this process');
+  return ctx.clickhouse;
+}
+
+const DeadLetterOut = Type.Object({ messageId: Type.String(), source: Type.String(), reason: Type.String(), receiveTime: TimestampOut, dataType: Type.String(), payloadBase64: Type.String() });
+
+export const listDeadLetters = defineAdminOperation({
+  operation: 'ListDeadLetters',
+  command: 'list-dead-letters',
+  summary: 'Messages and jobs that could not be ingested, with the reason, newest first',
+  body: Strict({ projectId: ProjectId, pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }),
+  response: Type.Object({ deadLetters: Type.Array(DeadLetterOut) }),
+  handler: async (body, ctx) => {
+    await ctx.projects.require(body.projectId);
+    const ch = requireClickhouse(ctx);
+    const rs = await ch.query({
+      query: `SELECT message_id, source, reason, formatDateTime(receive_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS receive_time, data_type, payload_base64
+              FROM dead_letters FINAL WHERE project_id = {projectId:String} ORDER BY receive_time DESC LIMIT {limit:UInt32}`,
+      query_params: { projectId: body.projectId, limit: body.pageSize ?? 100 },
+      format: 'JSONEachRow',
+    });
+    const rows = await rs.json<{ message_id: string; source: string; reason: string; receive_time: string; data_type: string; payload_base64: string }>();
+    return {
+      deadLetters: rows.map((r) => ({ messageId: r.message_id, source: r.source, reason: r.reason, receiveTime: new Date(r.receive_time).toISOString(), dataType: r.data_type, payloadBase64: r.payload_base64 })),
+    };
+  },
+});
+
+export const ingestAdminOperations = [getUserProfile, listDeadLetters];

@@ -1,0 +1,56 @@
+import { defineOperation, type V1Operation } from '../../v1-operation.js';
+import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../../shared/schemas/ingest.schemas.js';
+import { checkTrackingId, normalizeEvents } from '../../../shared/domain/ingest-normalize.js';
+import { invalidField } from '../../../shared/errors.js';
+import { int64String } from '../../../shared/wire/values.js';
+
+export const logEvents = defineOperation({
+  operation: 'LogEvents',
+  summary: 'Ingest events of one user; answers {} once they are durably queued',
+  permissions: ['LOG_EVENTS'],
+  keyParam: 'api-key',
+  body: LogEventsRequest,
+  response: EmptyResponse,
+  handler: async (body, _auth, ctx) => {
+    const events = normalizeEvents(body.events, ctx.now());
+    await ctx.ingest.events.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() });
+    return {};
+  },
+});
+
+const EMAIL_TYPES: ReadonlySet<string> = new Set(EMAIL_INTERACTION_TYPES);
+
+export const logTreatmentInteraction = defineOperation({
+  operation: 'LogTreatmentInteraction',
+  summary: 'Record what a user did with a returned treatment',
+  permissions: ['DELIVERY'],
+  keyParam: 'api-key',
+  body: LogTreatmentInteractionRequest,
+  response: EmptyResponse,
+  handler: async (body, _auth, ctx) => {
+    checkTrackingId(body.treatmentTrackingId, body.treatmentId);
+    const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
+    if (BigInt(micros) < 0n) throw invalidField('interactionTimeMicros', 'must not be negative');
+    const treatment = await ctx.treatments.get(body.projectId, body.treatmentId);
+    if (!treatment) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
+    if (EMAIL_TYPES.has(body.interactionType)) {
+      const type = await ctx.treatmentTypes.get(body.projectId, treatment.treatmentTypeId);
+      if (type?.deliveryType !== 'EMAIL') throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
+    }
+    await ctx.ingest.interactions.enqueue({
+      kind: 'interaction',
+      projectId: body.projectId,
+      userId: body.userId,
+      treatmentId: body.treatmentId,
+      treatmentTrackingId: body.treatmentTrackingId,
+      surface: body.surface,
+      interactionType: body.interactionType,
+      interactionTimeMicros: micros,
+      actionName: body.actionName,
+      receivedAt: ctx.now(),
+    });
+    return {};
+  },
+});
+
+export const ingestOperations = [logEvents, logTreatmentInteraction] as unknown as V1Operation[];

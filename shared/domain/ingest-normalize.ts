@@ -1,0 +1,78 @@
+import type { Static } from 'typebox';
+import type { EventPayload } from '../queues/queues.js';
+import type { PropertyValue } from './types.js';
+import { invalidField, InvalidArgumentError, type ErrorDetail } from '../errors.js';
+import type { ExternalEventIn, PropertyMap } from '../schemas/ingest.schemas.js';
+
+/** D31: an event more than 24 h in the client's future is rejected. */
+export const MAX_FUTURE_MS = 24 * 3600 * 1000;
+const INT64_MIN = -9223372036854775808n;
+const INT64_MAX = 9223372036854775807n;
+
+type PropertyMapIn = Static<typeof PropertyMap>;
+
+/** Canonical PropertyValue: longValue as a decimal string, timestamps as RFC 3339 UTC. */
+export function normalizePropertyMap(map: PropertyMapIn | undefined, path: string, problems: ErrorDetail[]): Record<string, PropertyValue> | undefined {
+  if (!map) return undefined;
+  const out: Record<string, PropertyValue> = {};
+  for (const [name, v] of Object.entries(map)) {
+    const field = `${path}.${name}`;
+    if ('longValue' in v) {
+      const n = BigInt(v.longValue);
+      if (n < INT64_MIN || n > INT64_MAX) problems.push({ field: `${field}.longValue`, description: 'out of the int64 range' });
+      out[name] = { longValue: n.toString() };
+    } else if ('timestampValue' in v) {
+      const ms = Date.parse(v.timestampValue);
+      if (Number.isNaN(ms)) problems.push({ field: `${field}.timestampValue`, description: 'not a valid RFC 3339 timestamp' });
+      else out[name] = { timestampValue: new Date(ms).toISOString() };
+    } else if ('doubleValue' in v) {
+      if (!Number.isFinite(v.doubleValue)) problems.push({ field: `${field}.doubleValue`, description: 'must be a finite number' });
+      out[name] = { doubleValue: v.doubleValue };
+    } else out[name] = v as PropertyValue;
+  }
+  return out;
+}
+
+/** Semantic checks the schema cannot express, and the normalised job payload. */
+export function normalizeEvents(events: Static<typeof ExternalEventIn>[], nowMs: number): EventPayload[] {
+  const problems: ErrorDetail[] = [];
+  const out = events.map((e, i) => {
+    const path = `events[${i}]`;
+    const clientEventTs = Date.parse(e.clientEventTimestamp);
+    if (Number.isNaN(clientEventTs)) problems.push({ field: `${path}.clientEventTimestamp`, description: 'not a valid RFC 3339 timestamp' });
+    else if (clientEventTs > nowMs + MAX_FUTURE_MS) problems.push({ field: `${path}.clientEventTimestamp`, description: 'more than 24 hours in the future' });
+    let serverReceivedTs: number | undefined;
+    if (e.serverReceivedTimestamp !== undefined) {
+      serverReceivedTs = Date.parse(e.serverReceivedTimestamp);
+      if (Number.isNaN(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'not a valid RFC 3339 timestamp' });
+    }
+    const p: EventPayload = {
+      eventName: e.eventName,
+      clientEventTs,
+      serverReceivedTs,
+      insertId: e.insertId,
+      eventProperties: normalizePropertyMap(e.eventProperties, `${path}.eventProperties`, problems),
+      userProperties: normalizePropertyMap(e.userProperties, `${path}.userProperties`, problems),
+      preLoginTempUserId: e.preLoginTempUserId,
+      sessionId: e.sessionId,
+      country: e.country,
+      region: e.region,
+      city: e.city,
+      ipAddress: e.ipAddress,
+      deviceId: e.deviceId,
+      appVersionId: e.appVersionId,
+    };
+    for (const k of Object.keys(p) as (keyof EventPayload)[]) if (p[k] === undefined) delete p[k];
+    return p;
+  });
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid events: ${problems.map((d) => `${d.field}: ${d.description}`).join('; ')}`, problems);
+  return out;
+}
+
+/** D32: `<treatmentId>_<responseId>` with the request's treatmentId. */
+export function checkTrackingId(trackingId: string, treatmentId: string): void {
+  const sep = trackingId.indexOf('_');
+  if (sep <= 0 || sep === trackingId.length - 1 || trackingId.slice(0, sep) !== treatmentId) {
+    throw invalidField('treatmentTrackingId', 'must be <treatmentId>_<responseId> as returned by GetTreatments, with the same treatmentId');
+  }
+}

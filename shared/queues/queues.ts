@@ -1,0 +1,103 @@
+import type { JobsOptions } from 'bullmq';
+import type { PropertyValue } from '../domain/types.js';
+
+/**
+ * Queue names and job payloads, shared by the API (producers) and the workers (consumers).
+ * Payloads are plain JSON: timestamps as epoch milliseconds, int64 as decimal strings.
+ */
+export const QUEUE = {
+  events: 'events',
+  interactions: 'interactions',
+  aggregations: 'aggregations',
+} as const;
+export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
+
+/** One user event as the workers store it (normalised by the API or the Pub/Sub intake). */
+export interface EventPayload {
+  eventName: string;
+  clientEventTs: number;
+  serverReceivedTs?: number;
+  insertId?: string;
+  eventProperties?: Record<string, PropertyValue>;
+  userProperties?: Record<string, PropertyValue>;
+  preLoginTempUserId?: string;
+  sessionId?: string;
+  country?: string;
+  region?: string;
+  city?: string;
+  ipAddress?: string;
+  deviceId?: string;
+  appVersionId?: string;
+}
+
+/**
+ * A batch of events of one user. `origin` decides the de-duplication key of events without an
+ * insertId: `j:<jobId>:<index>` for API calls, `m:<messageId>:<index>` for Pub/Sub messages (D33),
+ * so a retried job or a redelivered message never counts twice.
+ */
+export interface EventsJob {
+  kind: 'events';
+  projectId: string;
+  userId: string;
+  events: EventPayload[];
+  origin: { source: 'api' } | { source: 'pubsub'; messageId: string };
+  receivedAt: number;
+}
+
+/** Profile attributes from a Pub/Sub UserAttribute message (last-write-wins by updateTs). */
+export interface UserAttributesJob {
+  kind: 'userAttributes';
+  projectId: string;
+  userId: string;
+  userProperties: Record<string, PropertyValue>;
+  updateTs: number;
+  messageId: string;
+  receivedAt: number;
+}
+
+export type EventsQueueJob = EventsJob | UserAttributesJob;
+
+export interface InteractionJob {
+  kind: 'interaction';
+  projectId: string;
+  userId: string;
+  treatmentId: string;
+  treatmentTrackingId: string;
+  surface: string;
+  interactionType: string;
+  /** int64 microseconds as a decimal string */
+  interactionTimeMicros: string;
+  actionName?: string;
+  receivedAt: number;
+}
+
+/** Recompute (or backfill) data-field values from ClickHouse. */
+export interface AggregationJob {
+  kind: 'recompute';
+  projectId?: string;
+  dataFieldIds?: string[];
+  reason: 'schedule' | 'backfill' | 'manual';
+}
+
+/**
+ * Retries with capped exponential backoff for transient failures (ClickHouse or Redis down):
+ * a job that returned 200 to a client must not run out of attempts during an outage of hours.
+ * Poison jobs fail at once with UnrecoverableError.
+ */
+export const INGEST_JOB_OPTIONS: JobsOptions = {
+  attempts: 100_000,
+  backoff: { type: 'capped-exponential', delay: 200 },
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+};
+
+export const BACKOFF_CAP_MS = 30_000;
+
+export function cappedExponentialBackoff(attemptsMade: number): number {
+  return Math.min(BACKOFF_CAP_MS, 200 * 2 ** Math.min(attemptsMade, 20));
+}
+
+/** BullMQ prefix: under the service's Redis prefix, so tests and deployments do not collide. */
+export function bullPrefix(redisPrefix: string): string {
+  return `${redisPrefix}:bull`;
+}

@@ -1,0 +1,294 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { drainStream, type ClickHouseClient } from '@clickhouse/client';
+import type { PropertyValue } from '../domain/types.js';
+
+/**
+ * Rows of the ClickHouse tables of infra/clickhouse/migrations, as written with JSONEachRow
+ * (column names, DateTime64 values as 'YYYY-MM-DD hh:mm:ss.fff' UTC strings), and the mapping
+ * from the ingestion payloads to them.
+ */
+
+export type EventSource = 'api' | 'pubsub';
+export type DeadLetterSource = 'pubsub' | 'log_events' | 'log_treatment_interaction';
+
+export interface EventRow {
+  project_id: string;
+  user_id: string;
+  event_name: string;
+  /** The insertId when given, else `job:<jobId>:<index>` / `msg:<messageId>:<index>` (see eventDedupKey). */
+  dedup_key: string;
+  insert_id: string;
+  client_event_ts: string;
+  server_received_ts: string | null;
+  ingest_ts: string;
+  /** JSON of the PropertyValue map. */
+  event_properties: string;
+  /** JSON of the PropertyValue map. */
+  user_properties: string;
+  session_id: string;
+  pre_login_temp_user_id: string;
+  country: string;
+  region: string;
+  city: string;
+  ip_address: string;
+  device_id: string;
+  app_version_id: string;
+  source: EventSource;
+}
+
+export interface InteractionRow {
+  project_id: string;
+  user_id: string;
+  treatment_id: string;
+  treatment_tracking_id: string;
+  surface: string;
+  interaction_type: string;
+  /** DateTime64(6): microseconds kept. */
+  interaction_time: string;
+  action_name: string;
+  /** `job:<jobId>` for an API call. */
+  dedup_key: string;
+  ingest_ts: string;
+}
+
+export interface DeadLetterRow {
+  project_id: string;
+  message_id: string;
+  source: DeadLetterSource;
+  reason: string;
+  receive_time: string;
+  data_type: string;
+  payload_base64: string;
+}
+
+export interface UserAttributeUpdateRow {
+  project_id: string;
+  user_id: string;
+  /** `msg:<messageId>` or `job:<jobId>`. */
+  dedup_key: string;
+  update_ts: string;
+  user_properties: string;
+  source: EventSource;
+  ingest_ts: string;
+}
+
+export interface TableRows {
+  events: EventRow;
+  interactions: InteractionRow;
+  dead_letters: DeadLetterRow;
+  user_attribute_updates: UserAttributeUpdateRow;
+}
+export type ClickhouseTable = keyof TableRows;
+
+// DateTime64's range; outside it ClickHouse would clamp or wrap silently.
+const MIN_MS = Date.UTC(1900, 0, 1);
+const MAX_MS = Date.UTC(2300, 0, 1) - 1;
+const HAS_OFFSET = /(?:Z|[+-]\d{2}:?\d{2})$/i;
+
+function toEpochMs(value: number | string): number {
+  if (typeof value === 'string' && !HAS_OFFSET.test(value.trim())) {
+    // Without an offset Date.parse would use the process's local time zone.
+    throw new RangeError(`timestamp "${value}" has no UTC offset`);
+  }
+  const ms = typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
+    throw new RangeError(`timestamp ${JSON.stringify(value)} is not a date between 1900 and 2299`);
+  }
+  return Math.floor(ms);
+}
+
+/** Epoch ms or an RFC 3339 string → 'YYYY-MM-DD hh:mm:ss.sss' (UTC). @throws RangeError */
+export function toClickhouseDateTime64(value: number | string): string {
+  return new Date(toEpochMs(value)).toISOString().slice(0, 23).replace('T', ' ');
+}
+
+/** Microseconds since the epoch (int64 as number, string or bigint) → 'YYYY-MM-DD hh:mm:ss.ffffff'. */
+export function microsToClickhouseDateTime64(micros: number | string | bigint): string {
+  let us: bigint;
+  try {
+    us = BigInt(micros);
+  } catch {
+    throw new RangeError(`"${String(micros)}" is not an integer number of microseconds`);
+  }
+  const fraction = ((us % 1_000_000n) + 1_000_000n) % 1_000_000n;
+  const seconds = (us - fraction) / 1_000_000n;
+  const base = toClickhouseDateTime64(Number(seconds) * 1000).slice(0, 19);
+  return `${base}.${fraction.toString().padStart(6, '0')}`;
+}
+
+/** Where an event without insertId came from; its position in that carrier makes it unique. */
+export type EventCarrier = { jobId: string } | { messageId: string };
+
+/** D31/D33: the client's insertId when present; otherwise the carrier and the event's position. */
+export function eventDedupKey(insertId: string | undefined, carrier: EventCarrier, index: number): string {
+  if (insertId !== undefined && insertId !== '') return insertId;
+  return 'jobId' in carrier ? `job:${carrier.jobId}:${index}` : `msg:${carrier.messageId}:${index}`;
+}
+
+/** An ExternalEvent as validated by the API or decoded from Pub/Sub (LogEventJson fits). */
+export interface EventInput {
+  eventName: string;
+  clientEventTimestamp: string;
+  serverReceivedTimestamp?: string;
+  insertId?: string;
+  eventProperties?: Record<string, PropertyValue>;
+  userProperties?: Record<string, PropertyValue>;
+  sessionId?: string;
+  preLoginTempUserId?: string;
+  country?: string;
+  region?: string;
+  city?: string;
+  ipAddress?: string;
+  deviceId?: string;
+  appVersionId?: string;
+}
+
+export interface EventBatchInput {
+  projectId: string;
+  userId: string;
+  events: readonly EventInput[];
+}
+
+export interface RowContext {
+  source: EventSource;
+  /** Injected clock: the time the worker stores the rows. */
+  ingestMs: number;
+}
+
+/** Maps one LogEvents request (or EventData message) to its rows; index = position in the request. */
+export function toEventRows(batch: EventBatchInput, carrier: EventCarrier, ctx: RowContext): EventRow[] {
+  const ingest = toClickhouseDateTime64(ctx.ingestMs);
+  return batch.events.map((e, index) => ({
+    project_id: batch.projectId,
+    user_id: batch.userId,
+    event_name: e.eventName,
+    dedup_key: eventDedupKey(e.insertId, carrier, index),
+    insert_id: e.insertId ?? '',
+    client_event_ts: toClickhouseDateTime64(e.clientEventTimestamp),
+    server_received_ts: e.serverReceivedTimestamp === undefined ? null : toClickhouseDateTime64(e.serverReceivedTimestamp),
+    ingest_ts: ingest,
+    event_properties: JSON.stringify(e.eventProperties ?? {}),
+    user_properties: JSON.stringify(e.userProperties ?? {}),
+    session_id: e.sessionId ?? '',
+    pre_login_temp_user_id: e.preLoginTempUserId ?? '',
+    country: e.country ?? '',
+    region: e.region ?? '',
+    city: e.city ?? '',
+    ip_address: e.ipAddress ?? '',
+    device_id: e.deviceId ?? '',
+    app_version_id: e.appVersionId ?? '',
+    source: ctx.source,
+  }));
+}
+
+export interface InteractionInput {
+  projectId: string;
+  userId: string;
+  treatmentId: string;
+  treatmentTrackingId: string;
+  surface: string;
+  interactionType: string;
+  interactionTimeMicros: number | string | bigint;
+  actionName?: string;
+}
+
+export function toInteractionRow(input: InteractionInput, dedupKey: string, ingestMs: number): InteractionRow {
+  return {
+    project_id: input.projectId,
+    user_id: input.userId,
+    treatment_id: input.treatmentId,
+    treatment_tracking_id: input.treatmentTrackingId,
+    surface: input.surface,
+    interaction_type: input.interactionType,
+    interaction_time: microsToClickhouseDateTime64(input.interactionTimeMicros),
+    action_name: input.actionName ?? '',
+    dedup_key: dedupKey,
+    ingest_ts: toClickhouseDateTime64(ingestMs),
+  };
+}
+
+export interface DeadLetterInput {
+  projectId: string;
+  messageId: string;
+  source: DeadLetterSource;
+  reason: string;
+  receiveMs: number;
+  dataType?: string;
+  payload: Uint8Array;
+}
+
+export function toDeadLetterRow(input: DeadLetterInput): DeadLetterRow {
+  return {
+    project_id: input.projectId,
+    message_id: input.messageId,
+    source: input.source,
+    reason: input.reason,
+    receive_time: toClickhouseDateTime64(input.receiveMs),
+    data_type: input.dataType ?? '',
+    payload_base64: Buffer.from(input.payload).toString('base64'),
+  };
+}
+
+export interface UserAttributeInput {
+  projectId: string;
+  userId: string;
+  userProperties: Record<string, PropertyValue>;
+  updateTimestamp: string;
+}
+
+export function toUserAttributeUpdateRow(input: UserAttributeInput, dedupKey: string, ctx: RowContext): UserAttributeUpdateRow {
+  return {
+    project_id: input.projectId,
+    user_id: input.userId,
+    dedup_key: dedupKey,
+    update_ts: toClickhouseDateTime64(input.updateTimestamp),
+    user_properties: JSON.stringify(input.userProperties),
+    source: ctx.source,
+    ingest_ts: toClickhouseDateTime64(ctx.ingestMs),
+  };
+}
+
+/** Each table's ReplacingMergeTree key (its ORDER BY): equal keys are one record. */
+const NATURAL_KEY: { [T in ClickhouseTable]: (row: TableRows[T]) => string } = {
+  events: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
+  interactions: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
+  dead_letters: (r) => `${r.project_id}\0${r.source}\0${r.message_id}`,
+  user_attribute_updates: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
+};
+
+/**
+ * Derived from the rows' keys, not from the job: a retried job re-sends the same keys and its
+ * insert is skipped as a whole, while two different sets of rows can never share a token (a
+ * caller-chosen token reused for other rows would silently drop them).
+ */
+export function insertDedupToken(table: ClickhouseTable, keys: readonly string[]): string {
+  const hash = createHash('sha256').update(table);
+  for (const key of [...keys].sort()) hash.update('\n').update(key);
+  return hash.digest('hex');
+}
+
+/**
+ * Inserts rows with JSONEachRow. Exactly-once storage rests on the tables (ReplacingMergeTree +
+ * FINAL); the insert_deduplication_token only avoids the duplicate part when a retried insert
+ * had in fact succeeded (single node: non_replicated_deduplication_window; cluster: Keeper).
+ * The settings go in the statement's SETTINGS clause, never in `clickhouse_settings`: chDB turns
+ * those into session-wide `SET`s that leak into every later query of the process.
+ * throw_on_max_partitions_per_insert_block = 0: one request may hold events of many months.
+ */
+export async function insertRows<T extends ClickhouseTable>(
+  client: ClickHouseClient,
+  table: T,
+  rows: readonly TableRows[T][],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const token = insertDedupToken(table, rows.map((r) => NATURAL_KEY[table](r)));
+  const body = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const result = await client.exec({
+    query:
+      `INSERT INTO ${table} SETTINGS insert_deduplication_token = '${token}', ` +
+      'throw_on_max_partitions_per_insert_block = 0 FORMAT JSONEachRow',
+    values: Readable.from([body]),
+  });
+  await drainStream(result.stream);
+}

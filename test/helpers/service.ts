@@ -1,0 +1,63 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startService, type RunningService } from '../../api/server.js';
+import { createLogger } from '../../shared/logger.js';
+import { ADMIN_TOKEN, testConfig } from './context.js';
+
+export interface TestService {
+  service: RunningService;
+  baseUrl: string;
+  altUrl: string;
+  dataDir: string;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  admin(operation: string, body: unknown): Promise<{ status: number; body: any }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole service in this process (every role, embedded ClickHouse in a fresh directory, its
+ * own Redis prefix) on ephemeral ports. One per test file: chDB allows one engine per process.
+ */
+export async function startTestService(overrides: Record<string, string> = {}): Promise<TestService> {
+  const dataDir = overrides.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'tds-test-'));
+  const config = testConfig({ PORT: '0', ALT_PORT: '0', DATA_DIR: dataDir, ...overrides });
+  const service = await startService(config, createLogger(config.logLevel));
+  const addr = (i: number) => {
+    const a = service.apps[i].server.address();
+    if (!a || typeof a === 'string') throw new Error('no address');
+    return `http://127.0.0.1:${a.port}`;
+  };
+  const baseUrl = addr(0);
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  return {
+    service,
+    baseUrl,
+    altUrl: addr(1),
+    dataDir,
+    post,
+    admin: (operation, body) => post(`/admin/v1/${operation}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` }),
+    async stop() {
+      const { ctx } = service;
+      const prefix = ctx.config.redisPrefix;
+      await service.stop();
+      const { Redis } = await import('ioredis');
+      const r = new Redis(ctx.config.redisUrl);
+      const keys = await r.keys(`${prefix}:*`);
+      for (let i = 0; i < keys.length; i += 500) await r.del(...keys.slice(i, i + 500));
+      r.disconnect();
+    },
+  };
+}
+
+/** Creates a project and one key per permission through the admin API. */
+export async function projectWithKeys(s: TestService, projectId: string): Promise<{ projectId: string; management: string; delivery: string; logEvents: string }> {
+  const p = await s.admin('CreateProject', { projectId });
+  if (p.status !== 200) throw new Error(JSON.stringify(p.body));
+  const key = async (permissions: string[]) => (await s.admin('CreateApiKey', { projectId, permissions })).body.key as string;
+  return { projectId, management: await key(['TREATMENT_MANAGEMENT']), delivery: await key(['DELIVERY']), logEvents: await key(['LOG_EVENTS']) };
+}

@@ -1,0 +1,94 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from 'pino';
+
+export interface BatchWriterOptions {
+  /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
+  maxRows?: number;
+  /** Flush at the latest this long after the first buffered row. @defaultValue 50 */
+  maxDelayMs?: number;
+  /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
+  isPermanent?: (err: unknown) => boolean;
+}
+
+interface Waiter {
+  rows: Record<string, unknown>[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Buffer {
+  waiters: Waiter[];
+  rowCount: number;
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * Batches the rows of many concurrent jobs into few large ClickHouse inserts (thousands of rows
+ * per insert, not one). Unlike a fire-and-forget buffer, every `write` resolves only after the
+ * insert holding its rows succeeded, so a job completes only once its rows are stored and a crash
+ * loses nothing that was acknowledged. A batch that fails permanently is retried caller by
+ * caller, so one poison job cannot fail the jobs that shared its batch.
+ */
+export class ClickhouseBatchWriter {
+  private readonly buffers = new Map<string, Buffer>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly maxRows: number;
+  private readonly maxDelayMs: number;
+  private readonly isPermanent: (err: unknown) => boolean;
+  rowsWritten = 0;
+
+  constructor(
+    private readonly client: ClickHouseClient,
+    private readonly log: Logger,
+    opts: BatchWriterOptions = {},
+  ) {
+    this.maxRows = opts.maxRows ?? 10_000;
+    this.maxDelayMs = opts.maxDelayMs ?? 50;
+    this.isPermanent = opts.isPermanent ?? (() => false);
+  }
+
+  write(table: string, rows: Record<string, unknown>[]): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let buf = this.buffers.get(table);
+      if (!buf) {
+        buf = { waiters: [], rowCount: 0 };
+        this.buffers.set(table, buf);
+      }
+      buf.waiters.push({ rows, resolve, reject });
+      buf.rowCount += rows.length;
+      if (buf.rowCount >= this.maxRows) this.flush(table);
+      else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMs);
+    });
+  }
+
+  private flush(table: string): void {
+    const buf = this.buffers.get(table);
+    if (!buf || buf.waiters.length === 0) return;
+    this.buffers.delete(table);
+    clearTimeout(buf.timer);
+    const p = this.insert(table, buf.waiters).finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
+  }
+
+  private async insert(table: string, waiters: Waiter[]): Promise<void> {
+    try {
+      await this.client.insert({ table, values: waiters.flatMap((w) => w.rows), format: 'JSONEachRow' });
+      this.rowsWritten += waiters.reduce((n, w) => n + w.rows.length, 0);
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      if (waiters.length > 1 && this.isPermanent(err)) {
+        this.log.warn({ err, table, callers: waiters.length }, 'batch insert failed permanently; retrying caller by caller to isolate the poison rows');
+        for (const w of waiters) await this.insert(table, [w]);
+        return;
+      }
+      for (const w of waiters) w.reject(err);
+    }
+  }
+
+  /** Flushes every buffer and waits for inserts under way (shutdown). */
+  async drain(): Promise<void> {
+    for (const table of [...this.buffers.keys()]) this.flush(table);
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
