@@ -34,6 +34,13 @@ export interface Config {
   pubsubEmulatorHost?: string;
   /** Start a local redis-server when nothing answers at a local REDIS_URL. @defaultValue true */
   autoStartRedis: boolean;
+  /**
+   * How long a worker's hold on a job lasts without renewal; a job of a worker that died is
+   * retried after about this long. @defaultValue 30000
+   */
+  workerLockMs: number;
+  /** Jobs processed at once per ingestion queue. @defaultValue 64 */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -58,6 +65,13 @@ function port(env: Env, name: string, dflt: number): number {
 function optional(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v === '' ? undefined : v;
+}
+
+function int(env: Env, name: string, dflt: number, min: number, max: number): number {
+  const raw = optional(env, name);
+  if (raw === undefined) return dflt;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new ConfigError(name, `expected an integer ${min}-${max}, got "${raw}"`);
+  return Number(raw);
 }
 
 function bool(env: Env, name: string, dflt: boolean): boolean {
@@ -121,6 +135,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     pubsubProjectId: optional(env, 'PUBSUB_PROJECT_ID') ?? 'tds-local',
     pubsubEmulatorHost: optional(env, 'PUBSUB_EMULATOR_HOST'),
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
+    workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 64, 1, 1000),
   };
   return Object.freeze(cfg);
 }

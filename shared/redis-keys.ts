@@ -24,6 +24,8 @@ export interface RedisKeys {
   pubSubSources(): string;
   profile(projectId: string, userId: string): string;
   dedup(projectId: string, userId: string, insertId: string): string;
+  /** Hash of the ranking policy's counters: `v:<surface>:<treatmentId>` (views), `a:<surface>:<treatmentId>` (actions). */
+  rankingStats(projectId: string): string;
   /** Pub/Sub channel: a project's catalogue or keys changed (payload: JSON message). */
   invalidationChannel(): string;
   /** Stream of new params-resolved aggregation data fields (`projectId`, `dataFieldId`) for the backfill worker. */
@@ -54,6 +56,7 @@ export function redisKeys(prefix: string): RedisKeys {
     pubSubSources: () => `${p}pubsub-sources`,
     profile: (id, userId) => `${p}u:{${id}:${userId}}:profile`,
     dedup: (id, userId, insertId) => `${p}u:{${id}:${userId}}:dedup:${insertId}`,
+    rankingStats: (id) => `${proj(id)}:ranking`,
     invalidationChannel: () => `${p}invalidate`,
     dataFieldCreated: () => `${p}datafield-created`,
   };

@@ -22,7 +22,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
   const profiles = new ProfileStore(connection, ctx.keys);
-  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency });
+  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs });
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
   return {

@@ -125,6 +125,7 @@ const PERMANENT_ERRORS: Readonly<Record<string, number>> = {
   ARGUMENT_OUT_OF_BOUND: 69,
   BAD_ARGUMENTS: 36,
   TOO_LARGE_STRING_SIZE: 131,
+  ILLEGAL_AGGREGATION: 184,
 };
 const PERMANENT_TYPES = new Set(Object.keys(PERMANENT_ERRORS));
 /** For errors whose `type` was not parsed out of the message. */

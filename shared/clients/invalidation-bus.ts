@@ -30,7 +30,10 @@ export class InvalidationBus {
           this.connected = true;
           this.emit({ kind: 'all' });
         },
-        (err) => this.log.warn({ err }, 'invalidation subscribe failed'),
+        // A close() while the subscription is in flight fails it; that is no fault worth a warning.
+        (err) => {
+          if (!this.closed) this.log.warn({ err }, 'invalidation subscribe failed');
+        },
       );
     });
     this.sub.on('close', () => {

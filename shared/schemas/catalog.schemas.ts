@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import { DATA_FIELD_NAME_MAX, DATA_FIELD_NAME_PATTERN, INTERACTION_TYPES } from '../domain/data-field-params.js';
 import { Int64In, Int64Out, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from './common.js';
 
@@ -92,9 +92,9 @@ export const InsertDataFieldBody = Strict({
 export const InsertDataFieldResponse = Type.Object({ dataField: DataFieldOut });
 
 /** Aggregation members are all optional here; "exactly one" is checked with a precise field path by the domain. */
-function aggregations(windowName: TSchema) {
+function aggregations() {
   return {
-    dailyCountAggregation: Type.Optional(Strict({ windowName })),
+    dailyCountAggregation: Type.Optional(Strict({ windowName: Type.String({ maxLength: 32 }) })),
     firstTimestampAggregation: Type.Optional(Strict({})),
     latestTimestampAggregation: Type.Optional(Strict({})),
     daysSinceFirstTimestampAggregation: Type.Optional(Strict({})),
@@ -135,14 +135,14 @@ const DataFieldParamsIn = Strict({
       surfaceId: Type.Optional(NonEmpty(256)),
       surfaceName: Type.Optional(SurfaceName),
       isDistinctInteraction: Type.Optional(Type.Boolean()),
-      ...aggregations(Type.String({ maxLength: 32 })),
+      ...aggregations(),
     }),
   ),
   eventDataFieldParams: Type.Optional(
     Strict({
       eventSchemaName: NonEmpty(256),
       propertyValueByPropertyName: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), PropertyValueIn, { maxProperties: 50 })),
-      ...aggregations(Type.String({ maxLength: 32 })),
+      ...aggregations(),
     }),
   ),
 });

@@ -33,8 +33,6 @@ export const DATA_MISSING_BEHAVIOURS = [
 
 export const TREATMENT_STATUSES = ['STATUS_UNSPECIFIED', 'LIVE', 'DRAFT', 'SCHEDULED', 'ARCHIVED', 'PAUSED'] as const;
 
-const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((v) => Type.Literal(v)));
-
 const TreatmentIdIn = Type.String({ minLength: 1, maxLength: 32, description: 'treatmentId (decimal string)' });
 const ExternalIdIn = Type.String({ minLength: 1, maxLength: 256 });
 const Actor = NonEmpty(256);
@@ -57,9 +55,9 @@ export const ContentIn = Strict({
 
 export const EligibilityRuleIn = Strict({
   dataFieldId: Int64In,
-  condition: literals(CONDITIONS),
+  condition: Type.Enum(CONDITIONS),
   rhsValue: Type.String({ maxLength: 65_536 }),
-  dataMissingBehaviour: Type.Optional(literals(DATA_MISSING_BEHAVIOURS)),
+  dataMissingBehaviour: Type.Optional(Type.Enum(DATA_MISSING_BEHAVIOURS)),
 });
 
 /** `rules` omitted is an empty list: on update that still replaces every stored rule. */
@@ -156,7 +154,7 @@ export const TreatmentTypeDeliveryOut = Type.Object({
 export const TreatmentVersionOut = Type.Object({
   /** not in the spec's record: lets operators tell versions apart (1, 2, 3 ... in creation order) */
   versionNumber: Type.Integer(),
-  status: literals(TREATMENT_STATUSES),
+  status: Type.Enum(TREATMENT_STATUSES),
   tags: Type.Array(NameOut),
   startTimestamp: TimestampOut,
   endTimestamp: Type.Optional(TimestampOut),
@@ -185,7 +183,7 @@ export const TreatmentOut = Type.Object({
   treatmentType: TreatmentTypeDeliveryOut,
   name: Type.String(),
   description: Type.String(),
-  status: literals(TREATMENT_STATUSES),
+  status: Type.Enum(TREATMENT_STATUSES),
   versions: Type.Array(TreatmentVersionOut),
   lastModifiedBy: Type.String(),
   lastModifiedTimestamp: TimestampOut,

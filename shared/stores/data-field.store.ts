@@ -102,7 +102,7 @@ export class DataFieldStore {
   private async registerNamed(projectId: string, name: string, dataType: UserPropertyType, actor: string): Promise<DataFieldRecord> {
     const names = this.keys.dataFieldNames(projectId);
     let id: string | undefined;
-    return withOptimisticRetry('InsertDataField', async () => {
+    return withOptimisticRetry<DataFieldRecord>('InsertDataField', async () => {
       const existing = await this.getByName(projectId, name);
       if (existing) return { done: true as const, value: existing };
       id ??= await this.nextId();
@@ -118,7 +118,7 @@ export class DataFieldStore {
     if (!agg) throw new Error('registerParams: params entry has no aggregation');
     const dataFieldType: DataFieldType = aggregationResultType(agg.key);
     let id: string | undefined;
-    return withOptimisticRetry('GetDataFields', async () => {
+    return withOptimisticRetry<{ record: DataFieldRecord; created: boolean }>('GetDataFields', async () => {
       const existingId = await this.redis.hget(index, entry.key);
       const existing = existingId ? await this.get(projectId, existingId) : undefined;
       if (existing) return { done: true as const, value: { record: existing, created: false } };

@@ -16,7 +16,7 @@ export interface EventRow {
   project_id: string;
   user_id: string;
   event_name: string;
-  /** The insertId when given, else `job:<jobId>:<index>` / `msg:<messageId>:<index>` (see eventDedupKey). */
+  /** `i:<insertId>` when given, else `j:<jobId>:<index>` / `m:<messageId>:<index>` (see eventDedupKey). */
   dedup_key: string;
   insert_id: string;
   client_event_ts: string;
@@ -47,7 +47,7 @@ export interface InteractionRow {
   /** DateTime64(6): microseconds kept. */
   interaction_time: string;
   action_name: string;
-  /** `job:<jobId>` for an API call. */
+  /** `j:<jobId>` for an API call. */
   dedup_key: string;
   ingest_ts: string;
 }
@@ -65,7 +65,7 @@ export interface DeadLetterRow {
 export interface UserAttributeUpdateRow {
   project_id: string;
   user_id: string;
-  /** `msg:<messageId>` or `job:<jobId>`. */
+  /** `m:<messageId>` or `j:<jobId>`. */
   dedup_key: string;
   update_ts: string;
   user_properties: string;
@@ -120,10 +120,14 @@ export function microsToClickhouseDateTime64(micros: number | string | bigint): 
 /** Where an event without insertId came from; its position in that carrier makes it unique. */
 export type EventCarrier = { jobId: string } | { messageId: string };
 
-/** D31/D33: the client's insertId when present; otherwise the carrier and the event's position. */
+/**
+ * D31/D33: the client's insertId when present; otherwise the carrier and the event's position.
+ * The prefixes keep an insertId from ever equalling a derived key (the format the ingestion
+ * workers write).
+ */
 export function eventDedupKey(insertId: string | undefined, carrier: EventCarrier, index: number): string {
-  if (insertId !== undefined && insertId !== '') return insertId;
-  return 'jobId' in carrier ? `job:${carrier.jobId}:${index}` : `msg:${carrier.messageId}:${index}`;
+  if (insertId !== undefined && insertId !== '') return `i:${insertId}`;
+  return 'jobId' in carrier ? `j:${carrier.jobId}:${index}` : `m:${carrier.messageId}:${index}`;
 }
 
 /** An ExternalEvent as validated by the API or decoded from Pub/Sub (LogEventJson fits). */
@@ -249,29 +253,14 @@ export function toUserAttributeUpdateRow(input: UserAttributeInput, dedupKey: st
   };
 }
 
-/** Each table's ReplacingMergeTree key (its ORDER BY): equal keys are one record. */
-const NATURAL_KEY: { [T in ClickhouseTable]: (row: TableRows[T]) => string } = {
-  events: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
-  interactions: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
-  dead_letters: (r) => `${r.project_id}\0${r.source}\0${r.message_id}`,
-  user_attribute_updates: (r) => `${r.project_id}\0${r.user_id}\0${r.dedup_key}`,
-};
-
 /**
- * Derived from the rows' keys, not from the job: a retried job re-sends the same keys and its
- * insert is skipped as a whole, while two different sets of rows can never share a token (a
- * caller-chosen token reused for other rows would silently drop them).
- */
-export function insertDedupToken(table: ClickhouseTable, keys: readonly string[]): string {
-  const hash = createHash('sha256').update(table);
-  for (const key of [...keys].sort()) hash.update('\n').update(key);
-  return hash.digest('hex');
-}
-
-/**
- * Inserts rows with JSONEachRow. Exactly-once storage rests on the tables (ReplacingMergeTree +
- * FINAL); the insert_deduplication_token only avoids the duplicate part when a retried insert
- * had in fact succeeded (single node: non_replicated_deduplication_window; cluster: Keeper).
+ * Inserts rows with JSONEachRow. Exactly-once storage rests on the tables: copies of one key
+ * collapse to the one with the highest version (ReplacingMergeTree, read with FINAL). The
+ * insert_deduplication_token, a hash of the exact rows, only avoids writing a duplicate part when
+ * a retry re-sends a byte-identical insert that had in fact succeeded (single node:
+ * non_replicated_deduplication_window; cluster: Keeper). A token of the content, not of the job:
+ * a caller-chosen token reused for other rows would silently drop them, and a token of the keys
+ * alone would keep an older version of a row instead of the newer one.
  * The settings go in the statement's SETTINGS clause, never in `clickhouse_settings`: chDB turns
  * those into session-wide `SET`s that leak into every later query of the process.
  * throw_on_max_partitions_per_insert_block = 0: one request may hold events of many months.
@@ -282,8 +271,8 @@ export async function insertRows<T extends ClickhouseTable>(
   rows: readonly TableRows[T][],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const token = insertDedupToken(table, rows.map((r) => NATURAL_KEY[table](r)));
   const body = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const token = createHash('sha256').update(table).update('\n').update(body).digest('hex');
   const result = await client.exec({
     query:
       `INSERT INTO ${table} SETTINGS insert_deduplication_token = '${token}', ` +

@@ -8,9 +8,16 @@ export const DEDUP_TTL_SECONDS = 8 * 24 * 3600;
 /**
  * A counter or extreme kept in the user's profile hash, applied with the event that causes it:
  * `inc` adds, `min`/`max` keep the extreme, `incnew` adds only the first time `marker` is seen
- * (distinct counts).
+ * (distinct counts), `ginc` adds to a project-wide hash. `ginc` names a key outside the user's
+ * hash slot: fine on one Redis, and the reason the service runs on a single primary, not a Redis Cluster.
  */
-export type ProfileOp = ['inc', string, number] | ['min', string, number] | ['max', string, number] | ['incnew', string, string, number];
+export type ProfileOp =
+  | ['inc', string, number]
+  | ['min', string, number]
+  | ['max', string, number]
+  | ['incnew', string, string, number]
+  /** HINCRBY on another hash (project-wide statistics such as the ranking policy's counters). */
+  | ['ginc', string, string, number];
 
 export interface ProfileEvent {
   /** Cross-job de-duplication (insertId); absent: the event is only protected by the job marker. */
@@ -67,6 +74,8 @@ for _, e in ipairs(evs) do
         elseif kind == 'max' then
           local cur = redis.call('HGET', prof, op[2])
           if (not cur) or tonumber(op[3]) > tonumber(cur) then redis.call('HSET', prof, op[2], op[3]) end
+        elseif kind == 'ginc' then
+          redis.call('HINCRBY', op[2], op[3], op[4])
         elseif kind == 'incnew' then
           if redis.call('HSETNX', prof, op[2], '1') == 1 then redis.call('HINCRBY', prof, op[3], op[4]) end
         end

@@ -30,7 +30,7 @@ export class SurfaceStore {
   /** D12: inserting an existing name returns the stored surface unchanged (idempotent). */
   async insert(projectId: string, input: { name: string; description?: string }, actor: string): Promise<Surface> {
     const key = this.keys.surfaces(projectId);
-    return withOptimisticRetry('InsertSurface', async () => {
+    return withOptimisticRetry<Surface>('InsertSurface', async () => {
       const existing = await this.get(projectId, input.name);
       if (existing) return { done: true as const, value: existing };
       const surface: Surface = { projectId, name: input.name, description: input.description ?? '', createTime: new Date(this.now()).toISOString() };

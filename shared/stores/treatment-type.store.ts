@@ -60,7 +60,7 @@ export class TreatmentTypeStore {
 
   async insert(projectId: string, input: TreatmentTypeInput): Promise<TreatmentType> {
     let id: string | undefined;
-    return withOptimisticRetry('InsertTreatmentType', async () => {
+    return withOptimisticRetry<TreatmentType>('InsertTreatmentType', async () => {
       await this.requireSurfaces(projectId, input.surfaces);
       const names = this.keys.treatmentTypeNames(projectId);
       if (await this.redis.hexists(names, input.treatmentTypeName)) throw this.nameTaken(input.treatmentTypeName);
@@ -92,7 +92,7 @@ export class TreatmentTypeStore {
 
   /** D6: 404 when the id is not a type of this project; 409 when renamed onto another type's name. */
   async update(projectId: string, treatmentTypeId: string, patch: TreatmentTypePatch): Promise<TreatmentType> {
-    return withOptimisticRetry('UpdateTreatmentType', async () => {
+    return withOptimisticRetry<TreatmentType>('UpdateTreatmentType', async () => {
       const key = this.keys.treatmentTypes(projectId);
       const raw = await this.redis.hget(key, treatmentTypeId);
       if (!raw) throw new NotFoundError(`treatment type ${treatmentTypeId} does not exist in project "${projectId}"`);

@@ -62,7 +62,7 @@ export class TreatmentStore {
    */
   async update(projectId: string, treatmentId: string, transition: TreatmentTransition, meta: ChangeMeta): Promise<TreatmentRecord> {
     const key = this.keys.treatments(projectId);
-    return withOptimisticRetry(meta.operation, async () => {
+    return withOptimisticRetry<TreatmentRecord>(meta.operation, async () => {
       const raw = await this.redis.hget(key, treatmentId);
       if (!raw) throw new NotFoundError(`treatment ${treatmentId} does not exist in project ${projectId}`);
       const before = JSON.parse(raw) as TreatmentRecord;

@@ -19,6 +19,8 @@ export interface IngestWorkersOptions {
   now: () => number;
   /** Jobs processed at once per queue; their rows share ClickHouse inserts. @defaultValue 64 */
   concurrency?: number;
+  /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
+  lockMs?: number;
   eventOps?: EventOpsProvider;
   interactionOps?: InteractionOpsProvider;
   /** Counters for /metrics. */
@@ -49,6 +51,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix),
     concurrency: o.concurrency ?? 64,
+    lockDuration: o.lockMs ?? 30_000,
+    stalledInterval: o.lockMs ?? 30_000,
+    // A job held by a worker that died is put back, however often that happens: never lost.
+    maxStalledCount: 1_000_000,
     settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) },
   };
   const deps = { writer, profiles: o.profiles, now: o.now };

@@ -5,8 +5,9 @@
 -- ORDER BY is the de-duplication key of a ReplacingMergeTree: rows with an equal sorting key are
 -- collapsed into one (the one with the greatest ingest_ts) by merges and by FINAL. D31 makes
 -- (projectId, userId, insertId) the identity of an event, so the key is
--- (project_id, user_id, dedup_key), where dedup_key is the insertId when the client sent one and
--- `job:<jobId>:<index>` / `msg:<messageId>:<index>` otherwise (the workers derive it).
+-- (project_id, user_id, dedup_key), where dedup_key is `i:<insertId>` when the client sent one and
+-- `j:<jobId>:<index>` / `m:<messageId>:<index>` otherwise (the workers derive it; the prefixes
+-- keep a client's insertId from ever equalling a derived key).
 -- event_name is deliberately NOT in the key: with an insertId, a client that re-sends the same
 -- insertId under another name would otherwise be stored twice, while D31 says it is one event.
 -- Per-user reads (the common case: one user's aggregations) are a prefix range of this key; a
@@ -22,7 +23,7 @@
 -- which lets FINAL work one partition at a time (much cheaper on the full recompute).
 --
 -- non_replicated_deduplication_window enables block-level insert de-duplication on a single node
--- (insertRows sends an insert_deduplication_token derived from the rows' keys), so a retried
+-- (insertRows sends an insert_deduplication_token that hashes the rows), so a byte-identical retried
 -- insert usually leaves no duplicate part at all; FINAL stays the guarantee.
 CREATE TABLE IF NOT EXISTS events
 (

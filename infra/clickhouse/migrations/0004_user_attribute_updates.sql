@@ -3,7 +3,7 @@
 -- so without this table the Redis profile would be its only copy. With it, a profile can be
 -- rebuilt last-write-wins by update_ts from ClickHouse alone (D31, D34).
 --
--- dedup_key is `msg:<messageId>` (or `job:<jobId>` when it came through a queue job); a redelivery
+-- dedup_key is `m:<messageId>` (or `j:<jobId>` when it came through another queue job); a redelivery
 -- collapses under ORDER BY (project_id, user_id, dedup_key). PARTITION BY month of update_ts is
 -- safe because every copy carries the same updateTimestamp.
 CREATE TABLE IF NOT EXISTS user_attribute_updates

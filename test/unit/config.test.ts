@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../shared/config.js';
+
+function configErrorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('has the documented defaults with an empty environment', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 8080,
+      altPort: 8081,
+      host: '127.0.0.1',
+      redisUrl: 'redis://127.0.0.1:6379',
+      redisPrefix: 'tds',
+      dataDir: './data',
+      logLevel: 'info',
+      pubsubProjectId: 'tds-local',
+      autoStartRedis: true,
+    });
+    expect([...c.roles].sort()).toEqual(['api', 'scheduler', 'workers']);
+    expect(c.adminToken).toBeUndefined();
+    expect(c.clickhouseUrl).toBeUndefined();
+    expect(c.pubsubEmulatorHost).toBeUndefined();
+  });
+
+  it('treats empty variables as unset', () => {
+    const c = loadConfig({ PORT: '', ADMIN_TOKEN: '', CLICKHOUSE_URL: '', ROLE: '' });
+    expect(c.port).toBe(8080);
+    expect(c.adminToken).toBeUndefined();
+    expect(c.clickhouseUrl).toBeUndefined();
+    expect(c.roles.size).toBe(3);
+  });
+
+  it('is frozen', () => {
+    const c = loadConfig({});
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(() => {
+      (c as { port: number }).port = 1;
+    }).toThrow();
+  });
+
+  it('reads every variable it documents', () => {
+    const c = loadConfig({
+      PORT: '0',
+      ALT_PORT: '65535',
+      HOST: '0.0.0.0',
+      REDIS_URL: 'rediss://user:pw@redis.internal:6380',
+      REDIS_PREFIX: 'prod.eu-1',
+      DATA_DIR: '/var/lib/tds',
+      CLICKHOUSE_URL: 'https://ch.internal:8443',
+      CLICKHOUSE_USER: 'u',
+      CLICKHOUSE_PASSWORD: 'p',
+      CLICKHOUSE_DATABASE: 'tds',
+      ADMIN_TOKEN: 'x'.repeat(16),
+      LOG_LEVEL: 'debug',
+      PUBSUB_PROJECT_ID: 'gcp-proj',
+      PUBSUB_EMULATOR_HOST: 'localhost:8085',
+      AUTO_START_REDIS: 'false',
+    });
+    expect(c).toMatchObject({
+      port: 0,
+      altPort: 65535,
+      host: '0.0.0.0',
+      redisUrl: 'rediss://user:pw@redis.internal:6380',
+      redisPrefix: 'prod.eu-1',
+      dataDir: '/var/lib/tds',
+      clickhouseUrl: 'https://ch.internal:8443',
+      clickhouseUser: 'u',
+      clickhousePassword: 'p',
+      clickhouseDatabase: 'tds',
+      adminToken: 'x'.repeat(16),
+      logLevel: 'debug',
+      pubsubProjectId: 'gcp-proj',
+      pubsubEmulatorHost: 'localhost:8085',
+      autoStartRedis: false,
+    });
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '-1'],
+    ['PORT', '8080.5'],
+    ['ALT_PORT', '70000'],
+    ['REDIS_URL', 'http://x'],
+    ['REDIS_URL', 'not a url'],
+    ['REDIS_URL', 'redis://localhost:6379/abc'],
+    ['LOG_LEVEL', 'loud'],
+    ['ROLE', 'web'],
+    ['ROLE', 'api,web'],
+    ['ADMIN_TOKEN', 'short'],
+    ['ADMIN_TOKEN', 'x'.repeat(15)],
+    ['CLICKHOUSE_URL', 'ftp://x'],
+    ['CLICKHOUSE_URL', 'nonsense'],
+    ['REDIS_PREFIX', 'has space'],
+    ['AUTO_START_REDIS', 'maybe'],
+  ])('%s=%j throws a ConfigError naming the variable', (variable, value) => {
+    const err = configErrorOf({ [variable]: value });
+    expect(err.variable).toBe(variable);
+    expect(err.message).toContain(variable);
+  });
+
+  it('never echoes a rejected ADMIN_TOKEN (a secret) in the message', () => {
+    expect(configErrorOf({ ADMIN_TOKEN: 'sekrit123' }).message).not.toContain('sekrit123');
+  });
+
+  it('ROLE=api runs only the API', () => {
+    expect([...loadConfig({ ROLE: 'api' }).roles]).toEqual(['api']);
+  });
+
+  it('ROLE=workers,scheduler runs both background roles and not the API', () => {
+    const roles = loadConfig({ ROLE: 'workers, scheduler' }).roles;
+    expect([...roles].sort()).toEqual(['scheduler', 'workers']);
+    expect(roles.has('api')).toBe(false);
+  });
+
+  it('ROLE=all runs every role', () => {
+    expect(loadConfig({ ROLE: 'all' }).roles.size).toBe(3);
+  });
+
+  it('accepts a database index in REDIS_URL', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/3' }).redisUrl).toBe('redis://127.0.0.1:6379/3');
+  });
+
+  it.each(['1', 'true', 'YES', '0', 'false', 'No'])('AUTO_START_REDIS=%s is a boolean', (v) => {
+    expect(loadConfig({ AUTO_START_REDIS: v }).autoStartRedis).toBe(['1', 'true', 'yes'].includes(v.toLowerCase()));
+  });
+});
