@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServiceContext } from '../shared/service-context.js';
@@ -23,8 +23,8 @@ export interface BuildAppOptions {
  * listener serves everything; the alternate one only the delivery operations (D10).
  */
 export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: ctx.log.child({ listener: opts.listener }),
+  const app: FastifyInstance = Fastify({
+    loggerInstance: ctx.log.child({ listener: opts.listener }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -8,8 +8,11 @@ import { closeContext, createServiceContext } from '../shared/create-context.js'
 import type { ServiceContext } from '../shared/service-context.js';
 import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
+import { metricsPlugin, requestMetricsPlugin } from './plugins/metrics.plugin.js';
+import { queueDashboardPlugin } from './plugins/queue-dashboard.plugin.js';
 import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
+import { dataFieldValuesJson } from '../shared/domain/data-field-values.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
@@ -22,8 +25,17 @@ export interface RunningService {
 
 /** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
-  let redisChild: ChildProcess | undefined;
-  if (config.autoStartRedis) redisChild = await ensureLocalRedis(config.redisUrl, config.dataDir, log);
+  const redisChild = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
+  try {
+    return await startRoles(config, log, redisChild);
+  } catch (err) {
+    // Nothing else would ever stop a redis-server we started for a start-up that then failed.
+    redisChild?.kill('SIGTERM');
+    throw err;
+  }
+}
+
+async function startRoles(config: Readonly<Config>, log: Logger, redisChild: ChildProcess | undefined): Promise<RunningService> {
   const ctx = createServiceContext(config, log);
   await waitForRedis(ctx.redis, 10_000);
 
@@ -31,14 +43,15 @@ export async function startService(config: Readonly<Config>, log: Logger): Promi
   const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
   await runMigrations(clickhouse, log);
   ctx.clickhouse = clickhouse;
+  ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
 
   const roles: RoleHandle[] = [];
   if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
   if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   const apps: FastifyInstance[] = [];
   if (config.roles.has('api')) {
-    const base = await buildApp(ctx, { listener: 'base' });
-    const alt = await buildApp(ctx, { listener: 'alt' });
+    const base = await buildApp(ctx, { listener: 'base', extraPlugins: [metricsPlugin(ctx), queueDashboardPlugin(ctx)] });
+    const alt = await buildApp(ctx, { listener: 'alt', extraPlugins: [requestMetricsPlugin(ctx)] });
     await base.listen({ port: config.port, host: config.host });
     await alt.listen({ port: config.altPort, host: config.host });
     apps.push(base, alt);

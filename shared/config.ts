@@ -138,5 +138,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 64, 1, 1000),
   };
+  // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
+  if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
   return Object.freeze(cfg);
 }

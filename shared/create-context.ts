@@ -11,9 +11,13 @@ import { TreatmentTypeStore } from './stores/treatment-type.store.js';
 import { DataFieldStore } from './stores/data-field.store.js';
 import { TreatmentStore } from './stores/treatment.store.js';
 import { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
-import type { ServiceContext } from './service-context.js';
+import type { DeliveryRuntime, ServiceContext } from './service-context.js';
+import { CatalogCache } from '../api/delivery/catalog-cache.js';
+import { RankingStatsStore } from './stores/ranking-stats.store.js';
+import { thompsonSampling } from './domain/ranking/thompson-sampling.js';
 import { createIngestProducers } from './queues/ingest-producers.js';
 import { ProfileStore } from './stores/profile.store.js';
+import { createMetrics } from './metrics.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -30,7 +34,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
-  return {
+  const ctx: ServiceContext = {
     config,
     log,
     redis,
@@ -48,10 +52,19 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
     ingest: createIngestProducers(redis, config.redisPrefix),
     profiles: new ProfileStore(redis, keys),
+    metrics: createMetrics({ now }),
   };
+  ctx.delivery = deliveryRuntime(ctx);
+  return ctx;
+}
+
+/** Delivery's in-memory state; the cache only opens its timer once a project is asked for. */
+function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
+  return { catalog: new CatalogCache(ctx), rankingStats: new RankingStatsStore(ctx.redis, ctx.keys, { log: ctx.log }), policy: thompsonSampling() };
 }
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {
+  await ctx.delivery?.catalog.close();
   await ctx.ingest.close();
   await ctx.bus.close();
   ctx.redis.disconnect();

@@ -3,6 +3,14 @@ import { createRedis } from '../shared/clients/redis.js';
 import type { ServiceContext } from '../shared/service-context.js';
 import { ProfileStore } from '../shared/stores/profile.store.js';
 import { startIngestWorkers, type IngestWorkers } from './ingest/ingest-workers.js';
+import type { EventOpsProvider } from './ingest/events.processor.js';
+import type { InteractionOpsProvider } from './ingest/interactions.processor.js';
+import { DataFieldStore } from '../shared/stores/data-field.store.js';
+import { ProjectStore } from '../shared/stores/project.store.js';
+import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregate/data-field-cache.js';
+import { startAggregationWorker } from './aggregate/scheduler.js';
+
+export { startScheduler } from './aggregate/scheduler.js';
 
 export interface RoleHandle {
   name: string;
@@ -22,14 +30,20 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
   const profiles = new ProfileStore(connection, ctx.keys);
-  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs });
+  const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
+  const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now });
+  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
   return {
     name: 'workers',
     ingest,
     close: () => {
-      closing ??= ingest.close().then(() => {
+      closing ??= Promise.all([ingest.close(), aggregations.close()]).then(() => {
+        fieldCache.close();
         connection.disconnect();
       });
       return closing;
@@ -37,8 +51,14 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   };
 }
 
-/** Composition root of the scheduler role (declarative job schedulers). */
-export async function startScheduler(ctx: ServiceContext): Promise<RoleHandle> {
-  ctx.log.info('scheduler role started');
-  return { name: 'scheduler', close: async () => undefined };
+/** Several providers contribute ops to the same job (data-field aggregations, ranking statistics): concatenated per event. */
+function concatEventOps(providers: EventOpsProvider[]): EventOpsProvider {
+  return async (projectId, userId, events) => {
+    const parts = await Promise.all(providers.map((p) => p(projectId, userId, events)));
+    return events.map((_, i) => parts.flatMap((part) => part[i] ?? []));
+  };
+}
+
+function concatInteractionOps(providers: InteractionOpsProvider[]): InteractionOpsProvider {
+  return async (job) => (await Promise.all(providers.map((p) => p(job)))).flatMap((ops) => ops ?? []);
 }

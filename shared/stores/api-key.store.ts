@@ -78,7 +78,7 @@ export class ApiKeyStore {
   }
 
   async revoke(projectId: string, keyId: string, actor: string): Promise<PublicApiKey> {
-    return withOptimisticRetry('RevokeApiKey', async () => {
+    return withOptimisticRetry<PublicApiKey>('RevokeApiKey', async () => {
       const key = this.keys.apiKey(keyId);
       const raw = await this.redis.hget(key, FIELD);
       const before = raw ? (JSON.parse(raw) as ApiKeyRecord) : undefined;

@@ -48,7 +48,7 @@ export class DataFieldStore {
 
   /** D20: idempotent on (project, name); the same name with another type is 409 ALREADY_EXISTS. */
   async insertNamed(projectId: string, name: string, dataType: UserPropertyType, actor: string): Promise<DataFieldRecord> {
-    const field = await this.registerNamed(projectId, name, dataType, actor);
+    const field = await this.registerNamed(projectId, name, dataType, actor, 'InsertDataField');
     if (field.dataFieldType !== dataType) {
       throw new AlreadyExistsError(`data field "${name}" already exists with dataType ${field.dataFieldType}; it cannot be registered again as ${dataType}`);
     }
@@ -87,7 +87,7 @@ export class DataFieldStore {
 
   private async resolveOne(projectId: string, entry: NormalizedParams, actor: string): Promise<DataFieldRecord> {
     const attr = userAttributeName(entry);
-    if (attr !== undefined) return this.registerNamed(projectId, attr, DEFAULT_USER_PROPERTY_TYPE, actor);
+    if (attr !== undefined) return this.registerNamed(projectId, attr, DEFAULT_USER_PROPERTY_TYPE, actor, 'GetDataFields');
     const { record, created } = await this.registerParams(projectId, entry, actor);
     if (created) {
       // The stream is a hint that makes a new aggregation fill sooner; it cannot be part of the
@@ -99,15 +99,15 @@ export class DataFieldStore {
   }
 
   /** Returns the field registered under `name`, registering it with `dataType` when there is none. */
-  private async registerNamed(projectId: string, name: string, dataType: UserPropertyType, actor: string): Promise<DataFieldRecord> {
+  private async registerNamed(projectId: string, name: string, dataType: UserPropertyType, actor: string, operation: string): Promise<DataFieldRecord> {
     const names = this.keys.dataFieldNames(projectId);
     let id: string | undefined;
-    return withOptimisticRetry<DataFieldRecord>('InsertDataField', async () => {
+    return withOptimisticRetry<DataFieldRecord>(operation, async () => {
       const existing = await this.getByName(projectId, name);
       if (existing) return { done: true as const, value: existing };
       id ??= await this.nextId();
       const record: DataFieldRecord = { dataFieldId: id, projectId, name, dataFieldType: dataType, createTime: new Date(this.now()).toISOString() };
-      const ok = await this.create(projectId, record, { key: names, field: name }, actor, 'InsertDataField');
+      const ok = await this.create(projectId, record, { key: names, field: name }, actor, operation);
       return ok ? { done: true as const, value: record } : { done: false as const };
     });
   }

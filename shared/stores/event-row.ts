@@ -133,8 +133,9 @@ export function eventDedupKey(insertId: string | undefined, carrier: EventCarrie
 /** An ExternalEvent as validated by the API or decoded from Pub/Sub (LogEventJson fits). */
 export interface EventInput {
   eventName: string;
-  clientEventTimestamp: string;
-  serverReceivedTimestamp?: string;
+  /** RFC 3339 or epoch milliseconds */
+  clientEventTimestamp: string | number;
+  serverReceivedTimestamp?: string | number;
   insertId?: string;
   eventProperties?: Record<string, PropertyValue>;
   userProperties?: Record<string, PropertyValue>;

@@ -55,7 +55,7 @@ export class ProjectStore {
   }
 
   async update(input: { projectId: string; displayName?: string; deliveryEndpoint?: DeliveryEndpoint }, actor: string): Promise<Project> {
-    return withOptimisticRetry('UpdateProject', async () => {
+    return withOptimisticRetry<Project>('UpdateProject', async () => {
       const key = this.keys.project(input.projectId);
       const raw = await this.redis.hget(key, FIELD);
       if (!raw) throw new NotFoundError(`project "${input.projectId}" does not exist`);

@@ -1,6 +1,8 @@
+import type { ClientConfig } from '@google-cloud/pubsub';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,22 +12,26 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * port, for integration tests. It never skips: a missing gcloud, a missing emulator component
  * or a slow start makes `startPubSubEmulator` reject, so the test fails.
  *
- * Pointing a client at it: pass the host to the client you build, never through the process
- * environment (tests share a process and other clients must keep their own settings):
+ * Pointing a client at it: build the client with `new PubSub(emulator.clientOptions)`, never
+ * through the process environment (the tests of a file share a process; other clients keep their own
+ * settings). What those options do, found by reading @google-cloud/pubsub 5.3.1:
+ * - `apiEndpoint` alone already selects emulator mode (an insecure gRPC channel, no
+ *   credentials, `PubSub#isEmulator` true) because it does not end in `.googleapis.com`.
+ *   `PUBSUB_EMULATOR_HOST` has the same effect, read only when `apiEndpoint` is unset.
+ * - Either way google-gax still asks google-auth-library for the universe domain, which looks
+ *   for default credentials and probes the GCE metadata server (169.254.169.254) off the
+ *   loopback, then warns `MetadataLookupWarning`. Naming `universeDomain` answers that
+ *   question locally; `emulatorMode: true` keeps emulator mode, which a set universe domain
+ *   would otherwise turn off.
  *
- *   new PubSub({ projectId: emulator.projectId, apiEndpoint: emulator.host })
- *
- * `@google-cloud/pubsub` 5.x treats any `apiEndpoint` not ending in `.googleapis.com` as an
- * emulator: insecure gRPC channel and no credential lookup (`PubSub#isEmulator` is true). The
- * `PUBSUB_EMULATOR_HOST` variable has the same effect but is read only when `apiEndpoint` is
- * unset, and it would leak into every client of the process.
- *
- * Startup takes about 4 s on the 2-core machine (a Python wrapper starting a JVM); give the
+ * Startup takes 2.5–4 s on the 2-core machine (a Python wrapper starting a JVM); give the
  * `beforeAll` that calls this a hook timeout of 120 s.
  */
 export interface PubSubEmulator {
   /** `127.0.0.1:<port>`, for `apiEndpoint`. */
   host: string;
+  /** Options for `new PubSub(...)` that reach this emulator and nothing off the machine. */
+  clientOptions: ClientConfig & { projectId: string };
   /** A project id unique to this emulator; the emulator accepts any id, this one is a default. */
   projectId: string;
   /** Kills the wrapper and the JVM (the whole process group) and waits for them. Idempotent. */
@@ -50,13 +56,18 @@ export async function startPubSubEmulator(options: PubSubEmulatorOptions = {}): 
   const dataDir = await mkdtemp(join(tmpdir(), 'pubsub-emulator-'));
   const child = spawnEmulator(host, projectId, dataDir);
   const output = captureOutput(child);
+  // A forgotten stop() must not keep the test process alive; the 'exit' hook below kills the group then.
+  unrefAll(child);
   // A failed spawn emits 'error' and may never emit 'exit'.
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
     child.once('error', () => resolve());
   });
   // A test process that dies without calling stop() must not leave a JVM behind.
-  const killOnExit = () => killGroup(child, 'SIGKILL');
+  const killOnExit = () => {
+    killGroup(child, 'SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  };
   process.once('exit', killOnExit);
 
   let stopping: Promise<void> | undefined;
@@ -75,7 +86,8 @@ export async function startPubSubEmulator(options: PubSubEmulatorOptions = {}): 
     await stop();
     throw new Error(`Pub/Sub emulator did not start: ${(err as Error).message}\n--- emulator output ---\n${output()}`);
   }
-  return { host, projectId, stop };
+  const clientOptions = { projectId, apiEndpoint: host, emulatorMode: true, universeDomain: 'googleapis.com' };
+  return { host, projectId, clientOptions, stop };
 }
 
 function spawnEmulator(host: string, projectId: string, dataDir: string): ChildProcess {
@@ -96,6 +108,11 @@ function captureOutput(child: ChildProcess): () => string {
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
   return () => tail;
+}
+
+function unrefAll(child: ChildProcess): void {
+  child.unref();
+  for (const stream of [child.stdout, child.stderr]) (stream as Socket | null)?.unref();
 }
 
 async function freePort(): Promise<number> {

@@ -1,12 +1,10 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Type } from 'typebox';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../api/app.js';
 import { adminOperations } from '../../api/routes/admin/index.js';
-import { defineOperation, registerOperation } from '../../api/v1-operation.js';
-import { Strict, ProjectId } from '../../shared/schemas/common.js';
 import { createTestApp, uniquePrefix, type TestApp } from '../helpers/context.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -23,36 +21,24 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const { LOG_LEVEL: _l, ADMIN_TOKEN: _a, ...base } = process.env;
   return new Promise((done) => {
-    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 45_000 }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });
 }
 
-/** A /v1 operation that only authenticates, so keys can be tried over HTTP whatever else exists. */
-const whoAmI = defineOperation({
-  operation: 'CliTestWhoAmI',
-  summary: 'test probe',
-  permissions: ['DELIVERY'],
-  body: Strict({ projectId: ProjectId }),
-  response: Type.Object({ keyId: Type.String() }),
-  handler: async (_body, auth) => ({ keyId: auth.key.keyId }),
-});
-
 let t: TestApp;
-let app: FastifyInstance;
 const projectId = `cli-${Date.now().toString(36)}`;
 
 beforeAll(async () => {
   t = await createTestApp({ REDIS_PREFIX: PREFIX });
-  app = await buildApp(t.ctx, { listener: 'base', extraPlugins: [(a) => registerOperation(a, t.ctx, whoAmI, 'base')] });
 });
 afterAll(async () => {
-  await app?.close();
   await t?.close();
 });
 
-const callWhoAmI = (key: string) => app.inject({ method: 'POST', url: '/v1/CliTestWhoAmI', headers: { 'x-api-key': key }, payload: { projectId } });
+/** A /v1 call on an app that shares the CLI's Redis prefix. */
+const getAllSurfaces = (key: string) => t.app.inject({ method: 'POST', url: '/v1/GetAllSurfaces', headers: { 'x-api-key': key }, payload: { projectId } });
 
 function expectD4(text: string, code: number, status: string): any {
   const body = JSON.parse(text);
@@ -60,7 +46,8 @@ function expectD4(text: string, code: number, status: string): any {
   return body;
 }
 
-describe('npm run admin', () => {
+// Each case starts one or more `tsx` processes; on a loaded machine that takes seconds.
+describe('npm run admin', { timeout: 90_000 }, () => {
   it('create-project prints the created project as JSON and nothing else', async () => {
     const r = await cli(['create-project', '--project-id', projectId, '--display-name', 'CLI shop']);
     expect(r.code).toBe(0);
@@ -82,9 +69,9 @@ describe('npm run admin', () => {
     const out = JSON.parse(created.stdout);
     expect(out.apiKey).toMatchObject({ projectId, permissions: ['DELIVERY', 'TREATMENT_MANAGEMENT'], description: 'from the cli' });
 
-    const ok = await callWhoAmI(out.key);
+    const ok = await getAllSurfaces(out.key);
     expect(ok.statusCode).toBe(200);
-    expect(ok.json()).toEqual({ keyId: out.apiKey.keyId });
+    expect(ok.json()).toEqual({ surfaces: [] });
 
     const listed = await cli(['list-api-keys', '--project-id', projectId]);
     expect(JSON.parse(listed.stdout).apiKeys.map((k: any) => k.keyId)).toEqual([out.apiKey.keyId]);
@@ -93,7 +80,7 @@ describe('npm run admin', () => {
     const revoked = await cli(['revoke-api-key', '--project-id', projectId, '--key-id', out.apiKey.keyId]);
     expect(revoked.code).toBe(0);
     expect(JSON.parse(revoked.stdout).apiKey.revokeTime).toEqual(expect.any(String));
-    expect((await callWhoAmI(out.key)).statusCode).toBe(401);
+    expect((await getAllSurfaces(out.key)).statusCode).toBe(401);
   });
 
   it('records the changes it makes with the actor "cli"', async () => {
@@ -148,4 +135,43 @@ describe('npm run admin', () => {
     for (const op of adminOperations) expect(r.stdout).toContain(`${op.command}`);
     expect(r.stdout).toContain(adminOperations[0].summary);
   });
+
+  it('with nothing at a local REDIS_URL, starts Redis on DATA_DIR for the command, stops it, and the data persists', async () => {
+    const port = await freePort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'tds-cli-'));
+    const env = { REDIS_URL: `redis://127.0.0.1:${port}`, AUTO_START_REDIS: 'true', DATA_DIR: dataDir };
+    try {
+      const created = await cli(['create-project', '--project-id', 'offline'], env);
+      expect(created.code, created.stderr).toBe(0);
+      expect(await answers(port)).toBe(false);
+      const read = await cli(['get-project', '--project-id', 'offline'], env);
+      expect(read.code, read.stderr).toBe(0);
+      expect(JSON.parse(read.stdout)).toEqual(JSON.parse(created.stdout));
+      expect(await answers(port)).toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => done(port));
+    });
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const sock = connect(port, '127.0.0.1');
+    sock.once('connect', () => {
+      sock.destroy();
+      done(true);
+    });
+    sock.once('error', () => done(false));
+  });
+}

@@ -322,10 +322,17 @@ describe('GetDataFields (D20–D22)', () => {
 
   it('different params get different ids; a new one created inside a batch is reused by a later entry', async () => {
     const w = (windowName: string) => ({ eventDataFieldParams: { eventSchemaName: 'open', dailyCountAggregation: { windowName } } });
+    const before = await streamLength();
     const r = await mgmt('GetDataFields', { dataFieldParams: [w('LAST_1D'), w('LAST_2D'), w('LAST_1D')] });
     const ids = r.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
     expect(ids[0]).not.toBe(ids[1]);
     expect(ids[2]).toBe(ids[0]);
+    const announced = await t.ctx.redis.xrange(t.ctx.keys.dataFieldCreated(), '-', '+');
+    expect(announced.length - before).toBe(2);
+    expect(announced.slice(-2).map(([, f]) => f)).toEqual([
+      ['projectId', p.projectId, 'dataFieldId', ids[0]],
+      ['projectId', p.projectId, 'dataFieldId', ids[1]],
+    ]);
   });
 
   it('the same params in another project get their own id', async () => {

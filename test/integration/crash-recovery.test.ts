@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 async function pending(): Promise<number> {
-  const c = await t.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+  const c = await t.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(c).reduce((a, b) => a + b, 0);
 }
 

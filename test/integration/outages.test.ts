@@ -60,15 +60,15 @@ describe('Redis unavailable', () => {
 function flakyClickhouse(real: ClickHouseClient, state: { down: boolean; failures: number }): ClickHouseClient {
   return new Proxy(real, {
     get(target, prop, receiver) {
-      if (prop === 'insert') {
-        return async (args: Parameters<ClickHouseClient['insert']>[0]) => {
-          if (state.down) {
+      if (prop === 'insert' || prop === 'exec') {
+        return async (args: { query?: string }) => {
+          if (state.down && (prop === 'insert' || /^\s*INSERT/i.test(args.query ?? ''))) {
             state.failures++;
             const err = new Error('connect ECONNREFUSED 127.0.0.1:8123') as Error & { code: string };
             err.code = 'ECONNREFUSED';
             throw err;
           }
-          return target.insert(args);
+          return (target[prop] as (a: unknown) => Promise<unknown>).call(target, args);
         };
       }
       return Reflect.get(target, prop, receiver);

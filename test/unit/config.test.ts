@@ -111,6 +111,13 @@ describe('loadConfig', () => {
     expect(configErrorOf({ ADMIN_TOKEN: 'sekrit123' }).message).not.toContain('sekrit123');
   });
 
+  it('PORT and ALT_PORT must differ for the API role (else ALT_PORT is named, not EADDRINUSE later)', () => {
+    expect(configErrorOf({ PORT: '9000', ALT_PORT: '9000' }).variable).toBe('ALT_PORT');
+    expect(configErrorOf({ ROLE: 'api', PORT: '8081' }).variable).toBe('ALT_PORT');
+    expect(loadConfig({ PORT: '0', ALT_PORT: '0' }).port).toBe(0);
+    expect(loadConfig({ ROLE: 'workers', PORT: '9000', ALT_PORT: '9000' }).roles.has('api')).toBe(false);
+  });
+
   it('ROLE=api runs only the API', () => {
     expect([...loadConfig({ ROLE: 'api' }).roles]).toEqual(['api']);
   });

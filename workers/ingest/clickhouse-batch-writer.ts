@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
+import { insertRows, type ClickhouseTable, type TableRows } from '../../shared/stores/event-row.js';
 
 export interface BatchWriterOptions {
   /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
@@ -11,7 +12,7 @@ export interface BatchWriterOptions {
 }
 
 interface Waiter {
-  rows: Record<string, unknown>[];
+  rows: readonly unknown[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -30,7 +31,7 @@ interface Buffer {
  * caller, so one poison job cannot fail the jobs that shared its batch.
  */
 export class ClickhouseBatchWriter {
-  private readonly buffers = new Map<string, Buffer>();
+  private readonly buffers = new Map<ClickhouseTable, Buffer>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
@@ -47,7 +48,7 @@ export class ClickhouseBatchWriter {
     this.isPermanent = opts.isPermanent ?? (() => false);
   }
 
-  write(table: string, rows: Record<string, unknown>[]): Promise<void> {
+  write<T extends ClickhouseTable>(table: T, rows: readonly TableRows[T][]): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       let buf = this.buffers.get(table);
@@ -62,7 +63,7 @@ export class ClickhouseBatchWriter {
     });
   }
 
-  private flush(table: string): void {
+  private flush(table: ClickhouseTable): void {
     const buf = this.buffers.get(table);
     if (!buf || buf.waiters.length === 0) return;
     this.buffers.delete(table);
@@ -71,9 +72,9 @@ export class ClickhouseBatchWriter {
     this.inFlight.add(p);
   }
 
-  private async insert(table: string, waiters: Waiter[]): Promise<void> {
+  private async insert(table: ClickhouseTable, waiters: Waiter[]): Promise<void> {
     try {
-      await this.client.insert({ table, values: waiters.flatMap((w) => w.rows), format: 'JSONEachRow' });
+      await insertRows(this.client, table, waiters.flatMap((w) => w.rows) as never[]);
       this.rowsWritten += waiters.reduce((n, w) => n + w.rows.length, 0);
       for (const w of waiters) w.resolve();
     } catch (err) {

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/queues/queues.js';
 import type { ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
-import { toClickhouseDateTime64 } from '../../shared/stores/event-row.js';
+import { toEventRows, toUserAttributeUpdateRow, type EventRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
@@ -14,35 +14,11 @@ export interface EventsProcessorDeps {
   opsFor?: EventOpsProvider;
 }
 
-/** D31/D33: insertId when given; otherwise the position of the event inside its job or message. */
-export function eventDedupKey(job: EventsJob, jobId: string, index: number): string {
-  const e = job.events[index];
-  if (e.insertId !== undefined) return `i:${e.insertId}`;
-  return job.origin.source === 'pubsub' ? `m:${job.origin.messageId}:${index}` : `j:${jobId}:${index}`;
-}
-
-export function eventRows(job: EventsJob, jobId: string, ingestTs: number): Record<string, unknown>[] {
-  return job.events.map((e, i) => ({
-    project_id: job.projectId,
-    user_id: job.userId,
-    event_name: e.eventName,
-    dedup_key: eventDedupKey(job, jobId, i),
-    insert_id: e.insertId ?? '',
-    client_event_ts: toClickhouseDateTime64(e.clientEventTs),
-    server_received_ts: e.serverReceivedTs === undefined ? null : toClickhouseDateTime64(e.serverReceivedTs),
-    ingest_ts: toClickhouseDateTime64(ingestTs),
-    event_properties: JSON.stringify(e.eventProperties ?? {}),
-    user_properties: JSON.stringify(e.userProperties ?? {}),
-    session_id: e.sessionId ?? '',
-    pre_login_temp_user_id: e.preLoginTempUserId ?? '',
-    country: e.country ?? '',
-    region: e.region ?? '',
-    city: e.city ?? '',
-    ip_address: e.ipAddress ?? '',
-    device_id: e.deviceId ?? '',
-    app_version_id: e.appVersionId ?? '',
-    source: job.origin.source,
-  }));
+/** Rows of an events job; events without insertId are keyed by their job or message (D31, D33). */
+export function eventRows(job: EventsJob, jobId: string, ingestMs: number): EventRow[] {
+  const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
+  const events = job.events.map((e) => ({ ...e, clientEventTimestamp: e.clientEventTs, serverReceivedTimestamp: e.serverReceivedTs }));
+  return toEventRows({ projectId: job.projectId, userId: job.userId, events }, carrier, { source: job.origin.source, ingestMs });
 }
 
 function checkShape(data: EventsQueueJob): void {
@@ -69,16 +45,7 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
 }
 
 async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
-  await deps.writer.write('user_attribute_updates', [
-    {
-      project_id: data.projectId,
-      user_id: data.userId,
-      dedup_key: `m:${data.messageId}`,
-      update_ts: toClickhouseDateTime64(data.updateTs),
-      user_properties: JSON.stringify(data.userProperties),
-      source: 'pubsub',
-      ingest_ts: toClickhouseDateTime64(deps.now()),
-    },
-  ]);
+  const row = toUserAttributeUpdateRow({ projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() }, `m:${data.messageId}`, { source: 'pubsub', ingestMs: deps.now() });
+  await deps.writer.write('user_attribute_updates', [row]);
   return deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]);
 }

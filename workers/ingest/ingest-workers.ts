@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
 import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
 import type { ProfileStore } from '../../shared/stores/profile.store.js';
-import { toClickhouseDateTime64 } from '../../shared/stores/event-row.js';
+import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
@@ -73,7 +73,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   );
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => classified(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
 
-  const onFailed = (source: string) => async (job: Job | undefined, err: Error) => {
+  const onFailed = (source: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
     if (!job) return;
     const final = err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
@@ -83,17 +83,14 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     o.log.error({ jobId: job.id, queue: source, errMessage: err.message }, 'job failed permanently; stored as a dead letter');
     o.onMetric?.('deadLetters', 1);
     try {
-      await o.clickhouse.insert({
-        table: 'dead_letters',
-        values: [{ project_id: String(job.data?.projectId ?? ''), message_id: String(job.id), source, reason: err.message.slice(0, 4000), receive_time: toClickhouseDateTime64(o.now()), data_type: source === 'log_events' ? 'EventData' : 'Interaction', payload_base64: Buffer.from(JSON.stringify(job.data)).toString('base64') }],
-        format: 'JSONEachRow',
-      });
+      const row = toDeadLetterRow({ projectId: String(job.data?.projectId ?? ''), messageId: String(job.id), source, reason: err.message.slice(0, 4000), receiveMs: o.now(), dataType: source === 'log_events' ? 'EventData' : 'Interaction', payload: Buffer.from(JSON.stringify(job.data)) });
+      await insertRows(o.clickhouse, 'dead_letters', [row]);
     } catch (e) {
       o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');
     }
   };
   events.on('failed', onFailed('log_events'));
-  interactions.on('failed', onFailed('interactions'));
+  interactions.on('failed', onFailed('log_treatment_interaction'));
   for (const w of [events, interactions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
 
   let closing: Promise<void> | undefined;

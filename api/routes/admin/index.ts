@@ -3,9 +3,11 @@ import type { ServiceContext } from '../../../shared/service-context.js';
 import { registerAdminOperation, type AdminOperation } from '../../admin-operation.js';
 import { projectAdminOperations } from './projects.admin.js';
 import { ingestAdminOperations } from './ingest.admin.js';
+import { explainAdminOperations } from './explain.admin.js';
+import { aggregationAdminOperations } from './aggregations.admin.js';
 
 /** Every admin operation, for the HTTP routes and the CLI alike. */
-export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations] as AdminOperation[];
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, ...aggregationAdminOperations] as AdminOperation[];
 
 export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);

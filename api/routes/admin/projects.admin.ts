@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import { PERMISSIONS } from '../../../shared/domain/types.js';
 import { invalidField } from '../../../shared/errors.js';
 import { listChanges } from '../../../shared/stores/change-log.js';
 import { ProjectId, Strict, TimestampOut } from '../../../shared/schemas/common.js';
@@ -7,7 +6,7 @@ import { defineAdminOperation } from '../../admin-operation.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut });
-const PermissionT = Type.Union(PERMISSIONS.map((p) => Type.Literal(p)));
+const PermissionT = Type.Union([Type.Literal('DELIVERY'), Type.Literal('LOG_EVENTS'), Type.Literal('TREATMENT_MANAGEMENT')]);
 const ApiKeyOut = Type.Object({
   keyId: Type.String(),
   projectId: Type.String(),

@@ -2,6 +2,7 @@ import type { V1Operation } from '../../v1-operation.js';
 import { catalogOperations } from './catalog.ops.js';
 import { treatmentOperations } from './treatments.ops.js';
 import { ingestOperations } from './ingest.ops.js';
+import { deliveryOperations } from './delivery.ops.js';
 
 /** Every `/v1` operation. A test checks each one is registered and documented. */
-export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations];
+export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations, ...deliveryOperations];

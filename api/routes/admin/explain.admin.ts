@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import { selectTreatments } from '../../../shared/domain/delivery.js';
+import { greedy } from '../../../shared/domain/ranking/thompson-sampling.js';
+import type { ServiceContext } from '../../../shared/service-context.js';
+import { defineAdminOperation } from '../../admin-operation.js';
+import { GetTreatmentsRequest, GetTreatmentsResponse, requireDelivery } from '../v1/delivery.ops.js';
+
+const RuleExplanationOut = Type.Object({
+  dataFieldId: Type.String(),
+  dataFieldName: Type.Optional(Type.String()),
+  condition: Type.String(),
+  rhsValue: Type.String(),
+  dataMissingBehaviour: Type.String(),
+  value: Type.Optional(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.Union([Type.String(), Type.Number()]))])),
+  source: Type.String({ description: 'contextualAttribute, profile or missing' }),
+  outcome: Type.Object({ result: Type.Boolean(), reason: Type.String() }),
+});
+
+const TreatmentExplanationOut = Type.Object({
+  treatmentId: Type.String(),
+  name: Type.String(),
+  returned: Type.Boolean(),
+  rank: Type.Optional(Type.String()),
+  status: Type.String(),
+  servedVersionNumber: Type.Optional(Type.Integer()),
+  reasons: Type.Array(Type.String(), {
+    description:
+      'why it was not returned: TYPE_MISSING, TYPE_LACKS_SURFACE, NOT_LIVE, SURFACE_REMOVED, NO_CONTENT_FOR_LANGUAGE, RULE_NOT_MET, RETURNED_ON_EARLIER_SURFACE, MUTUAL_EXCLUSION, MAXIMUM_COUNT_REACHED, MINIMUM_COUNT_NOT_MET',
+  }),
+  blockedBy: Type.Optional(Type.String({ description: 'the surface it was returned on, or the treatment of its mutual exclusion group that was' })),
+  contentLanguageCode: Type.Optional(Type.String()),
+  score: Type.Optional(Type.Number()),
+  rules: Type.Array(RuleExplanationOut),
+});
+
+const ExplanationOut = Type.Object({
+  languageCode: Type.String(),
+  rankingPolicy: Type.String(),
+  surfaces: Type.Array(
+    Type.Object({
+      surface: Type.String(),
+      maximumTreatmentCount: Type.Integer(),
+      minimumTreatmentCount: Type.Integer(),
+      treatments: Type.Array(TreatmentExplanationOut),
+    }),
+  ),
+});
+
+/**
+ * Why a user gets (or does not get) each treatment: the GetTreatments pipeline run over every
+ * treatment of the project with the reasons kept. Ranking uses the posterior mean of the current
+ * counters (`greedy`) instead of a random draw, so the same question gets the same answer.
+ */
+export const explainTreatments = defineAdminOperation({
+  operation: 'ExplainTreatments',
+  command: 'explain-treatments',
+  summary: 'Per requested surface and treatment: returned or not, and why (GetTreatments request body)',
+  body: GetTreatmentsRequest,
+  response: Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut }),
+  handler: async (body, ctx: ServiceContext) => {
+    await ctx.projects.require(body.projectId);
+    const delivery = requireDelivery(ctx);
+    const [plan, profile, stats] = await Promise.all([
+      delivery.catalog.plan(body.projectId),
+      ctx.profiles.get(body.projectId, body.userId),
+      delivery.rankingStats.read(body.projectId),
+    ]);
+    const result = selectTreatments(plan, body, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
+    return { response: result.response, explanation: result.explanation! };
+  },
+});
+
+export const explainAdminOperations = [explainTreatments];

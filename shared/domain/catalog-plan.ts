@@ -1,0 +1,194 @@
+/**
+ * A project's catalogue compiled for delivery (D25): everything GetTreatments needs, indexed so a
+ * request does no parsing and no lookups by scanning. Pure: built from the stored records.
+ *
+ * Time is not baked in. Every published version keeps its [start, end) window and the served
+ * version is picked at request time (`servedPlannedVersion`), so a plan compiled once stays
+ * correct as versions start and end; only management changes require a new plan.
+ */
+import { hasPlaceholders } from './content-render.js';
+import { canonicalizeLanguageTag } from './language.js';
+import type { TreatmentStatus, VersionStatus } from './treatment-status.js';
+import type { ContentField, DataFieldRecord, DeliveryType, EligibilityRule, TreatmentRecord, TreatmentType } from './types.js';
+
+export interface PlannedRule {
+  rule: EligibilityRule;
+  /** undefined when the data field is not (or no longer) in the project: the rule reads no value */
+  field: DataFieldRecord | undefined;
+}
+
+export interface PlannedVersion {
+  versionNumber: number;
+  /** undefined: a draft, never served */
+  publishMs: number | undefined;
+  startMs: number;
+  /** Infinity when the version never ends */
+  endMs: number;
+  removedSurfaces: ReadonlySet<string>;
+  /** canonical language tag → that language's fields */
+  contentByLanguage: ReadonlyMap<string, ContentField[]>;
+  languages: string[];
+  agnosticFields: ContentField[];
+  rules: PlannedRule[];
+  /** rules or placeholders: serving it needs the user's profile */
+  needsProfile: boolean;
+}
+
+export interface PlannedType {
+  treatmentTypeId: string;
+  name: string;
+  deliveryType: DeliveryType;
+  surfaces: ReadonlySet<string>;
+  /** false: the type matches every language (D26) */
+  hasPerLanguageFields: boolean;
+}
+
+export interface PlannedTreatment {
+  treatmentId: string;
+  name: string;
+  paused: boolean;
+  mutualExclusionGroupId: string | undefined;
+  /** undefined only if the type record vanished; such a treatment is never served */
+  type: PlannedType | undefined;
+  /** every version; published ones by publish time, newest first (the first LIVE one is served) */
+  versions: PlannedVersion[];
+}
+
+export interface CatalogPlan {
+  projectId: string;
+  /** the registered surfaces (a request naming another one is 400, D28) */
+  surfaces: ReadonlySet<string>;
+  /** every treatment, ascending treatmentId (for explanations) */
+  treatments: readonly PlannedTreatment[];
+  /**
+   * Per surface, the treatments whose type lists it and that may be served at or after compile
+   * time, ascending treatmentId. Removed surfaces are per version and checked at request time.
+   */
+  bySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
+  /** data fields usable as contextual attribute keys (registered by InsertDataField) */
+  dataFieldsByName: ReadonlyMap<string, DataFieldRecord>;
+  dataFieldsById: ReadonlyMap<string, DataFieldRecord>;
+}
+
+export interface CatalogInput {
+  projectId: string;
+  treatments: TreatmentRecord[];
+  types: TreatmentType[];
+  surfaces: Iterable<string>;
+  dataFields: DataFieldRecord[];
+}
+
+export function compileCatalogPlan(input: CatalogInput, compiledAtMs: number): CatalogPlan {
+  const dataFieldsById = new Map(input.dataFields.map((f) => [f.dataFieldId, f]));
+  const dataFieldsByName = new Map<string, DataFieldRecord>();
+  for (const f of input.dataFields) if (f.name !== undefined) dataFieldsByName.set(f.name, f);
+  const types = new Map(input.types.map((t) => [t.treatmentTypeId, planType(t)]));
+  const treatments = [...input.treatments].sort((a, b) => compareIds(a.treatmentId, b.treatmentId)).map((t) => planTreatment(t, types, dataFieldsById));
+  return {
+    projectId: input.projectId,
+    surfaces: new Set(input.surfaces),
+    treatments,
+    bySurface: indexBySurface(treatments, compiledAtMs),
+    dataFieldsByName,
+    dataFieldsById,
+  };
+}
+
+function planType(t: TreatmentType): PlannedType {
+  return {
+    treatmentTypeId: t.treatmentTypeId,
+    name: t.treatmentTypeName,
+    deliveryType: t.deliveryType,
+    surfaces: new Set(t.surfaces),
+    hasPerLanguageFields: t.contentFieldTypes.some((f) => f.isPerLanguage),
+  };
+}
+
+function planTreatment(t: TreatmentRecord, types: ReadonlyMap<string, PlannedType>, fields: ReadonlyMap<string, DataFieldRecord>): PlannedTreatment {
+  const versions = t.versions.map((v): PlannedVersion => {
+    const contentByLanguage = new Map<string, ContentField[]>();
+    for (const entry of v.content.contentByLanguage) {
+      const code = entry.languageCode.languageCode;
+      contentByLanguage.set(canonicalizeLanguageTag(code) ?? code, entry.contentFields);
+    }
+    const agnosticFields = v.content.languageAgnosticContentFields;
+    const rules = v.eligibilityRules.map((rule) => ({ rule, field: fields.get(rule.dataFieldId) }));
+    const allFields = [...agnosticFields, ...[...contentByLanguage.values()].flat()];
+    return {
+      versionNumber: v.versionNumber,
+      publishMs: v.publishTime === undefined ? undefined : Date.parse(v.publishTime),
+      startMs: Date.parse(v.startTimestamp),
+      endMs: v.endTimestamp === undefined ? Infinity : Date.parse(v.endTimestamp),
+      removedSurfaces: new Set(v.removedSurfaces),
+      contentByLanguage,
+      languages: [...contentByLanguage.keys()],
+      agnosticFields,
+      rules,
+      needsProfile: rules.length > 0 || allFields.some((f) => hasPlaceholders(f.stringValue)),
+    };
+  });
+  return {
+    treatmentId: t.treatmentId,
+    name: t.name,
+    paused: t.paused,
+    mutualExclusionGroupId: t.mutualExclusionGroupId,
+    type: types.get(t.treatmentTypeId),
+    versions: versions.sort(servedFirst),
+  };
+}
+
+/** Published before drafts; the latest publish first, the higher version number on a tie. */
+function servedFirst(a: PlannedVersion, b: PlannedVersion): number {
+  if (a.publishMs === undefined || b.publishMs === undefined) return a.publishMs === undefined ? (b.publishMs === undefined ? 0 : 1) : -1;
+  return a.publishMs !== b.publishMs ? b.publishMs - a.publishMs : b.versionNumber - a.versionNumber;
+}
+
+/**
+ * Pausing and un-pausing are management changes (a new plan), and time only moves forward, so a
+ * treatment that is paused or whose every published version has ended cannot be served by this
+ * plan and is left out of the per-surface lists.
+ */
+function indexBySurface(treatments: PlannedTreatment[], compiledAtMs: number): Map<string, PlannedTreatment[]> {
+  const bySurface = new Map<string, PlannedTreatment[]>();
+  for (const t of treatments) {
+    if (t.type === undefined || t.paused) continue;
+    if (!t.versions.some((v) => v.publishMs !== undefined && v.endMs > compiledAtMs)) continue;
+    for (const surface of t.type.surfaces) {
+      const list = bySurface.get(surface) ?? [];
+      list.push(t);
+      bySurface.set(surface, list);
+    }
+  }
+  return bySurface;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status at request time: the same rules as treatment-status.ts (D16), over the parsed times.
+
+export function plannedVersionStatus(v: PlannedVersion, nowMs: number): VersionStatus {
+  if (v.publishMs === undefined) return 'DRAFT';
+  // end before start: a superseded or deleted scheduled version reads ARCHIVED, not SCHEDULED
+  if (v.endMs <= nowMs) return 'ARCHIVED';
+  if (nowMs < v.startMs) return 'SCHEDULED';
+  return 'LIVE';
+}
+
+/** The version delivery serves now: the latest-published LIVE one; undefined when paused or none is LIVE. */
+export function servedPlannedVersion(t: PlannedTreatment, nowMs: number): PlannedVersion | undefined {
+  if (t.paused) return undefined;
+  return t.versions.find((v) => plannedVersionStatus(v, nowMs) === 'LIVE');
+}
+
+export function plannedTreatmentStatus(t: PlannedTreatment, nowMs: number): TreatmentStatus {
+  if (t.paused) return 'PAUSED';
+  const statuses = t.versions.map((v) => plannedVersionStatus(v, nowMs));
+  if (statuses.includes('LIVE')) return 'LIVE';
+  if (statuses.includes('SCHEDULED')) return 'SCHEDULED';
+  if (statuses.every((s) => s === 'DRAFT')) return 'DRAFT';
+  return 'ARCHIVED';
+}
+
+/** Decimal id strings compared numerically without the precision loss of Number. */
+export function compareIds(a: string, b: string): number {
+  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,511 @@
+/**
+ * GetTreatments (D25–D30): which treatments a user gets on each requested surface, in which
+ * order and with which content. Pure: the caller passes the compiled plan, the user's stored
+ * profile, the ranking policy with its statistics, the clock and the response id.
+ *
+ * The same code answers delivery and explanations: with `explain`, every treatment of the project
+ * is assessed on every requested surface without short-cuts, and the reason for each verdict is
+ * kept; the verdicts are identical to the ones delivery reaches.
+ */
+import { InvalidArgumentError, type ErrorDetail } from '../errors.js';
+import type { StoredProfile } from '../stores/profile.store.js';
+import { compareIds, plannedTreatmentStatus, servedPlannedVersion, type CatalogPlan, type PlannedRule, type PlannedTreatment, type PlannedVersion } from './catalog-plan.js';
+import { renderContent } from './content-render.js';
+import { computeDataFieldValue } from './data-field-values.js';
+import { evaluateRule, ruleValueFromContextualAttribute, type ContextualAttribute, type RuleOutcome, type RuleValue } from './eligibility.js';
+import { canonicalizeLanguageTag, pickContentLanguage } from './language.js';
+import { plainValue } from './property-value.js';
+import type { RankingPolicy, RankingStatsView } from './ranking/ranking-policy.js';
+import type { TreatmentStatus } from './treatment-status.js';
+import type { ContentField, DataFieldRecord } from './types.js';
+
+// ---------------------------------------------------------------------------------------------
+// Request and response
+
+export interface SurfaceRequest {
+  surface: string;
+  maximumTreatmentCount?: number | string;
+  minimumTreatmentCount?: number | string;
+}
+
+export interface DeliveryRequest {
+  projectId: string;
+  userId: string;
+  contextualAttributes?: ContextualAttribute[];
+  surfaces: SurfaceRequest[];
+  languageCode?: string;
+  maximumTreatmentCount?: number | string;
+}
+
+export interface UserTreatment {
+  treatmentId: string;
+  treatmentTrackingId: string;
+  surface: string;
+  /** int64 as a decimal string, 1..n within the surface */
+  rank: string;
+  treatmentType: string;
+  treatmentContent: string;
+  contentLanguageCode: string;
+}
+
+export interface DeliveryResponse {
+  responseId: string;
+  /** absent, not empty, when nothing qualifies (D30) */
+  userTreatments?: UserTreatment[];
+}
+
+export interface Ranking {
+  policy: RankingPolicy;
+  stats: RankingStatsView;
+}
+
+export const DEFAULT_LANGUAGE = 'en';
+/** A surface's maximum when neither it nor the request sets one (D28). */
+export const DEFAULT_MAXIMUM_TREATMENT_COUNT = 1;
+
+const ATTRIBUTE_VALUE_KEYS = ['stringValue', 'integerValue', 'doubleValue', 'boolValue', 'booleanValue', 'timestampValue', 'timestampMicrosValue'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Explanations
+
+export type ExclusionReason =
+  | 'TYPE_MISSING'
+  | 'TYPE_LACKS_SURFACE'
+  | 'NOT_LIVE'
+  | 'SURFACE_REMOVED'
+  | 'NO_CONTENT_FOR_LANGUAGE'
+  | 'RULE_NOT_MET'
+  | 'RETURNED_ON_EARLIER_SURFACE'
+  | 'MUTUAL_EXCLUSION'
+  | 'MAXIMUM_COUNT_REACHED'
+  | 'MINIMUM_COUNT_NOT_MET';
+
+export type RuleValueSource = 'contextualAttribute' | 'profile' | 'missing';
+
+/** A rule value as plain JSON: int64 as a decimal string, timestamps as RFC 3339. */
+export type PlainRuleValue = string | number | boolean | (string | number)[];
+
+export interface RuleExplanation {
+  dataFieldId: string;
+  dataFieldName?: string;
+  condition: string;
+  rhsValue: string;
+  dataMissingBehaviour: string;
+  value?: PlainRuleValue;
+  source: RuleValueSource;
+  outcome: RuleOutcome;
+}
+
+export interface TreatmentExplanation {
+  treatmentId: string;
+  name: string;
+  returned: boolean;
+  rank?: string;
+  status: TreatmentStatus;
+  servedVersionNumber?: number;
+  /** empty when returned; every reason that applies otherwise */
+  reasons: ExclusionReason[];
+  /** the surface it was returned on, or the treatment of its mutual exclusion group that was */
+  blockedBy?: string;
+  contentLanguageCode?: string;
+  score?: number;
+  rules: RuleExplanation[];
+}
+
+export interface SurfaceExplanation {
+  surface: string;
+  maximumTreatmentCount: number;
+  minimumTreatmentCount: number;
+  /** returned ones by rank, then the others by treatmentId */
+  treatments: TreatmentExplanation[];
+}
+
+export interface DeliveryExplanation {
+  languageCode: string;
+  rankingPolicy: string;
+  surfaces: SurfaceExplanation[];
+}
+
+export interface DeliveryResult {
+  response: DeliveryResponse;
+  explanation?: DeliveryExplanation;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation (400s, D26, D26a, D28)
+
+export interface PreparedSurface {
+  name: string;
+  max: number;
+  min: number;
+}
+
+export interface PreparedRequest {
+  projectId: string;
+  userId: string;
+  /** canonical BCP 47 tag */
+  language: string;
+  attributes: ReadonlyMap<string, ContextualAttribute>;
+  surfaces: PreparedSurface[];
+}
+
+/** Checks everything that does not depend on the user; every problem is reported in one 400. */
+export function prepareRequest(plan: CatalogPlan, request: DeliveryRequest): PreparedRequest {
+  const problems: ErrorDetail[] = [];
+  const language = prepareLanguage(request.languageCode, problems);
+  const attributes = prepareAttributes(request.contextualAttributes ?? [], problems);
+  const surfaces = prepareSurfaces(plan, request, problems);
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid GetTreatments request: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  return { projectId: request.projectId, userId: request.userId, language, attributes, surfaces };
+}
+
+/** An empty string is what an encoder sends for an unset field: it means the default, `en`. */
+function prepareLanguage(code: string | undefined, problems: ErrorDetail[]): string {
+  if (code === undefined || code === '') return DEFAULT_LANGUAGE;
+  const canonical = canonicalizeLanguageTag(code);
+  if (canonical === null) problems.push({ field: 'languageCode', description: `"${code}" is not a well-formed BCP 47 language tag` });
+  return canonical ?? DEFAULT_LANGUAGE;
+}
+
+function prepareAttributes(list: ContextualAttribute[], problems: ErrorDetail[]): Map<string, ContextualAttribute> {
+  const attributes = new Map<string, ContextualAttribute>();
+  list.forEach((attr, i) => {
+    const path = `contextualAttributes[${i}]`;
+    if (attributes.has(attr.key)) {
+      problems.push({ field: `${path}.key`, description: `key "${attr.key}" is given more than once` });
+      return;
+    }
+    attributes.set(attr.key, attr);
+    const set = ATTRIBUTE_VALUE_KEYS.filter((k) => attr[k] !== undefined);
+    if (set.length !== 1) {
+      const description = set.length === 0 ? `needs exactly one value (one of ${ATTRIBUTE_VALUE_KEYS.join(', ')})` : `has ${set.length} values (${set.join(', ')}); give exactly one`;
+      problems.push({ field: path, description });
+    } else if (ruleValueFromContextualAttribute(attr) === undefined) {
+      problems.push({ field: `${path}.${set[0]}`, description: 'is not a valid value of its kind' });
+    }
+  });
+  return attributes;
+}
+
+function prepareSurfaces(plan: CatalogPlan, request: DeliveryRequest, problems: ErrorDetail[]): PreparedSurface[] {
+  if (request.surfaces.length === 0) problems.push({ field: 'surfaces', description: 'at least one surface is required' });
+  const defaultMax = countOf('maximumTreatmentCount', request.maximumTreatmentCount, DEFAULT_MAXIMUM_TREATMENT_COUNT, problems);
+  const seen = new Set<string>();
+  return request.surfaces.map((s, i) => {
+    const path = `surfaces[${i}]`;
+    if (!plan.surfaces.has(s.surface)) problems.push({ field: `${path}.surface`, description: `surface "${s.surface}" is not registered in this project` });
+    else if (seen.has(s.surface)) problems.push({ field: `${path}.surface`, description: `surface "${s.surface}" is requested more than once` });
+    seen.add(s.surface);
+    const max = countOf(`${path}.maximumTreatmentCount`, s.maximumTreatmentCount, defaultMax, problems);
+    const min = countOf(`${path}.minimumTreatmentCount`, s.minimumTreatmentCount, 0, problems);
+    if (min > max) problems.push({ field: `${path}.minimumTreatmentCount`, description: `${min} exceeds the surface's maximum of ${max}, so the surface could never be filled` });
+    return { name: s.surface, max, min };
+  });
+}
+
+/** A non-negative int64; beyond 2^53 it cannot be told apart from "unlimited" anyway. */
+function countOf(field: string, raw: number | string | undefined, dflt: number, problems: ErrorDetail[]): number {
+  if (raw === undefined) return dflt;
+  const valid = typeof raw === 'number' ? Number.isInteger(raw) : /^[+-]?\d+$/.test(raw.trim());
+  if (!valid) {
+    problems.push({ field, description: 'must be an integer' });
+    return dflt;
+  }
+  const n = BigInt(typeof raw === 'number' ? raw : raw.trim());
+  if (n < 0n) {
+    problems.push({ field, description: 'must not be negative' });
+    return dflt;
+  }
+  return n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(n);
+}
+
+/**
+ * False when no treatment that could be served on the requested surfaces has rules or
+ * placeholders: the caller may then skip reading the profile.
+ */
+export function requestNeedsProfile(plan: CatalogPlan, prepared: PreparedRequest, nowMs: number): boolean {
+  return prepared.surfaces.some((s) => (plan.bySurface.get(s.name) ?? []).some((t) => servedPlannedVersion(t, nowMs)?.needsProfile === true));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Assessment of one treatment for this request (independent of the surface, so computed once)
+
+interface RuleCheck {
+  planned: PlannedRule;
+  value: RuleValue | undefined;
+  source: RuleValueSource;
+  outcome: RuleOutcome;
+}
+
+interface LanguagePick {
+  code: string;
+  fields: ContentField[];
+}
+
+interface Assessment {
+  version: PlannedVersion | undefined;
+  /** null: no content for the language; undefined: not looked at */
+  language: LanguagePick | null | undefined;
+  rules: RuleCheck[];
+  /** undefined: not evaluated */
+  rulesPass: boolean | undefined;
+}
+
+interface RuleInput {
+  value: RuleValue | undefined;
+  source: RuleValueSource;
+  /** set for contextual attributes, whose kind may differ from the field's type */
+  fieldType?: DataFieldRecord['dataFieldType'];
+}
+
+function assessor(prep: PreparedRequest, profile: StoredProfile, nowMs: number, full: boolean): (t: PlannedTreatment) => Assessment {
+  const inputs = new Map<string, RuleInput>();
+  const inputOf = (field: DataFieldRecord | undefined): RuleInput => {
+    if (field === undefined) return { value: undefined, source: 'missing' };
+    let input = inputs.get(field.dataFieldId);
+    if (input === undefined) {
+      input = ruleInput(field, prep, profile, nowMs);
+      inputs.set(field.dataFieldId, input);
+    }
+    return input;
+  };
+  const assessments = new Map<string, Assessment>();
+  return (t) => {
+    let a = assessments.get(t.treatmentId);
+    if (a === undefined) {
+      a = assess(t, prep.language, inputOf, nowMs, full);
+      assessments.set(t.treatmentId, a);
+    }
+    return a;
+  };
+}
+
+/** D27: the request's contextual attribute of the field's name first, then the stored profile. */
+function ruleInput(field: DataFieldRecord, prep: PreparedRequest, profile: StoredProfile, nowMs: number): RuleInput {
+  const attr = field.name !== undefined ? prep.attributes.get(field.name) : undefined;
+  if (attr !== undefined) return { value: ruleValueFromContextualAttribute(attr, field.dataFieldType), source: 'contextualAttribute', fieldType: field.dataFieldType };
+  const value = computeDataFieldValue(field, profile, nowMs);
+  return { value, source: value === undefined ? 'missing' : 'profile' };
+}
+
+/** Cheap checks first; without `full`, stops at the first failure. */
+function assess(t: PlannedTreatment, language: string, inputOf: (f: DataFieldRecord | undefined) => RuleInput, nowMs: number, full: boolean): Assessment {
+  const version = t.type === undefined ? undefined : servedPlannedVersion(t, nowMs);
+  const a: Assessment = { version, language: undefined, rules: [], rulesPass: undefined };
+  if (version === undefined) return a;
+  a.language = pickLanguage(t, version, language);
+  if (a.language === null && !full) return a;
+  a.rulesPass = true;
+  for (const planned of version.rules) {
+    const input = inputOf(planned.field);
+    const outcome = evaluateRule(planned.rule, input.value, nowMs, input.fieldType);
+    a.rules.push({ planned, value: input.value, source: input.source, outcome });
+    if (!outcome.result) {
+      a.rulesPass = false;
+      if (!full) break; // rules are ANDed (D25)
+    }
+  }
+  return a;
+}
+
+/** D26: exact tag, then ever shorter prefixes down to the base language; a type without per-language fields fits every language. */
+function pickLanguage(t: PlannedTreatment, v: PlannedVersion, requested: string): LanguagePick | null {
+  if (t.type?.hasPerLanguageFields !== true) return { code: requested, fields: v.agnosticFields };
+  const code = pickContentLanguage(v.languages, requested);
+  if (code === null) return null;
+  return { code, fields: [...v.agnosticFields, ...(v.contentByLanguage.get(code) ?? [])] };
+}
+
+function eligibilityReasons(t: PlannedTreatment, a: Assessment, surface: string): ExclusionReason[] {
+  const reasons: ExclusionReason[] = [];
+  if (t.type === undefined) reasons.push('TYPE_MISSING');
+  else if (!t.type.surfaces.has(surface)) reasons.push('TYPE_LACKS_SURFACE');
+  if (a.version === undefined) {
+    if (t.type !== undefined) reasons.push('NOT_LIVE');
+    return reasons;
+  }
+  if (a.version.removedSurfaces.has(surface)) reasons.push('SURFACE_REMOVED');
+  if (a.language === null) reasons.push('NO_CONTENT_FOR_LANGUAGE');
+  if (a.rulesPass === false) reasons.push('RULE_NOT_MET');
+  return reasons;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection (D28, D29)
+
+interface Verdict {
+  t: PlannedTreatment;
+  a: Assessment;
+  reasons: ExclusionReason[];
+  blockedBy?: string;
+  score?: number;
+  rank?: number;
+}
+
+export interface SelectOptions {
+  /** Assess every treatment of the project and return why each was or was not returned. */
+  explain?: boolean;
+}
+
+export function selectTreatments(
+  plan: CatalogPlan,
+  request: DeliveryRequest,
+  profile: StoredProfile,
+  ranking: Ranking,
+  nowMs: number,
+  responseId: string,
+  opts: SelectOptions = {},
+): DeliveryResult {
+  const prep = prepareRequest(plan, request);
+  const explain = opts.explain === true;
+  const assessOf = assessor(prep, profile, nowMs, explain);
+  const returnedOn = new Map<string, string>();
+  const groupWinners = new Map<string, string>();
+  const perSurface: { surface: PreparedSurface; verdicts: Verdict[]; picked: Verdict[] }[] = [];
+  for (const surface of prep.surfaces) {
+    // Only explanations look beyond the surface's candidates: everything else fails TYPE_LACKS_SURFACE or NOT_LIVE.
+    const candidates = explain ? plan.treatments : (plan.bySurface.get(surface.name) ?? []);
+    const verdicts = candidates.map((t) => verdictOf(t, assessOf(t), surface.name, returnedOn));
+    const qualifying = verdicts.filter((v) => v.reasons.length === 0);
+    for (const v of qualifying) v.score = ranking.policy.score({ projectId: plan.projectId, surface: surface.name, treatmentId: v.t.treatmentId, userId: prep.userId }, ranking.stats.get(surface.name, v.t.treatmentId));
+    qualifying.sort((x, y) => y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId));
+    const picked = pick(qualifying, surface, groupWinners);
+    for (const [i, v] of picked.entries()) {
+      v.rank = i + 1;
+      returnedOn.set(v.t.treatmentId, surface.name);
+      if (v.t.mutualExclusionGroupId !== undefined) groupWinners.set(v.t.mutualExclusionGroupId, v.t.treatmentId);
+    }
+    perSurface.push({ surface, verdicts, picked });
+  }
+  const userTreatments = perSurface.flatMap(({ surface, picked }) => picked.map((v) => present(v, surface.name, prep, profile, responseId)));
+  const response: DeliveryResponse = userTreatments.length > 0 ? { responseId, userTreatments } : { responseId };
+  if (!explain) return { response };
+  return {
+    response,
+    explanation: {
+      languageCode: prep.language,
+      rankingPolicy: ranking.policy.name,
+      surfaces: perSurface.map(({ surface, verdicts }) => explainSurface(surface, verdicts, nowMs)),
+    },
+  };
+}
+
+function verdictOf(t: PlannedTreatment, a: Assessment, surface: string, returnedOn: ReadonlyMap<string, string>): Verdict {
+  const reasons = eligibilityReasons(t, a, surface);
+  const earlier = returnedOn.get(t.treatmentId);
+  if (earlier !== undefined) {
+    reasons.push('RETURNED_ON_EARLIER_SURFACE');
+    return { t, a, reasons, blockedBy: earlier };
+  }
+  return { t, a, reasons };
+}
+
+/**
+ * Best ranked first: one per mutual exclusion group per response (a group taken on an earlier
+ * surface stays taken), up to the surface's maximum; fewer than its minimum means none at all.
+ */
+function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: ReadonlyMap<string, string>): Verdict[] {
+  const picked: Verdict[] = [];
+  const groupsHere = new Map<string, string>();
+  for (const v of ranked) {
+    const group = v.t.mutualExclusionGroupId;
+    const winner = group === undefined ? undefined : (groupWinners.get(group) ?? groupsHere.get(group));
+    if (winner !== undefined) {
+      v.reasons.push('MUTUAL_EXCLUSION');
+      v.blockedBy = winner;
+    } else if (picked.length >= surface.max) {
+      v.reasons.push('MAXIMUM_COUNT_REACHED');
+    } else {
+      picked.push(v);
+      if (group !== undefined) groupsHere.set(group, v.t.treatmentId);
+    }
+  }
+  if (picked.length >= surface.min) return picked;
+  for (const v of picked) v.reasons.push('MINIMUM_COUNT_NOT_MET');
+  return [];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+function present(v: Verdict, surface: string, prep: PreparedRequest, profile: StoredProfile, responseId: string): UserTreatment {
+  const language = v.a.language!;
+  return {
+    treatmentId: v.t.treatmentId,
+    treatmentTrackingId: `${v.t.treatmentId}_${responseId}`,
+    surface,
+    rank: String(v.rank),
+    treatmentType: v.t.type!.name,
+    treatmentContent: renderContent(language.fields, placeholderLookup(prep, profile)),
+    contentLanguageCode: language.code,
+  };
+}
+
+/** D30: the contextual attribute of that name, then the stored user property. */
+function placeholderLookup(prep: PreparedRequest, profile: StoredProfile): (name: string) => string | undefined {
+  return (name) => {
+    const attr = prep.attributes.get(name);
+    if (attr !== undefined) return attributeText(attr);
+    const stored = profile.userProperties[name];
+    return stored === undefined ? undefined : String(plainValue(stored));
+  };
+}
+
+function attributeText(attr: ContextualAttribute): string | undefined {
+  if (attr.stringValue !== undefined) return attr.stringValue;
+  if (attr.timestampValue !== undefined) return attr.timestampValue;
+  const value = ruleValueFromContextualAttribute(attr);
+  if (value === undefined) return undefined;
+  const plain = plainRuleValue(value);
+  return Array.isArray(plain) ? plain.join(',') : String(plain);
+}
+
+export function plainRuleValue(v: RuleValue): PlainRuleValue {
+  switch (v.kind) {
+    case 'integer':
+      return v.value.toString();
+    case 'timestamp':
+      return new Date(Math.floor(v.valueMs)).toISOString();
+    case 'integer_list':
+      return v.value.map((n) => n.toString());
+    default:
+      return v.value;
+  }
+}
+
+function explainSurface(surface: PreparedSurface, verdicts: Verdict[], nowMs: number): SurfaceExplanation {
+  const ordered = [...verdicts].sort((x, y) => (x.rank ?? Infinity) - (y.rank ?? Infinity) || compareIds(x.t.treatmentId, y.t.treatmentId));
+  return { surface: surface.name, maximumTreatmentCount: surface.max, minimumTreatmentCount: surface.min, treatments: ordered.map((v) => explainTreatment(v, nowMs)) };
+}
+
+function explainTreatment(v: Verdict, nowMs: number): TreatmentExplanation {
+  const out: TreatmentExplanation = {
+    treatmentId: v.t.treatmentId,
+    name: v.t.name,
+    returned: v.rank !== undefined,
+    status: plannedTreatmentStatus(v.t, nowMs),
+    reasons: v.reasons,
+    rules: v.a.rules.map(explainRule),
+  };
+  if (v.rank !== undefined) out.rank = String(v.rank);
+  if (v.a.version !== undefined) out.servedVersionNumber = v.a.version.versionNumber;
+  if (v.blockedBy !== undefined) out.blockedBy = v.blockedBy;
+  if (v.a.language) out.contentLanguageCode = v.a.language.code;
+  if (v.score !== undefined) out.score = v.score;
+  return out;
+}
+
+function explainRule(c: RuleCheck): RuleExplanation {
+  const { rule, field } = c.planned;
+  const out: RuleExplanation = {
+    dataFieldId: rule.dataFieldId,
+    condition: rule.condition,
+    rhsValue: rule.rhsValue,
+    dataMissingBehaviour: rule.dataMissingBehaviour,
+    source: c.source,
+    outcome: c.outcome,
+  };
+  if (field?.name !== undefined) out.dataFieldName = field.name;
+  if (c.value !== undefined) out.value = plainRuleValue(c.value);
+  return out;
+}

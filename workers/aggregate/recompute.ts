@@ -1,0 +1,358 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/domain/data-field-ops.js';
+import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/domain/data-field-values.js';
+import type { DataFieldRecord, PropertyValue } from '../../shared/domain/types.js';
+import type { RedisKeys } from '../../shared/redis-keys.js';
+
+/**
+ * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
+ * the scheduler runs it every hour (windows move as days pass, late or lost incremental updates
+ * are repaired), the backfill runs it for a field created after its events, and operators run
+ * it on demand. One GROUP BY per field, over `events FINAL` / `interactions FINAL`, paged by
+ * user_id ranges so memory stays bounded whatever the project's size (chDB materialises a whole
+ * result, so a single streamed query would not be enough), and resumable from the page cursor.
+ */
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Days before a window that are still read: users whose last matching event fell out of the
+ * window less than this long ago are rewritten once more, which removes their stale day fields.
+ */
+const GRACE_DAYS = 7;
+
+export interface RecomputeDeps {
+  clickhouse: ClickHouseClient;
+  redis: Redis;
+  keys: RedisKeys;
+  dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
+  log: Logger;
+  now: () => number;
+}
+
+export interface RecomputeRequest {
+  projectId: string;
+  /** Unset: every data field of the project that has an aggregation. */
+  dataFieldIds?: string[];
+}
+
+/** Where a run stands; a run given it as `resumeFrom` continues after the last finished page. */
+export interface RecomputeCursor {
+  dataFieldIds: string[];
+  fieldIndex: number;
+  /** Users up to and including this id are done for the current field. */
+  afterUserId: string;
+  usersUpdated: number;
+}
+
+export interface RecomputeProgress {
+  /** fields finished / fields in the run */
+  done: number;
+  total: number;
+  usersUpdated: number;
+}
+
+export interface RecomputeOptions {
+  resumeFrom?: RecomputeCursor;
+  /** Called after every page, once its profiles are written (persist the cursor here). */
+  onCheckpoint?: (cursor: RecomputeCursor, progress: RecomputeProgress) => Promise<void>;
+  /** Users per ClickHouse page. @defaultValue 2000 */
+  pageUsers?: number;
+  /** Users per Redis script call. @defaultValue 200 */
+  batchUsers?: number;
+}
+
+export interface RecomputeResult {
+  dataFieldsRecomputed: number;
+  /** Profiles written, summed over the fields. */
+  usersUpdated: number;
+}
+
+/** A field's ClickHouse source: table, timestamp column and the filter of D23. */
+interface FieldSource {
+  table: 'events' | 'interactions';
+  ts: string;
+  where: string;
+  params: Record<string, unknown>;
+}
+
+/** What one user's profile gets for one field. */
+interface UserState {
+  userId: string;
+  /** day (yyyymmdd) → count, days of the window only */
+  days?: Record<string, number>;
+  /** tracking id → first-seen day (distinct counts) */
+  marks?: Record<string, string>;
+  /** epoch ms (first or latest timestamp) */
+  ms?: string;
+}
+
+type Kind = 'dc' | 'ft' | 'lt';
+
+function kindOf(target: AggregationTarget): Kind {
+  switch (target.agg.key) {
+    case 'dailyCountAggregation':
+      return 'dc';
+    case 'firstTimestampAggregation':
+    case 'daysSinceFirstTimestampAggregation':
+      return 'ft';
+    default:
+      return 'lt';
+  }
+}
+
+function propertyCondition(i: number, want: PropertyValue, params: Record<string, unknown>): string {
+  const k = `pk${i}`;
+  const v = `pv${i}`;
+  const at = (member: string) => `event_properties, {${k}:String}, '${member}'`;
+  if ('longValue' in want) {
+    params[v] = want.longValue;
+    // stored as a decimal string (canonical, D2); quotes stripped in case a writer used a number
+    return `replaceAll(JSONExtractRaw(${at('longValue')}), '"', '') = {${v}:String}`;
+  }
+  if ('doubleValue' in want) {
+    params[v] = want.doubleValue;
+    return `JSONHas(${at('doubleValue')}) AND JSONExtractFloat(${at('doubleValue')}) = {${v}:Float64}`;
+  }
+  if ('stringValue' in want) {
+    params[v] = want.stringValue;
+    return `JSONHas(${at('stringValue')}) AND JSONExtractString(${at('stringValue')}) = {${v}:String}`;
+  }
+  if ('booleanValue' in want) {
+    params[v] = want.booleanValue ? 'true' : 'false';
+    return `JSONExtractRaw(${at('booleanValue')}) = {${v}:String}`;
+  }
+  params[v] = Date.parse(want.timestampValue);
+  return `toUnixTimestamp64Milli(parseDateTime64BestEffortOrNull(JSONExtractString(${at('timestampValue')}), 3, 'UTC')) = {${v}:Int64}`;
+}
+
+/** The same matching rules as the incremental path (shared/domain/data-field-ops.ts), in SQL. */
+function fieldSource(projectId: string, target: AggregationTarget): FieldSource | undefined {
+  const params: Record<string, unknown> = { projectId };
+  if (target.source === 'event') {
+    params.eventName = target.params.eventSchemaName;
+    const conds = ['project_id = {projectId:String}', 'event_name = {eventName:String}'];
+    Object.entries(target.params.propertyValueByPropertyName ?? {}).forEach(([name, want], i) => {
+      params[`pk${i}`] = name;
+      conds.push(propertyCondition(i, want, params));
+    });
+    return { table: 'events', ts: 'client_event_ts', where: conds.join(' AND '), params };
+  }
+  const types = interactionTypesCounted(target.params.treatmentInteractionType);
+  if (types.length === 0) return undefined;
+  params.types = types;
+  const conds = ['project_id = {projectId:String}', 'interaction_type IN {types:Array(String)}'];
+  if (target.params.treatmentId !== undefined) {
+    params.treatmentId = target.params.treatmentId;
+    conds.push('treatment_id = {treatmentId:String}');
+  }
+  const surface = target.params.surfaceName ?? target.params.surfaceId;
+  if (surface !== undefined) {
+    params.surface = surface;
+    conds.push('surface = {surface:String}');
+  }
+  return { table: 'interactions', ts: 'interaction_time', where: conds.join(' AND '), params };
+}
+
+/** The days one page is computed for, fixed at the page's start. */
+interface PageClock {
+  today: string;
+  windowStart: string;
+  /** first day read: the window plus the grace days */
+  rangeStart: string;
+  rangeStartMs: number;
+}
+
+function pageClock(nowMs: number, windowDays: number): PageClock {
+  const back = windowDays - 1 + GRACE_DAYS;
+  return {
+    today: utcDay(nowMs),
+    windowStart: utcDayOffset(nowMs, -(windowDays - 1)),
+    rangeStart: utcDayOffset(nowMs, -back),
+    rangeStartMs: utcDayStartMs(nowMs) - back * DAY_MS,
+  };
+}
+
+const FINAL_SETTINGS = 'SETTINGS do_not_merge_across_partitions_select_final = 1';
+
+/** Rows whose time the page reads: only counts are limited to the window (first/latest are all-time). */
+function timeFilter(src: FieldSource, kind: Kind): string {
+  return kind === 'dc' ? ` AND ${src.ts} >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC')` : '';
+}
+
+/** The last user id of the next page (by id), or undefined when no user is left. */
+async function nextPageEnd(ch: ClickHouseClient, src: FieldSource, kind: Kind, after: string, limit: number, clock: PageClock): Promise<string | undefined> {
+  const rs = await ch.query({
+    query: `SELECT count() AS n, max(user_id) AS upper FROM (
+              SELECT DISTINCT user_id FROM ${src.table}
+              WHERE ${src.where} AND user_id > {after:String}${timeFilter(src, kind)}
+              ORDER BY user_id LIMIT {limit:UInt32})`,
+    query_params: { ...src.params, after, limit, rangeStartMs: clock.rangeStartMs },
+    format: 'JSONEachRow',
+  });
+  const [row] = await rs.json<{ n: number | string; upper: string }>();
+  return row && Number(row.n) > 0 ? row.upper : undefined;
+}
+
+function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
+  const range = `${src.where} AND user_id > {after:String} AND user_id <= {upper:String}`;
+  if (kind === 'ft' || kind === 'lt') {
+    const fn = kind === 'ft' ? 'min' : 'max';
+    return `SELECT user_id, toString(toUnixTimestamp64Milli(${fn}(${src.ts}))) AS ms FROM ${src.table} FINAL
+            WHERE ${range} GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+  }
+  if (distinct) {
+    // first-seen day of each tracking id over all history; only those first seen in the range kept
+    return `SELECT user_id, groupArray((day, trk)) AS marks FROM (
+              SELECT user_id, treatment_tracking_id AS trk, min(${src.ts}) AS first_ts, toYYYYMMDD(first_ts, 'UTC') AS day
+              FROM ${src.table} FINAL WHERE ${range}
+              GROUP BY user_id, trk HAVING first_ts >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC'))
+            GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+  }
+  return `SELECT user_id, groupArray((day, c)) AS days FROM (
+            SELECT user_id, toYYYYMMDD(${src.ts}, 'UTC') AS day, count() AS c
+            FROM ${src.table} FINAL WHERE ${range}${timeFilter(src, kind)}
+            GROUP BY user_id, day)
+          GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+}
+
+interface PageRow {
+  user_id: string;
+  ms?: string;
+  days?: [number | string, number | string][];
+  marks?: [number | string, string][];
+}
+
+function userState(row: PageRow, clock: PageClock): UserState {
+  const inWindow = (day: string) => day >= clock.windowStart;
+  if (row.ms !== undefined) return { userId: row.user_id, ms: row.ms };
+  const days: Record<string, number> = {};
+  if (row.marks) {
+    const marks: Record<string, string> = {};
+    for (const [d, trk] of row.marks) {
+      const day = String(d);
+      marks[trk] = day;
+      if (inWindow(day)) days[day] = (days[day] ?? 0) + 1;
+    }
+    return { userId: row.user_id, days, marks };
+  }
+  for (const [d, c] of row.days ?? []) if (inWindow(String(d))) days[String(d)] = Number(c);
+  return { userId: row.user_id, days };
+}
+
+/*
+ * One call per batch of users of one field. Days before today are replaced by the recomputed
+ * counts (ClickHouse is the truth for finished days; days outside the window are dropped); today
+ * and later keep the larger of the stored and the recomputed count, because incremental updates
+ * that raced with the query must not be lost (the next run settles the day once it is over).
+ * Distinct markers get their first-seen day; day-stamped markers older than the range are dropped
+ * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
+ * First/latest keep the extreme of the stored and recomputed values.
+ */
+const WRITE = `
+local spec = cjson.decode(ARGV[1])
+local dcPrefix = 'dc:' .. spec.id .. ':'
+local dmPrefix = 'dm:' .. spec.id .. ':'
+for i, prof in ipairs(KEYS) do
+  local u = cjson.decode(ARGV[i + 1])
+  if spec.kind == 'dc' then
+    local all = redis.call('HGETALL', prof)
+    for j = 1, #all, 2 do
+      local name, val = all[j], all[j + 1]
+      if string.sub(name, 1, #dcPrefix) == dcPrefix then
+        if string.sub(name, #dcPrefix + 1) < spec.today then redis.call('HDEL', prof, name) end
+      elseif string.sub(name, 1, #dmPrefix) == dmPrefix then
+        if #val == 8 and val < spec.rangeStart then redis.call('HDEL', prof, name) end
+      end
+    end
+    for day, c in pairs(u.days) do
+      local name = dcPrefix .. day
+      if day < spec.today then
+        redis.call('HSET', prof, name, c)
+      else
+        local cur = tonumber(redis.call('HGET', prof, name) or '0') or 0
+        if c > cur then redis.call('HSET', prof, name, c) end
+      end
+    end
+    if u.marks then
+      for trk, day in pairs(u.marks) do redis.call('HSET', prof, dmPrefix .. trk, day) end
+    end
+  else
+    local name = spec.kind .. ':' .. spec.id
+    local cur = redis.call('HGET', prof, name)
+    local v = tonumber(u.ms)
+    if (not cur) or (spec.kind == 'ft' and v < tonumber(cur)) or (spec.kind == 'lt' and v > tonumber(cur)) then
+      redis.call('HSET', prof, name, u.ms)
+    end
+  end
+end
+return #KEYS
+`;
+
+async function writeBatch(deps: RecomputeDeps, projectId: string, dataFieldId: string, kind: Kind, clock: PageClock, users: UserState[]): Promise<void> {
+  if (users.length === 0) return;
+  const spec = JSON.stringify({ id: dataFieldId, kind, today: clock.today, rangeStart: clock.rangeStart });
+  const payload = users.map((u) => JSON.stringify(kind === 'dc' ? { days: u.days ?? {}, marks: u.marks } : { ms: u.ms }));
+  await deps.redis.eval(WRITE, users.length, ...users.map((u) => deps.keys.profile(projectId, u.userId)), spec, ...payload);
+}
+
+interface FieldRun {
+  projectId: string;
+  target: AggregationTarget;
+  src: FieldSource;
+  kind: Kind;
+}
+
+/** One page: the users after `after`; returns the page's last user id and the profiles written, or undefined when done. */
+async function recomputePage(deps: RecomputeDeps, run: FieldRun, after: string, opts: Required<Pick<RecomputeOptions, 'pageUsers' | 'batchUsers'>>): Promise<{ upper: string; users: number } | undefined> {
+  const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
+  const upper = await nextPageEnd(deps.clickhouse, run.src, run.kind, after, opts.pageUsers, clock);
+  if (upper === undefined) return undefined;
+  const rs = await deps.clickhouse.query({
+    query: pageQuery(run.src, run.kind, run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true),
+    query_params: { ...run.src.params, after, upper, rangeStartMs: clock.rangeStartMs },
+    format: 'JSONEachRow',
+  });
+  const users = (await rs.json<PageRow>()).map((row) => userState(row, clock));
+  for (let i = 0; i < users.length; i += opts.batchUsers) {
+    await writeBatch(deps, run.projectId, run.target.field.dataFieldId, run.kind, clock, users.slice(i, i + opts.batchUsers));
+  }
+  return { upper, users: users.length };
+}
+
+async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string[] | undefined): Promise<AggregationTarget[]> {
+  const targets = (await deps.dataFields.list(req.projectId)).map(aggregationTarget).filter((t): t is AggregationTarget => t !== undefined);
+  if (ids === undefined) return targets;
+  const byId = new Map(targets.map((t) => [t.field.dataFieldId, t]));
+  return ids.map((id) => byId.get(id)).filter((t): t is AggregationTarget => t !== undefined);
+}
+
+/** Recomputes the fields of `req` (all aggregations of the project by default) from ClickHouse. */
+export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
+  const sizes = { pageUsers: opts.pageUsers ?? 2000, batchUsers: opts.batchUsers ?? 200 };
+  const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
+  const cursor: RecomputeCursor = opts.resumeFrom ?? { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
+  const log = deps.log.child({ projectId: req.projectId });
+  if (opts.resumeFrom) log.info({ cursor }, 'recompute resumed');
+  for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
+    const target = targets[cursor.fieldIndex];
+    const dataFieldId = target.field.dataFieldId;
+    const src = fieldSource(req.projectId, target);
+    const started = performance.now();
+    let fieldUsers = 0;
+    for (let page = 1; src; page++) {
+      const done = await recomputePage(deps, { projectId: req.projectId, target, src, kind: kindOf(target) }, cursor.afterUserId, sizes);
+      if (!done) break;
+      cursor.afterUserId = done.upper;
+      cursor.usersUpdated += done.users;
+      fieldUsers += done.users;
+      await opts.onCheckpoint?.({ ...cursor }, { done: cursor.fieldIndex, total: targets.length, usersUpdated: cursor.usersUpdated });
+      if (page % 25 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
+    }
+    log.info({ dataFieldId, users: fieldUsers, ms: Math.round(performance.now() - started), field: cursor.fieldIndex + 1, fields: targets.length }, 'data field recomputed');
+  }
+  await opts.onCheckpoint?.({ ...cursor }, { done: targets.length, total: targets.length, usersUpdated: cursor.usersUpdated });
+  return { dataFieldsRecomputed: targets.length, usersUpdated: cursor.usersUpdated };
+}
