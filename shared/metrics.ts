@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Queue } from 'bullmq';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { bullPrefix, QUEUE } from './queues/queues.js';
 
 export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters';
 export type PubsubAckOutcome = 'queued' | 'dead_letter';
@@ -56,6 +58,23 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   }
 }
 
+/**
+ * Read-and-retry handles on every queue for the dashboard and the gauges, on a shared connection.
+ * `skipVersionCheck`: BullMQ's start-up INFO would otherwise run under the fail-fast connection's
+ * command timeout, and one timed-out INFO (Redis down, or the event loop busy at boot) leaves a
+ * Queue object broken for the life of the process. The producers and workers check the version.
+ * `skipMetasUpdate`: observers leave the queue's metadata to the producers.
+ */
+export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[] {
+  const prefix = bullPrefix(redisPrefix);
+  return Object.values(QUEUE).map((name) => {
+    const q = new Queue(name, { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true });
+    // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
+    q.on('error', () => undefined);
+    return q;
+  });
+}
+
 export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry();
   const registers = [registry];
@@ -66,7 +85,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   let inflight: Promise<QueueStats[] | undefined> | undefined;
   const snapshot = () => {
     inflight ??= withTimeout(Promise.all([...watched].map(readQueue)), timeoutMs)
-      .catch((e) => { console.error('DBG snapshot', e); return undefined; })
+      .catch(() => undefined)
       .finally(() => {
         inflight = undefined;
       });

@@ -9,6 +9,8 @@ import { DataFieldStore } from '../shared/stores/data-field.store.js';
 import { ProjectStore } from '../shared/stores/project.store.js';
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregate/data-field-cache.js';
 import { startAggregationWorker } from './aggregate/scheduler.js';
+import { startPubSubIntake } from './ingest/pubsub-intake.js';
+import { rankingOps } from '../shared/stores/ranking-stats.store.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -33,16 +35,18 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), async (job) => rankingOps(job, ctx.keys)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now });
   const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });
+  const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
   return {
     name: 'workers',
     ingest,
     close: () => {
-      closing ??= Promise.all([ingest.close(), aggregations.close()]).then(() => {
+      // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
+      closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close()])).then(() => {
         fieldCache.close();
         connection.disconnect();
       });

@@ -16,8 +16,6 @@ export interface CatalogCacheDeps {
   treatmentTypes: Pick<TreatmentTypeStore, 'list'>;
   surfaces: Pick<SurfaceStore, 'names'>;
   dataFields: Pick<DataFieldStore, 'list'>;
-  /** Business clock (ms), as everywhere else. */
-  now: () => number;
   log: Logger;
 }
 
@@ -146,7 +144,7 @@ export class CatalogCache {
       this.deps.surfaces.names(projectId),
       this.deps.dataFields.list(projectId),
     ]);
-    entry.plan = compileCatalogPlan({ projectId, treatments, types, surfaces, dataFields }, this.deps.now());
+    entry.plan = compileCatalogPlan({ projectId, treatments, types, surfaces, dataFields });
     entry.version = version;
     entry.compiledGeneration = generation;
   }

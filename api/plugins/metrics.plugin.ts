@@ -1,6 +1,5 @@
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { openQueueHandles } from '../../shared/metrics.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 
 /** Requests that matched no route share one label, so scanners cannot blow up the label set. */
@@ -25,10 +24,7 @@ export function requestMetricsPlugin(ctx: ServiceContext): (app: FastifyInstance
  */
 export function metricsPlugin(ctx: ServiceContext): (app: FastifyInstance) => void {
   return (app) => {
-    const prefix = bullPrefix(ctx.config.redisPrefix);
-    const queues = Object.values(QUEUE).map((name) => new Queue(name, { connection: ctx.redis, prefix }));
-    // Errors surface on the scrape's awaited calls; the listener keeps an outage from crashing the process.
-    for (const q of queues) q.on('error', () => undefined);
+    const queues = openQueueHandles(ctx.redis, ctx.config.redisPrefix);
     const unwatch = ctx.metrics.watchQueues(queues);
     app.addHook('onClose', async () => {
       unwatch();

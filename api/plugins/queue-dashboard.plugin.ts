@@ -1,10 +1,9 @@
-import { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { ApiError, errorBody } from '../../shared/errors.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { openQueueHandles } from '../../shared/metrics.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { checkAdminToken } from '../admin-operation.js';
 
@@ -47,9 +46,7 @@ function guard(ctx: ServiceContext) {
  */
 export function queueDashboardPlugin(ctx: ServiceContext): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
-    const prefix = bullPrefix(ctx.config.redisPrefix);
-    const queues = Object.values(QUEUE).map((name) => new Queue(name, { connection: ctx.redis, prefix }));
-    for (const q of queues) q.on('error', () => undefined);
+    const queues = openQueueHandles(ctx.redis, ctx.config.redisPrefix);
     app.addHook('onClose', async () => {
       await Promise.all(queues.map((q) => q.close()));
     });

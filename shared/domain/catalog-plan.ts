@@ -61,8 +61,8 @@ export interface CatalogPlan {
   /** every treatment, ascending treatmentId (for explanations) */
   treatments: readonly PlannedTreatment[];
   /**
-   * Per surface, the treatments whose type lists it and that may be served at or after compile
-   * time, ascending treatmentId. Removed surfaces are per version and checked at request time.
+   * Per surface, the treatments whose type lists it, neither paused nor unpublished, ascending
+   * treatmentId. Version windows and removed surfaces are checked at request time.
    */
   bySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
   /** data fields usable as contextual attribute keys (registered by InsertDataField) */
@@ -78,7 +78,7 @@ export interface CatalogInput {
   dataFields: DataFieldRecord[];
 }
 
-export function compileCatalogPlan(input: CatalogInput, compiledAtMs: number): CatalogPlan {
+export function compileCatalogPlan(input: CatalogInput): CatalogPlan {
   const dataFieldsById = new Map(input.dataFields.map((f) => [f.dataFieldId, f]));
   const dataFieldsByName = new Map<string, DataFieldRecord>();
   for (const f of input.dataFields) if (f.name !== undefined) dataFieldsByName.set(f.name, f);
@@ -88,7 +88,7 @@ export function compileCatalogPlan(input: CatalogInput, compiledAtMs: number): C
     projectId: input.projectId,
     surfaces: new Set(input.surfaces),
     treatments,
-    bySurface: indexBySurface(treatments, compiledAtMs),
+    bySurface: indexBySurface(treatments),
     dataFieldsByName,
     dataFieldsById,
   };
@@ -144,15 +144,15 @@ function servedFirst(a: PlannedVersion, b: PlannedVersion): number {
 }
 
 /**
- * Pausing and un-pausing are management changes (a new plan), and time only moves forward, so a
- * treatment that is paused or whose every published version has ended cannot be served by this
- * plan and is left out of the per-surface lists.
+ * Pausing, resuming and publishing are management changes (a new plan), so a treatment that is
+ * paused or was never published cannot be served by this plan and is left out of the per-surface
+ * lists. Time-based exclusion is left to request time, so the plan never depends on its clock.
  */
-function indexBySurface(treatments: PlannedTreatment[], compiledAtMs: number): Map<string, PlannedTreatment[]> {
+function indexBySurface(treatments: PlannedTreatment[]): Map<string, PlannedTreatment[]> {
   const bySurface = new Map<string, PlannedTreatment[]>();
   for (const t of treatments) {
     if (t.type === undefined || t.paused) continue;
-    if (!t.versions.some((v) => v.publishMs !== undefined && v.endMs > compiledAtMs)) continue;
+    if (!t.versions.some((v) => v.publishMs !== undefined)) continue;
     for (const surface of t.type.surfaces) {
       const list = bySurface.get(surface) ?? [];
       list.push(t);

@@ -14,8 +14,11 @@ export interface IngestProducers {
 
 export function createIngestProducers(connection: Redis, redisPrefix: string): IngestProducers {
   const prefix = bullPrefix(redisPrefix);
-  const eventsQueue = new Queue(QUEUE.events, { connection, prefix });
-  const interactionsQueue = new Queue(QUEUE.interactions, { connection, prefix });
+  // No start-up INFO/meta calls: on the fail-fast connection a slow boot could time them out
+  // and leave the queue object failing every later call.
+  const opts = { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true };
+  const eventsQueue = new Queue(QUEUE.events, opts);
+  const interactionsQueue = new Queue(QUEUE.interactions, opts);
   // Queue errors surface on the awaited calls; the listener keeps an outage from crashing the process.
   eventsQueue.on('error', () => undefined);
   interactionsQueue.on('error', () => undefined);

@@ -91,7 +91,12 @@ export class ApiKeyStore {
         change: { key: this.keys.changes(projectId), entry: changeFields({ time: after.revokeTime!, actor, operation: 'RevokeApiKey', resourceKind: 'apiKey', resourceId: keyId, before: publicKey(before), after: publicKey(after) }) },
         publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'apiKey', projectId, id: keyId }) },
       });
-      return ok ? { done: true as const, value: publicKey(after) } : { done: false as const };
+      if (!ok) return { done: false as const };
+      // Redis answers the script's caller before it writes the PUBLISH to subscribers; it writes both
+      // before it reads another command. One more round trip therefore means every process's
+      // subscriber socket holds the invalidation by the time the operator sees "revoked".
+      await this.redis.ping();
+      return { done: true as const, value: publicKey(after) };
     });
   }
 }

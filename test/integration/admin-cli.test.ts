@@ -21,7 +21,7 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const { LOG_LEVEL: _l, ADMIN_TOKEN: _a, ...base } = process.env;
   return new Promise((done) => {
-    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 45_000 }, (err, stdout, stderr) => {
+    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_URL: t.ctx.config.redisUrl, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 45_000 }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });

@@ -14,8 +14,20 @@ const ROOT = resolve(import.meta.dirname, '../..');
 // chDB binds one data directory per process, so every service started here shares this one.
 const DATA_DIR = mkdtempSync(join(tmpdir(), 'tds-start-'));
 
-afterAll(() => {
+/** Prefixes used on the shared test Redis; removed once every service here has stopped. */
+const prefixes: string[] = [];
+
+afterAll(async () => {
   rmSync(DATA_DIR, { recursive: true, force: true });
+  const redis = new Redis(loadConfig({}).redisUrl);
+  try {
+    for (const prefix of prefixes) {
+      const stale = await redis.keys(`${prefix}:*`);
+      if (stale.length) await redis.del(...stale);
+    }
+  } finally {
+    redis.disconnect();
+  }
 });
 
 function freePort(): Promise<number> {
@@ -43,14 +55,10 @@ function answers(port: number): Promise<boolean> {
 async function start(env: Record<string, string>): Promise<{ service: RunningService; port: number; altPort: number }> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const altPort = await freePort();
-  const config = loadConfig({ ROLE: 'api', ALT_PORT: String(altPort), REDIS_PREFIX: uniquePrefix('start'), DATA_DIR, ADMIN_TOKEN, LOG_LEVEL: 'silent', AUTO_START_REDIS: 'false', ...env, PORT: String(port) });
+  const prefix = uniquePrefix('start');
+  prefixes.push(prefix);
+  const config = loadConfig({ ROLE: 'api', ALT_PORT: String(altPort), REDIS_PREFIX: prefix, DATA_DIR, ADMIN_TOKEN, LOG_LEVEL: 'silent', AUTO_START_REDIS: 'false', ...env, PORT: String(port) });
   return { service: await startService(config, createLogger('silent')), port, altPort };
-}
-
-async function cleanUp(service: RunningService): Promise<void> {
-  const prefix = service.ctx.config.redisPrefix;
-  const stale = await service.ctx.redis.keys(`${prefix}:*`);
-  if (stale.length) await service.ctx.redis.del(...stale);
 }
 
 describe('startService with ROLE=api', { timeout: 60_000 }, () => {
@@ -73,7 +81,6 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
       const onAlt = await fetch(`http://127.0.0.1:${altPort}/admin/v1/ListProjects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(onAlt.status).toBe(404);
       expect(service.apps).toHaveLength(2);
-      await cleanUp(service);
     } finally {
       const first = service.stop();
       // Readiness goes 503 before anything else closes (conventions point 8).

@@ -86,8 +86,8 @@ function rule(dataFieldId: string, condition: EligibilityRule['condition'], rhsV
   return { dataFieldId, condition, rhsValue, dataMissingBehaviour };
 }
 
-function plan(treatments: TreatmentRecord[], types: TreatmentType[] = [BANNER, CARD, PLAIN], compiledAt = NOW): CatalogPlan {
-  return compileCatalogPlan({ projectId: PROJECT, treatments, types, surfaces: SURFACES, dataFields: FIELDS }, compiledAt);
+function plan(treatments: TreatmentRecord[], types: TreatmentType[] = [BANNER, CARD, PLAIN]): CatalogPlan {
+  return compileCatalogPlan({ projectId: PROJECT, treatments, types, surfaces: SURFACES, dataFields: FIELDS });
 }
 
 /** Deterministic ranking: a fixed score per treatment (default 0; ties go to the lower id). */

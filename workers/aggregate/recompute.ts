@@ -333,7 +333,7 @@ async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string
 export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
   const sizes = { pageUsers: opts.pageUsers ?? 2000, batchUsers: opts.batchUsers ?? 200 };
   const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
-  const cursor: RecomputeCursor = opts.resumeFrom ?? { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
+  const cursor: RecomputeCursor = opts.resumeFrom ? { ...opts.resumeFrom } : { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
   const log = deps.log.child({ projectId: req.projectId });
   if (opts.resumeFrom) log.info({ cursor }, 'recompute resumed');
   for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
@@ -342,7 +342,8 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     const src = fieldSource(req.projectId, target);
     const started = performance.now();
     let fieldUsers = 0;
-    for (let page = 1; src; page++) {
+    // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
+    for (let page = 1; src !== undefined; page++) {
       const done = await recomputePage(deps, { projectId: req.projectId, target, src, kind: kindOf(target) }, cursor.afterUserId, sizes);
       if (!done) break;
       cursor.afterUserId = done.upper;

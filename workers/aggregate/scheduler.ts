@@ -107,7 +107,14 @@ const BACKFILL_GROUP = 'backfill';
 const BACKFILL_CONSUMER = 'aggregation-worker';
 const BACKFILL_READ_COUNT = 100;
 
-type StreamReply = [string, [string, string[] | null][]][] | null;
+type StreamEntry = [string, string[] | null];
+
+/** XREADGROUP of one stream: RESP2 answers `[[key, entries]]`, RESP3 a map that ioredis flattens to `[key, entries]`. */
+function streamEntries(reply: unknown): StreamEntry[] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  const entries: unknown = Array.isArray(reply[0]) ? (reply[0] as unknown[])[1] : reply[1];
+  return Array.isArray(entries) ? (entries as StreamEntry[]) : [];
+}
 
 /** The data-field-created stream is read through a consumer group: its cursor survives restarts. */
 async function ensureBackfillGroup(redis: Redis, stream: string): Promise<void> {
@@ -133,8 +140,7 @@ async function pollBackfills(o: AggregationWorkerOptions, queue: Queue): Promise
   let enqueued = 0;
   for (const from of ['0', '>']) {
     for (let round = 0; round < 10; round++) {
-      const reply = (await o.connection.call('XREADGROUP', 'GROUP', BACKFILL_GROUP, BACKFILL_CONSUMER, 'COUNT', BACKFILL_READ_COUNT, 'STREAMS', stream, from)) as StreamReply;
-      const entries = reply?.[0]?.[1] ?? [];
+      const entries = streamEntries(await o.connection.call('XREADGROUP', 'GROUP', BACKFILL_GROUP, BACKFILL_CONSUMER, 'COUNT', BACKFILL_READ_COUNT, 'STREAMS', stream, from));
       for (const [, fields] of entries) {
         const f = Object.fromEntries(chunkPairs(fields ?? []));
         if (!f.projectId || !f.dataFieldId) continue;

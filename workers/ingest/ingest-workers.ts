@@ -63,9 +63,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     QUEUE.events,
     (job) => classified(async () => {
       const applied = await processEventsJob(job, { ...deps, opsFor: o.eventOps });
-      if (job.data.kind === 'events') {
-        o.onMetric?.('eventsWritten', job.data.events.length);
-        if (applied >= 0) o.onMetric?.('duplicatesDropped', job.data.events.length - applied);
+      // applied = events new to this user (-1: the job ran before and this is a retry).
+      if (job.data.kind === 'events' && applied >= 0) {
+        o.onMetric?.('eventsWritten', applied);
+        o.onMetric?.('duplicatesDropped', job.data.events.length - applied);
       }
       return applied;
     }),

@@ -1,0 +1,47 @@
+import type { PropertyValue } from '../../shared/domain/types.js';
+import type { EventInput } from '../../shared/stores/event-row.js';
+
+/** Event names of the generated traffic; every request cycles through them. */
+export const EVENT_NAMES = ['page_view', 'click', 'purchase', 'search'] as const;
+
+export interface EventStream {
+  /** Makes insertIds unique per run, so two runs on one Redis never de-duplicate each other. */
+  runId: string;
+  users: number;
+  eventsPerRequest: number;
+}
+
+export interface GeneratedRequest {
+  userId: string;
+  events: EventInput[];
+}
+
+export function userIdOf(n: number): string {
+  return `user-${n}`;
+}
+
+/**
+ * The i-th LogEvents request of a stream: one user (requests go round the users), events with a
+ * unique insertId, a small property map, and a user property on the last event. Deterministic
+ * apart from `nowMs`, so the ingest baseline stores exactly the rows the service stores.
+ */
+export function eventRequest(s: EventStream, i: number, nowMs: number): GeneratedRequest {
+  const ts = new Date(nowMs).toISOString();
+  const events: EventInput[] = [];
+  for (let k = 0; k < s.eventsPerRequest; k++) {
+    const seq = i * s.eventsPerRequest + k;
+    const e: EventInput = {
+      eventName: EVENT_NAMES[seq % EVENT_NAMES.length],
+      clientEventTimestamp: ts,
+      insertId: `${s.runId}-${seq}`,
+      eventProperties: { amount: { longValue: String(seq % 100) }, plan: { stringValue: seq % 3 === 0 ? 'pro' : 'basic' } },
+    };
+    if (k === s.eventsPerRequest - 1) e.userProperties = { last_request: { longValue: String(i) } as PropertyValue };
+    events.push(e);
+  }
+  return { userId: userIdOf(i % s.users), events };
+}
+
+export function logEventsBody(projectId: string, r: GeneratedRequest): string {
+  return JSON.stringify({ projectId, userId: r.userId, events: r.events });
+}
