@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TSchema, Static } from 'typebox';
-import type { Permission } from '../shared/domain/types.js';
+import type { ApiKeyRecord, Permission } from '../shared/domain/types.js';
 import type { AuthContext } from '../shared/auth/authenticator.js';
 import { UnauthenticatedError } from '../shared/errors.js';
 import type { ServiceContext } from '../shared/service-context.js';
@@ -42,10 +42,14 @@ export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op:
     `/v1/${op.operation}`,
     {
       schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response }, security: [{ apiKey: [] }] },
-      // D9: the key is checked before the body is validated.
+      // D9: the key is checked before the body is parsed (a malformed body without a valid key
+      // is 401 too), and against the body's projectId before the body is validated.
+      onRequest: async (req) => {
+        (req as FastifyRequest & { apiKey: ApiKeyRecord }).apiKey = await ctx.auth.verifyKey(presentedKey(req, op.keyParam));
+      },
       preValidation: async (req) => {
         const body = req.body as Record<string, unknown> | undefined;
-        const auth = await ctx.auth.authenticate(presentedKey(req, op.keyParam), body?.projectId, op.permissions);
+        const auth = await ctx.auth.authorize((req as FastifyRequest & { apiKey: ApiKeyRecord }).apiKey, body?.projectId, op.permissions);
         if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
           const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
           throw new UnauthenticatedError(`project "${auth.project.projectId}" is assigned to ${right}; call ${op.operation} there`);

@@ -50,6 +50,8 @@ export interface LoadOptions {
   headers?: Record<string, string>;
   /** The body of the i-th request (called just before it is sent). */
   body: (i: number) => string;
+  /** Stops the run early (the result covers the time until then). */
+  signal?: AbortSignal;
   /** Once per second with the responses so far. */
   onTick?: (elapsedSec: number, responses: number) => void;
 }
@@ -119,6 +121,8 @@ export function runLoad(o: LoadOptions): Promise<LoadResult> {
     });
     const tick = setInterval(() => o.onTick?.((performance.now() - started) / 1000, responses), 1000);
     const bound = setTimeout(() => instance.stop(), maxSec * 1000);
+    if (o.signal?.aborted) instance.stop();
+    o.signal?.addEventListener('abort', () => instance.stop(), { once: true });
   });
 }
 

@@ -53,7 +53,8 @@ export class ProcessSampler {
 
   private sample(): void {
     const s = this.status();
-    if (s) this.peakKb = Math.max(this.peakKb, s.rssKb, s.hwmKb);
+    // a process that is exec'ing or exiting has no Vm lines
+    if (s && Number.isFinite(s.rssKb)) this.peakKb = Math.max(this.peakKb, s.rssKb, Number.isFinite(s.hwmKb) ? s.hwmKb : 0);
   }
 
   private status(): { rssKb: number; hwmKb: number } | undefined {

@@ -54,11 +54,21 @@ export class Authenticator {
    * the operation's permissions.
    */
   async authenticate(rawKey: string | undefined, projectId: unknown, anyOf: readonly Permission[]): Promise<AuthContext> {
+    return this.authorize(await this.verifyKey(rawKey), projectId, anyOf);
+  }
+
+  /** The key alone: presented, well-formed, issued, not revoked, right secret (else 401). */
+  async verifyKey(rawKey: string | undefined): Promise<ApiKeyRecord> {
     if (!rawKey) throw new UnauthenticatedError('missing API key: send it in the x-api-key header');
     const parsed = parseApiKey(rawKey);
     if (!parsed) throw new UnauthenticatedError();
     const key = await this.keyRecord(parsed.keyId);
     if (!key || key.revokeTime || !secretMatches(key, parsed.secret)) throw new UnauthenticatedError();
+    return key;
+  }
+
+  /** A verified key against the request's project (401) and the operation's permissions (403). */
+  async authorize(key: ApiKeyRecord, projectId: unknown, anyOf: readonly Permission[]): Promise<AuthContext> {
     if (typeof projectId !== 'string' || projectId !== key.projectId) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
     const project = await this.project(projectId);
     if (!project) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');

@@ -177,6 +177,16 @@ describe('the key is checked before the body (D9)', () => {
     expectD4(await post(t.app, op, { body: { projectId: 42, bogus: [1, 2] } }), 401, 'UNAUTHENTICATED');
   });
 
+  it('a body that is not even JSON, without a key, is 401; with a valid key it is 400', async () => {
+    const raw = (key?: string) => t.app.inject({ method: 'POST', url: '/v1/InsertSurface', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, payload: '{"projectId": ' });
+    const without = await raw();
+    expect(without.statusCode).toBe(401);
+    expect(without.json().error.status).toBe('UNAUTHENTICATED');
+    const withKey = await raw(p.management);
+    expect(withKey.statusCode).toBe(400);
+    expect(withKey.json().error.status).toBe('INVALID_ARGUMENT');
+  });
+
   it('the same invalid body with a valid key is 400', async () => {
     const r = await post(t.app, MGMT, { key: p.management, body: { projectId: p.projectId, bogus: 1 } });
     expectD4(r, 400, 'INVALID_ARGUMENT');

@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { PropertyValue } from '../../shared/domain/types.js';
+import type { RedisKeys } from '../../shared/redis-keys.js';
+import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { parseProfile, type StoredProfile } from '../../shared/stores/profile.store.js';
+
+/** Redis access of the bench process: seeding, draining checks and clean-up, never on a measured path. */
+
+export function benchPrefix(scenario: string): string {
+  return `bench-${scenario}-${randomBytes(3).toString('hex')}`;
+}
+
+export function connectRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null, connectionName: 'tds-bench' });
+}
+
+/** What one seeded profile holds: user properties (last-write-wins at `ts`) and raw aggregation fields. */
+export interface SeedProfile {
+  userProperties: Record<string, PropertyValue>;
+  /** e.g. `dc:<dataFieldId>:<yyyymmdd>` → count (layout of shared/domain/data-field-values.ts) */
+  fields?: Record<string, string>;
+}
+
+/**
+ * The hash the ingestion workers write (shared/stores/profile.store.ts): `up:<name>` = the
+ * PropertyValue as JSON, `ut:<name>` = its timestamp in ms, aggregation fields as they are.
+ */
+export function profileHash(p: SeedProfile, tsMs: number): Record<string, string> {
+  const h: Record<string, string> = {};
+  for (const [name, v] of Object.entries(p.userProperties)) {
+    h[`up:${name}`] = JSON.stringify(v);
+    h[`ut:${name}`] = String(tsMs);
+  }
+  return { ...h, ...p.fields };
+}
+
+/** Writes `users` profiles with pipelines of `chunk` HSETs; profile i belongs to `userIdOf(i)`. */
+export async function seedProfiles(
+  redis: Redis,
+  keys: RedisKeys,
+  projectId: string,
+  users: number,
+  userIdOf: (i: number) => string,
+  profileOf: (i: number) => SeedProfile,
+  progress: (done: number) => void,
+  chunk = 2000,
+): Promise<void> {
+  const ts = Date.now();
+  for (let first = 0; first < users; first += chunk) {
+    const p = redis.pipeline();
+    for (let i = first; i < Math.min(users, first + chunk); i++) p.hset(keys.profile(projectId, userIdOf(i)), profileHash(profileOf(i), ts));
+    const res = await p.exec();
+    const failed = res?.find(([err]) => err);
+    if (failed) throw failed[0];
+    progress(Math.min(users, first + chunk));
+  }
+}
+
+/** Reads profiles in pipelines (verification after a run). */
+export async function readProfiles(redis: Redis, keys: RedisKeys, projectId: string, userIds: readonly string[], chunk = 2000): Promise<StoredProfile[]> {
+  const out: StoredProfile[] = [];
+  for (let first = 0; first < userIds.length; first += chunk) {
+    const p = redis.pipeline();
+    for (const id of userIds.slice(first, first + chunk)) p.hgetall(keys.profile(projectId, id));
+    for (const [err, raw] of (await p.exec()) ?? []) {
+      if (err) throw err;
+      out.push(parseProfile(raw as Record<string, string>));
+    }
+  }
+  return out;
+}
+
+/** Jobs of the service's events queue not finished yet, and jobs that failed. */
+export async function eventsQueueState(queue: Queue): Promise<{ pending: number; failed: number }> {
+  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused', 'waiting-children', 'failed');
+  const failed = c.failed ?? 0;
+  const pending = Object.entries(c).reduce((n, [k, v]) => (k === 'failed' ? n : n + v), 0);
+  return { pending, failed };
+}
+
+export function eventsQueue(redis: Redis, prefix: string): Queue {
+  return new Queue(QUEUE.events, { connection: redis, prefix: bullPrefix(prefix) });
+}
+
+/** Deletes every key under the prefix (the scenario's own prefix only). */
+export async function deletePrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
+    cursor = next;
+    if (batch.length > 0) deleted += await redis.unlink(...batch);
+  } while (cursor !== '0');
+  return deleted;
+}

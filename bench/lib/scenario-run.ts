@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { redisKeys, type RedisKeys } from '../../shared/redis-keys.js';
+import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
+import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
+import type { LoadResult } from './load-runner.js';
+import { CpuSpan, ownCpuSeconds } from './process-sampler.js';
+import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
+import { ServiceProcess } from './service-process.js';
+
+/**
+ * What every scenario needs around its measurements: its own data directory and Redis prefix
+ * (removed at the end), the service child, progress lines, notes, and the result.
+ */
+export class ScenarioRun {
+  readonly notes: string[] = [];
+  readonly params: Record<string, number | string> = {};
+  readonly keys: RedisKeys;
+  private readonly started = performance.now();
+  private readonly startedAt = new Date().toISOString();
+  private readonly services = new Set<ServiceProcess>();
+  private readonly dirs: string[] = [];
+
+  private constructor(
+    readonly ctx: ScenarioContext,
+    readonly name: string,
+    readonly prefix: string,
+    readonly dataDir: string,
+    readonly redis: Redis,
+  ) {
+    this.keys = redisKeys(prefix);
+  }
+
+  static open(ctx: ScenarioContext, name: string): ScenarioRun {
+    const dataDir = mkdtempSync(join(ctx.workDir, `${name}-`));
+    const run = new ScenarioRun(ctx, name, benchPrefix(name), dataDir, connectRedis(ctx.redisUrl));
+    run.dirs.push(dataDir);
+    return run;
+  }
+
+  progress(message: string): void {
+    this.ctx.progress(`[${this.name}] ${message}`);
+  }
+
+  /** Another directory removed at the end (e.g. for a baseline's own ClickHouse). */
+  tempDir(label: string): string {
+    const dir = mkdtempSync(join(this.ctx.workDir, `${this.name}-${label}-`));
+    this.dirs.push(dir);
+    return dir;
+  }
+
+  async startService(): Promise<ServiceProcess> {
+    this.progress('starting the all-in-one service (child process)');
+    const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, this.name) : undefined;
+    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir });
+    this.services.add(svc);
+    this.progress(`service ready (pid ${svc.pid}, ${svc.readyRssMb.toFixed(0)} MB RSS)`);
+    return svc;
+  }
+
+  /** Stops the service; its CPU profile, when there is one, is summarised into the notes. */
+  async stopService(svc: ServiceProcess): Promise<{ peakRssMb: number }> {
+    this.progress('stopping the service');
+    const { peakRssMb, cpuProfile } = await svc.stop();
+    this.services.delete(svc);
+    if (cpuProfile) {
+      this.notes.push(`CPU profile of the service: ${cpuProfile}`);
+      this.notes.push(...formatCpuSummary(summarizeCpuProfile(cpuProfile)));
+    }
+    return { peakRssMb };
+  }
+
+  /** Measures the CPU cores used by the service child and this process over `fn`. */
+  async withCpu<T>(svcCpu: () => number, fn: () => Promise<T>): Promise<{ value: T; serviceCores: number; loadGeneratorCores: number }> {
+    const svc = new CpuSpan(svcCpu);
+    const own = new CpuSpan(ownCpuSeconds);
+    const value = await fn();
+    return { value, serviceCores: svc.cores(), loadGeneratorCores: own.cores() };
+  }
+
+  loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number }, serverLabel = 'service'): void {
+    const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors` : '';
+    const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores` : '';
+    this.notes.push(`${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`);
+  }
+
+  result(figures: Record<string, Figure>): ScenarioResult {
+    return {
+      scenario: this.name,
+      size: this.ctx.size,
+      startedAt: this.startedAt,
+      seconds: (performance.now() - this.started) / 1000,
+      figures,
+      params: this.params,
+      notes: this.notes,
+    };
+  }
+
+  /** Stops whatever is still running and removes the scenario's data and Redis keys. */
+  async close(): Promise<void> {
+    for (const svc of this.services) await svc.stop().catch(() => undefined);
+    this.services.clear();
+    try {
+      await deletePrefix(this.redis, this.prefix);
+    } finally {
+      this.redis.disconnect();
+      for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}

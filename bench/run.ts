@@ -1,0 +1,148 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { ensureLocalRedis } from '../shared/clients/local-redis.js';
+import { createLogger } from '../shared/logger.js';
+import { SIZES, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from './lib/scenario.js';
+import { resultsTable } from './lib/table-printer.js';
+import { deliveryScenario } from './scenarios/delivery.js';
+import { logEventsScenario } from './scenarios/log-events.js';
+import { ingestScenario } from './scenarios/ingest.js';
+import { freshnessScenario } from './scenarios/freshness.js';
+import { backfillScenario } from './scenarios/backfill.js';
+
+/** In run order: freshness reuses the capacity log-events measured before it. */
+export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario];
+
+export interface CliOptions {
+  scenarios: Scenario[];
+  size: Size;
+  json?: string;
+  cpuProfDir?: string;
+}
+
+const USAGE = `usage: npm run bench -- [scenario ...] [--size tiny|full] [--json <file>] [--cpu-prof [<dir>]]
+scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (default: all)
+  --size      tiny: seconds-long smoke run; full (default): the sizes of the issue
+  --json      also write the figures as JSON to <file>
+  --cpu-prof  run the service child with --cpu-prof (profiles under <dir>, default ./bench-profiles) and summarise them
+environment: REDIS_URL (default redis://127.0.0.1:6379; a local redis-server is started when nothing answers)`;
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: readonly string[]): CliOptions {
+  const names: string[] = [];
+  let size: Size = 'full';
+  let json: string | undefined;
+  let cpuProfDir: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--size') {
+      const v = argv[++i];
+      if (!SIZES.includes(v as Size)) throw new UsageError(`--size must be tiny or full, got ${v}`);
+      size = v as Size;
+    } else if (a === '--json') {
+      json = argv[++i];
+      if (!json) throw new UsageError('--json needs a file name');
+    } else if (a === '--cpu-prof') {
+      cpuProfDir = argv[i + 1] && !argv[i + 1].startsWith('-') && !SCENARIOS.some((s) => s.name === argv[i + 1]) ? argv[++i] : 'bench-profiles';
+    } else if (a === '--help' || a === '-h') {
+      throw new UsageError('');
+    } else if (a.startsWith('-')) {
+      throw new UsageError(`unknown option ${a}`);
+    } else {
+      if (!SCENARIOS.some((s) => s.name === a)) throw new UsageError(`unknown scenario ${a}`);
+      names.push(a);
+    }
+  }
+  const scenarios = names.length === 0 ? [...SCENARIOS] : SCENARIOS.filter((s) => names.includes(s.name));
+  return { scenarios, size, json, cpuProfDir: cpuProfDir ? resolve(cpuProfDir) : undefined };
+}
+
+export interface RunReport {
+  machine: { cpus: number; cpuModel: string; node: string; platform: string };
+  size: Size;
+  startedAt: string;
+  results: ScenarioResult[];
+  failures: { scenario: string; error: string }[];
+}
+
+/** Runs the scenarios one after another; a failed scenario is reported and the others still run. */
+export async function runScenarios(o: CliOptions, redisUrl: string, progress: (line: string) => void): Promise<RunReport> {
+  const workDir = mkdtempSync(join(tmpdir(), 'tds-bench-'));
+  const previous = new Map<string, ScenarioResult>();
+  const report: RunReport = {
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${process.platform} ${process.arch}` },
+    size: o.size,
+    startedAt: new Date().toISOString(),
+    results: [],
+    failures: [],
+  };
+  try {
+    for (const s of o.scenarios) {
+      const ctx: ScenarioContext = { size: o.size, redisUrl, progress, workDir, cpuProfDir: o.cpuProfDir, previous };
+      progress(`[${s.name}] ${s.summary}`);
+      try {
+        const r = await s.run(ctx);
+        previous.set(s.name, r);
+        report.results.push(r);
+        progress(`[${s.name}] done in ${r.seconds.toFixed(1)} s`);
+      } catch (err) {
+        report.failures.push({ scenario: s.name, error: (err as Error).stack ?? String(err) });
+        progress(`[${s.name}] FAILED: ${(err as Error).message}`);
+      }
+    }
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+  return report;
+}
+
+export function printReport(report: RunReport): string {
+  const out = [`${report.size} run on ${report.machine.cpus} × ${report.machine.cpuModel}, node ${report.machine.node}`, '', resultsTable(report.results)];
+  for (const r of report.results) {
+    out.push('', `${r.scenario} (${Object.entries(r.params).map(([k, v]) => `${k}=${v}`).join(', ')}):`);
+    for (const n of r.notes) out.push(`  - ${n}`);
+  }
+  for (const f of report.failures) out.push('', `${f.scenario} FAILED: ${f.error}`);
+  return out.join('\n');
+}
+
+async function main(): Promise<void> {
+  let opts: CliOptions;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    if (err.message) console.error(err.message);
+    console.error(USAGE);
+    process.exit(err.message ? 2 : 0);
+  }
+  const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redisDir = mkdtempSync(join(tmpdir(), 'tds-bench-redis-'));
+  let redisChild: ChildProcess | undefined;
+  try {
+    redisChild = await ensureLocalRedis(redisUrl, redisDir, createLogger('warn', 'bench'));
+    if (redisChild) progress(`started a local redis-server for the run (nothing answered at ${redisUrl})`);
+    if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
+    const report = await runScenarios(opts, redisUrl, progress);
+    console.log(printReport(report));
+    if (opts.json) {
+      writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');
+      progress(`figures written to ${opts.json}`);
+    }
+    process.exitCode = report.failures.length > 0 ? 1 : 0;
+  } finally {
+    redisChild?.kill('SIGTERM');
+    rmSync(redisDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
