@@ -12,7 +12,6 @@ import { metricsPlugin, requestMetricsPlugin } from './plugins/metrics.plugin.js
 import { queueDashboardPlugin } from './plugins/queue-dashboard.plugin.js';
 import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
-import { dataFieldValuesJson } from '../shared/domain/data-field-values.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
@@ -43,7 +42,6 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
   await runMigrations(clickhouse, log);
   ctx.clickhouse = clickhouse;
-  ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
 
   const roles: RoleHandle[] = [];
   if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));

@@ -12,11 +12,12 @@ import { DataFieldStore } from './stores/data-field.store.js';
 import { TreatmentStore } from './stores/treatment.store.js';
 import { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
 import type { DeliveryRuntime, ServiceContext } from './service-context.js';
-import { CatalogCache } from '../api/delivery/catalog-cache.js';
+import { CatalogCache } from './delivery/catalog-cache.js';
 import { RankingStatsStore } from './stores/ranking-stats.store.js';
 import { thompsonSampling } from './domain/ranking/thompson-sampling.js';
 import { createIngestProducers } from './queues/ingest-producers.js';
 import { ProfileStore } from './stores/profile.store.js';
+import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
 
 export interface ContextOptions {
@@ -55,6 +56,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     metrics: createMetrics({ now }),
   };
   ctx.delivery = deliveryRuntime(ctx);
+  ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
 }
 

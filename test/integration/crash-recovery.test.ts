@@ -18,6 +18,8 @@ const EVENTS_PER_REQUEST = 20;
 let t: TestApp;
 let projectId: string;
 let logKey: string;
+let countField: string;
+let firstField: string;
 const prefix = uniquePrefix('crash');
 const dataDir = mkdtempSync(join(tmpdir(), 'tds-crash-'));
 const childEnv = { REDIS_PREFIX: prefix, DATA_DIR: dataDir, ROLE: 'workers', WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '16', AUTO_START_REDIS: 'false' };
@@ -28,6 +30,15 @@ beforeAll(async () => {
   const keys = await createProjectWithKeys(t);
   projectId = keys.projectId;
   logKey = keys.logEvents;
+  // Counters applied incrementally by the workers: a job applied twice would show here.
+  const fields = await call(t, 'GetDataFields', keys.management, {
+    projectId,
+    dataFieldParams: [
+      { eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_365D' } } },
+      { eventDataFieldParams: { eventSchemaName: 'purchase', firstTimestampAggregation: {} } },
+    ],
+  });
+  [countField, firstField] = fields.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
 }, 60_000);
 
 afterAll(async () => {
@@ -45,7 +56,7 @@ describe('worker killed mid-batch', () => {
     // Every request repeats one insertId-carrying event of the user's previous request: the
     // duplicates must collapse. Each request sets `last` to its own sequence number, sent out of
     // order, so last-write-wins must pick the highest timestamp whatever order jobs ran in.
-    const base = Date.parse('2026-06-01T00:00:00Z');
+    const base = Date.now() - 30 * 86_400_000;
     const expectedLast = new Map<string, number>();
     const sends: Promise<{ status: number }>[] = [];
     for (let u = 0; u < USERS; u++) {
@@ -93,9 +104,13 @@ describe('worker killed mid-batch', () => {
     } finally {
       await ch.close();
     }
+    const perUser = EVENTS_PER_REQUEST + (REQUESTS_PER_USER - 1) * (EVENTS_PER_REQUEST - 1);
     for (const [userId, last] of expectedLast) {
       const p = await t.ctx.profiles.get(projectId, userId);
       expect(p.userProperties.last).toEqual({ longValue: String(last) });
+      const values = await t.ctx.dataFieldValues!(projectId, p);
+      expect(values[countField]).toBe(String(perUser));
+      expect(values[firstField]).toBe(new Date(base).toISOString());
     }
   }, 240_000);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from 'ioredis';
-import { CatalogCache } from '../../api/delivery/catalog-cache.js';
+import { CatalogCache } from '../../shared/delivery/catalog-cache.js';
 import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
 import type { InteractionJob } from '../../shared/queues/queues.js';
 import type { ProfileOp } from '../../shared/stores/profile.store.js';

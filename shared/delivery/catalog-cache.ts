@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
-import { compileCatalogPlan, type CatalogPlan } from '../../shared/domain/catalog-plan.js';
-import type { RedisKeys } from '../../shared/redis-keys.js';
-import type { DataFieldStore } from '../../shared/stores/data-field.store.js';
-import type { SurfaceStore } from '../../shared/stores/surface.store.js';
-import type { TreatmentTypeStore } from '../../shared/stores/treatment-type.store.js';
-import type { TreatmentStore } from '../../shared/stores/treatment.store.js';
+import type { InvalidationBus } from '../clients/invalidation-bus.js';
+import { compileCatalogPlan, type CatalogPlan } from '../domain/catalog-plan.js';
+import type { RedisKeys } from '../redis-keys.js';
+import type { DataFieldStore } from '../stores/data-field.store.js';
+import type { SurfaceStore } from '../stores/surface.store.js';
+import type { TreatmentTypeStore } from '../stores/treatment-type.store.js';
+import type { TreatmentStore } from '../stores/treatment.store.js';
 
 export interface CatalogCacheDeps {
   redis: Redis;

@@ -1,0 +1,184 @@
+import { utcDay, dailyCountKey } from '../../shared/domain/data-field-values.js';
+import { startBaselineServer } from '../lib/baseline-server.js';
+import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
+import { userIdOf } from '../lib/event-generator.js';
+import { checkLoad, runLoad, type LoadResult } from '../lib/load-runner.js';
+import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { ScenarioRun } from '../lib/scenario-run.js';
+import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
+import { PROJECT_ID } from './log-events.js';
+
+export interface DeliveryParams {
+  users: number;
+  treatments: number;
+  surfaces: number;
+  surfacesPerRequest: number;
+  connections: number;
+  durationSec: number;
+  warmupSec: number;
+}
+
+export const DELIVERY_SIZES: Record<Size, DeliveryParams> = {
+  tiny: { users: 100, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 2, durationSec: 1, warmupSec: 0.3 },
+  full: { users: 100_000, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 50, durationSec: 10, warmupSec: 3 },
+};
+
+const COUNTRIES = ['US', 'DE', 'FR', 'GB', 'ES', 'IT', 'NL', 'SE'];
+const surfaceName = (k: number) => `surface_${k + 1}`;
+
+interface Catalogue {
+  ageId: string;
+  countryId: string;
+  premiumId: string;
+  purchasesId: string;
+}
+
+/**
+ * Five surfaces; five treatment types, type k on surfaces k and k+1; data fields `age`,
+ * `country`, `premium`, `first_name` (user properties) and a 7-day purchase count (an event
+ * aggregation read from the profile's day counters).
+ */
+async function createCatalogue(svc: ServiceProcess, keys: ProjectKeys, p: DeliveryParams): Promise<Catalogue> {
+  const m = (op: string, body: Record<string, unknown>) => svc.call(op, keys.management, { projectId: keys.projectId, ...body });
+  for (let k = 0; k < p.surfaces; k++) await m('InsertSurface', { name: surfaceName(k) });
+  for (let k = 0; k < p.surfaces; k++) {
+    await m('InsertTreatmentType', {
+      treatmentTypeName: `type_${k + 1}`,
+      lastModifiedBy: 'bench',
+      surfaces: [{ surfaceName: surfaceName(k) }, { surfaceName: surfaceName((k + 1) % p.surfaces) }],
+      contentFieldTypes: [
+        { fieldName: 'title', maximumLengthAllowed: 200, isPerLanguage: true },
+        { fieldName: 'body', maximumLengthAllowed: 1000, isPerLanguage: true },
+        { fieldName: 'link', maximumLengthAllowed: 200 },
+      ],
+    });
+  }
+  const field = async (name: string, dataType: string) => (await m('InsertDataField', { name, userProperty: { dataType } })).dataField.dataFieldId as string;
+  const catalogue: Catalogue = { ageId: await field('age', 'INTEGER'), countryId: await field('country', 'STRING'), premiumId: await field('premium', 'BOOLEAN'), purchasesId: '' };
+  await field('first_name', 'STRING');
+  const agg = await m('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  catalogue.purchasesId = agg.dataFields[0].dataFieldId;
+  for (let t = 0; t < p.treatments; t++) await m('InsertTreatment', treatmentBody(t, p, catalogue));
+  return catalogue;
+}
+
+/** Three rules per treatment over profile data, with thresholds that let part of the users through. */
+function treatmentBody(t: number, p: DeliveryParams, c: Catalogue): Record<string, unknown> {
+  const countries = [0, 1, 2, 3].map((j) => COUNTRIES[(t + j * 2) % COUNTRIES.length]);
+  const third =
+    t % 2 === 0
+      ? { dataFieldId: c.premiumId, condition: 'EQUALS', rhsValue: 'true', dataMissingBehaviour: 'EVALUATE_TO_ELIGIBLE' }
+      : { dataFieldId: c.purchasesId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: String(t % 4) };
+  const text = (lang: string) => [
+    { fieldName: 'title', stringValue: lang === 'en' ? `Offer ${t} for {{first_name|you}}` : `Angebot ${t} für {{first_name|dich}}` },
+    { fieldName: 'body', stringValue: `${lang}: treatment ${t} body text with some length to render and return to the client.` },
+  ];
+  return {
+    name: `treatment ${t}`,
+    description: 'benchmark treatment',
+    treatmentTypeName: `type_${(t % p.surfaces) + 1}`,
+    lastModifiedBy: 'bench',
+    startTimestamp: new Date(Date.now() - 3600_000).toISOString(),
+    shouldPublish: true,
+    content: {
+      contentByLanguage: ['en', 'de'].map((languageCode) => ({ languageCode: { languageCode }, contentFields: text(languageCode) })),
+      languageAgnosticContentFields: [{ fieldName: 'link', stringValue: `https://example.com/offer/${t}` }],
+    },
+    eligibilityRules: {
+      rules: [
+        { dataFieldId: c.ageId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: String(18 + ((t * 7) % 40)) },
+        { dataFieldId: c.countryId, condition: 'ANY_OF', rhsValue: JSON.stringify(countries) },
+        third,
+      ],
+    },
+  };
+}
+
+function profileOf(i: number, c: Catalogue, today: string): SeedProfile {
+  return {
+    userProperties: {
+      age: { longValue: String(18 + ((i * 13) % 60)) },
+      country: { stringValue: COUNTRIES[i % COUNTRIES.length] },
+      premium: { booleanValue: i % 3 === 0 },
+      first_name: { stringValue: `Name${i}` },
+    },
+    fields: { [dailyCountKey(c.purchasesId, today)]: String(i % 10) },
+  };
+}
+
+/** GetTreatments of a random user for a random pair of neighbouring surfaces, up to 3 treatments each. */
+export function getTreatmentsBodies(p: DeliveryParams): () => string {
+  return () => {
+    const user = userIdOf(Math.floor(Math.random() * p.users));
+    const first = Math.floor(Math.random() * p.surfaces);
+    const surfaces = Array.from({ length: p.surfacesPerRequest }, (_, j) => `{"surface":"${surfaceName((first + j) % p.surfaces)}","maximumTreatmentCount":3}`);
+    return `{"projectId":"${PROJECT_ID}","userId":"${user}","surfaces":[${surfaces.join(',')}],"languageCode":"en"}`;
+  };
+}
+
+async function sampleResponses(svc: ServiceProcess, key: string, body: () => string, n: number): Promise<number> {
+  let returned = 0;
+  for (let i = 0; i < n; i++) returned += ((await svc.call<{ userTreatments?: unknown[] }>('GetTreatments', key, JSON.parse(body()))).userTreatments ?? []).length;
+  return returned / n;
+}
+
+async function warmAndMeasure(baseUrl: string, headers: Record<string, string>, p: DeliveryParams, body: () => string): Promise<LoadResult> {
+  await runLoad({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.warmupSec, headers, body });
+  return runLoad({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers, body });
+}
+
+/**
+ * GetTreatments for 2 surfaces of a project of 50 LIVE treatments with 3 rules each, over
+ * seeded profiles; baseline: a bare Fastify route answering one HGETALL of the same profile.
+ */
+export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const p = DELIVERY_SIZES[ctx.size];
+  const run = ScenarioRun.open(ctx, 'delivery');
+  Object.assign(run.params, p);
+  try {
+    const svc = await run.startService();
+    const keys = await svc.createProject(PROJECT_ID);
+    run.progress(`catalogue: ${p.surfaces} surfaces, ${p.treatments} LIVE treatments with 3 rules each`);
+    const catalogue = await createCatalogue(svc, keys, p);
+    const today = utcDay(Date.now());
+    await seedProfiles(run.redis, run.keys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, today), (done) => {
+      if (done % 20_000 === 0 || done === p.users) run.progress(`seeded ${done.toLocaleString('en')} / ${p.users.toLocaleString('en')} profiles`);
+    });
+    const body = getTreatmentsBodies(p);
+    run.notes.push(`treatments returned per response (sample of 50): ${(await sampleResponses(svc, keys.delivery, body, 50)).toFixed(2)} of at most ${3 * p.surfacesPerRequest}`);
+
+    run.progress(`service: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
+    await runLoad({ baseUrl: svc.baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.warmupSec, headers: { 'x-api-key': keys.delivery }, body });
+    const measured = await run.withCpu(
+      () => svc.sampler.cpuSeconds(),
+      () => runLoad({ baseUrl: svc.baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers: { 'x-api-key': keys.delivery }, body }),
+    );
+    const r = measured.value;
+    checkLoad('service GetTreatments', r);
+    run.loadNote('service', r, measured);
+    const svcStop = await run.stopService(svc);
+
+    run.progress('baseline: bare Fastify + one Redis HGETALL');
+    const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
+    const b = await run.withCpu(() => base.sampler.cpuSeconds(), () => warmAndMeasure(base.baseUrl, {}, p, body));
+    await base.stop();
+    checkLoad('baseline GetTreatments', b.value);
+    run.loadNote('baseline', b.value, b, 'baseline server');
+
+    const baselineLabel = 'bare Fastify route answering one HGETALL of the profile';
+    return run.result({
+      requestsPerSec: figure({ label: 'GetTreatments requests/s', unit: 'req/s', value: r.rps, baseline: b.value.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.6 } }),
+      p50Ms: figure({ label: 'GetTreatments p50', unit: 'ms', value: r.p50, baseline: b.value.p50, baselineLabel, better: 'lower' }),
+      p99Ms: figure({ label: 'GetTreatments p99', unit: 'ms', value: r.p99, baseline: b.value.p99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 10 } }),
+      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+    });
+  } finally {
+    await run.close();
+  }
+}
+
+export const deliveryScenario: Scenario = {
+  name: 'delivery',
+  summary: 'GetTreatments for 2 surfaces, 50 LIVE treatments with 3 rules, seeded profiles, vs a bare Fastify route with one HGETALL',
+  run: runDelivery,
+};
