@@ -6,6 +6,7 @@
  * version is picked at request time (`servedPlannedVersion`), so a plan compiled once stays
  * correct as versions start and end; only management changes require a new plan.
  */
+import { compareIds } from './ids.js';
 import { hasPlaceholders } from './content-render.js';
 import { canonicalizeLanguageTag } from './language.js';
 import type { TreatmentStatus, VersionStatus } from './treatment-status.js';
@@ -188,7 +189,4 @@ export function plannedTreatmentStatus(t: PlannedTreatment, nowMs: number): Trea
   return 'ARCHIVED';
 }
 
-/** Decimal id strings compared numerically without the precision loss of Number. */
-export function compareIds(a: string, b: string): number {
-  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
-}
+export { compareIds };

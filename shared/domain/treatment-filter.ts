@@ -1,3 +1,4 @@
+import { compareIds } from './ids.js';
 import { versionStatus } from './treatment-status.js';
 import type { TreatmentRecord, TreatmentType, TreatmentVersionRecord } from './types.js';
 
@@ -30,7 +31,7 @@ export function filterTreatments(
   nowMs: number,
 ): ListedTreatment[] {
   const listed: ListedTreatment[] = [];
-  for (const treatment of [...ts].sort((a, b) => compareDecimalIds(a.treatmentId, b.treatmentId))) {
+  for (const treatment of [...ts].sort((a, b) => compareIds(a.treatmentId, b.treatmentId))) {
     const type = typesById.get(treatment.treatmentTypeId);
     if (req.treatmentTypeName !== undefined && type?.treatmentTypeName !== req.treatmentTypeName) continue;
     const matching = treatment.versions.filter((v) => versionMatches(v, type, req));
@@ -69,10 +70,3 @@ function byNewestFirst(versions: TreatmentVersionRecord[]): TreatmentVersionReco
   return [...versions].sort((a, b) => b.versionNumber - a.versionNumber);
 }
 
-/** Ids are decimal int64 strings: compare numerically without the precision loss of Number. */
-function compareDecimalIds(a: string, b: string): number {
-  const x = a.replace(/^0+(?=\d)/, '');
-  const y = b.replace(/^0+(?=\d)/, '');
-  if (x.length !== y.length) return x.length - y.length;
-  return x < y ? -1 : x > y ? 1 : 0;
-}

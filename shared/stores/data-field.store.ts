@@ -3,6 +3,7 @@ import { aggregationOf, aggregationResultType, type NormalizedParams } from '../
 import type { DataFieldRecord, DataFieldType } from '../domain/types.js';
 import { AlreadyExistsError } from '../errors.js';
 import type { RedisKeys } from '../redis-keys.js';
+import { compareIds } from '../domain/ids.js';
 import { atomicWrite, withOptimisticRetry, type AtomicWriteSpec } from './atomic-write.js';
 import { changeFields } from './change-log.js';
 
@@ -10,12 +11,6 @@ export type UserPropertyType = 'BOOLEAN' | 'STRING' | 'INTEGER';
 
 /** Registered type of a user attribute that was never registered by InsertDataField (D20). */
 const DEFAULT_USER_PROPERTY_TYPE: UserPropertyType = 'STRING';
-
-function byNumericId(a: DataFieldRecord, b: DataFieldRecord): number {
-  const x = BigInt(a.dataFieldId);
-  const y = BigInt(b.dataFieldId);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
 
 /**
  * Data fields of a project: hash `dataFields` (id → DataFieldRecord JSON) with two unique
@@ -38,7 +33,7 @@ export class DataFieldStore {
   /** Ascending numeric id. */
   async list(projectId: string): Promise<DataFieldRecord[]> {
     const all = await this.redis.hvals(this.keys.dataFields(projectId));
-    return all.map((raw) => JSON.parse(raw) as DataFieldRecord).sort(byNumericId);
+    return all.map((raw) => JSON.parse(raw) as DataFieldRecord).sort((a, b) => compareIds(a.dataFieldId, b.dataFieldId));
   }
 
   async getByName(projectId: string, name: string): Promise<DataFieldRecord | undefined> {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ContentFieldType, DeliveryType, TreatmentType } from '../domain/types.js';
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { RedisKeys } from '../redis-keys.js';
+import { compareIds } from '../domain/ids.js';
 import { atomicWrite, withOptimisticRetry, type AtomicWriteSpec } from './atomic-write.js';
 import { changeFields } from './change-log.js';
 
@@ -23,12 +24,6 @@ export interface TreatmentTypePatch {
   /** unset: unchanged */
   deliveryType?: DeliveryType;
   lastModifiedBy: string;
-}
-
-function byNumericId(a: TreatmentType, b: TreatmentType): number {
-  const x = BigInt(a.treatmentTypeId);
-  const y = BigInt(b.treatmentTypeId);
-  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /**
@@ -55,7 +50,7 @@ export class TreatmentTypeStore {
   /** Ascending numeric id. */
   async list(projectId: string): Promise<TreatmentType[]> {
     const all = await this.redis.hvals(this.keys.treatmentTypes(projectId));
-    return all.map((raw) => JSON.parse(raw) as TreatmentType).sort(byNumericId);
+    return all.map((raw) => JSON.parse(raw) as TreatmentType).sort((a, b) => compareIds(a.treatmentTypeId, b.treatmentTypeId));
   }
 
   async insert(projectId: string, input: TreatmentTypeInput): Promise<TreatmentType> {

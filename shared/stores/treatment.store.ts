@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { TreatmentRecord } from '../domain/types.js';
 import { AbortedError, AlreadyExistsError, NotFoundError } from '../errors.js';
 import type { RedisKeys } from '../redis-keys.js';
+import { compareIds } from '../domain/ids.js';
 import { atomicWrite, withOptimisticRetry, type AtomicWriteSpec } from './atomic-write.js';
 import { changeFields } from './change-log.js';
 
@@ -111,7 +112,3 @@ function externalIdTaken(externalTreatmentId: string): AlreadyExistsError {
   return new AlreadyExistsError(`externalTreatmentId "${externalTreatmentId}" is already used by another treatment of the project`);
 }
 
-/** Decimal id strings compared numerically without the precision loss of Number. */
-function compareIds(a: string, b: string): number {
-  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
-}
