@@ -116,7 +116,7 @@ export async function runMigrations(
       continue;
     }
     await apply(client, m);
-    logger?.info({ version: m.version, name: m.name }, 'clickhouse migration applied');
+    logger?.info({ version: m.version, migration: m.name }, 'clickhouse migration applied');
     report.applied.push({ version: m.version, name: m.name });
   }
   logger?.info(
