@@ -7,7 +7,7 @@ import { ensureSubscription, subscriptionPath } from '../../shared/clients/pubsu
 import { UnavailableError } from '../../shared/errors.js';
 import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/proto/proto-codec.js';
 import type { EventsQueueJob } from '../../shared/queues/queues.js';
-import { PubSubIntake, pubsubJobId } from '../../workers/ingest/pubsub-intake.js';
+import { PubSubIntake, pubsubJobId, type PubSubIntakeDeps } from '../../workers/ingest/pubsub-intake.js';
 import { admin as injectAdmin, createTestApp, waitUntil } from '../helpers/context.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -100,6 +100,30 @@ async function drain(subscription: string, ms: number): Promise<Message[]> {
   await sleep(ms);
   await sub.close();
   return got;
+}
+
+/** A topic the service does not know of, for an intake the test runs itself. */
+async function unregisteredTopic(label: string): Promise<{ projectId: string; topic: Topic; subscription: string }> {
+  const projectId = uniqueId(label);
+  const [topic] = await customer.createTopic(`projects/customer-${projectId}/topics/events`);
+  return { projectId, topic, subscription: subscriptionPath(emulator.projectId, projectId) };
+}
+
+/** An intake of its own on one source, with a short close so a test sees what close leaves behind. */
+function standaloneIntake(projectId: string, topicPath: string, events: PubSubIntakeDeps['events']): PubSubIntake {
+  return new PubSubIntake(
+    {
+      pubsub: new PubSub(emulator.clientOptions),
+      sources: { list: async () => [{ projectId, topic: topicPath, subscription: subscriptionPath(emulator.projectId, projectId) }] },
+      events,
+      clickhouse: s.service.ctx.clickhouse!,
+      bus: { on: () => () => undefined },
+      codec,
+      log: pino({ level: 'silent' }),
+      now: Date.now,
+    },
+    { closeTimeoutMs: 1500 },
+  );
 }
 
 const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
@@ -254,7 +278,7 @@ describe('ingestion', () => {
 });
 
 describe('dead letters and stopping', () => {
-  it('undecodable, untyped, invalid and foreign-project messages become dead letters and are acked', async () => {
+  it('undecodable, untyped, invalid and foreign-project messages become dead letters with their reason', async () => {
     const src = await registeredSource('dl');
     const garbage = Buffer.from('garbage data, not a protobuf \xff\xff');
     const valid = codec.encodeLogEventsRequest({ projectId: src.projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });
@@ -276,12 +300,22 @@ describe('dead letters and stopping', () => {
     expect(byId.get(ids.foreign)!.reason).toBe(`the payload names project "someone-else", but the topic belongs to project "${src.projectId}"`);
     expect(byId.get(ids.invalid)!.reason).toMatch(/^invalid EventData: events\[0\]\.eventName: /);
     expect(await eventsCount(src.projectId)).toBe(0);
+  });
 
-    // Acked at Pub/Sub, not just by us: once the intake lets go, nothing of them is delivered again.
-    expect((await s.admin('ClearPubSubSource', { projectId: src.projectId })).status).toBe(200);
-    await sleep(1500);
-    expect(await drain(src.subscription, 3000)).toEqual([]);
-    expect(await chCount('SELECT count() AS n FROM dead_letters WHERE project_id = {p:String}', { p: src.projectId })).toBe(4);
+  it('acks at Pub/Sub what it queued or dead-lettered: after shutdown nothing of it is delivered again', async () => {
+    const { projectId, topic, subscription } = await unregisteredTopic('ack');
+    expect((await s.admin('CreateProject', { projectId })).status).toBe(200);
+    // Its own intake with a short close: anything still unacked would be nacked at close and show up below.
+    const intake = standaloneIntake(projectId, topic.name, s.service.ctx.ingest.events);
+    await intake.start();
+    await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });
+    await topic.publishMessage({ data: Buffer.from('not a protobuf'), attributes: { data_type: 'EventData' } });
+    await topic.publishMessage({ data: Buffer.from('no type') });
+    await waitUntil(async () => (await eventsCount(projectId)) === 1, 20_000);
+    await waitUntil(async () => (await s.admin('ListDeadLetters', { projectId })).body.deadLetters.length === 2, 20_000);
+    await intake.close();
+    expect((await drain(subscription, 3000)).map((m) => m.id)).toEqual([]);
+    expect(await chCount('SELECT count() AS n FROM dead_letters WHERE project_id = {p:String}', { p: projectId })).toBe(2);
   });
 
   it('ClearPubSubSource stops pulling; what is published afterwards waits in the subscription', async () => {
@@ -302,25 +336,10 @@ describe('dead letters and stopping', () => {
   });
 
   it('closing the intake acks nothing it has not queued: the message in hand is redelivered', async () => {
-    const projectId = uniqueId('close');
-    const topicPath = `projects/customer-${projectId}/topics/events`;
-    const [topic] = await customer.createTopic(topicPath);
-    const subscription = subscriptionPath(emulator.projectId, projectId);
+    const { projectId, topic, subscription } = await unregisteredTopic('close');
     const held: string[] = [];
-    const intake = new PubSubIntake(
-      {
-        pubsub: new PubSub(emulator.clientOptions),
-        sources: { list: async () => [{ projectId, topic: topicPath, subscription }] },
-        // A queue that never answers: the message stays in hand until shutdown.
-        events: { enqueue: (_data, jobId) => (held.push(jobId), new Promise<void>(() => undefined)) },
-        clickhouse: s.service.ctx.clickhouse!,
-        bus: { on: () => () => undefined },
-        codec,
-        log: pino({ level: 'silent' }),
-        now: Date.now,
-      },
-      { closeTimeoutMs: 1500 },
-    );
+    // A queue that never answers: the message stays in hand until shutdown.
+    const intake = standaloneIntake(projectId, topic.name, { enqueue: (_data, jobId) => (held.push(jobId), new Promise<void>(() => undefined)) });
     await intake.start();
     expect(intake.activeProjects).toEqual([projectId]);
     const messageId = await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });

@@ -336,7 +336,6 @@ export class PubSubIntake {
     let outcome: MessageOutcome;
     try {
       const nowMs = this.deps.now();
-      settle(message, 'ack');
       outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs });
       if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, outcome.jobId);
       else await this.storeDeadLetter(projectId, message, outcome.reason, nowMs);
