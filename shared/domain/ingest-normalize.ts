@@ -6,6 +6,13 @@ import type { ExternalEventIn, PropertyMap } from '../schemas/ingest.schemas.js'
 
 /** D31: an event more than 24 h in the client's future is rejected. */
 export const MAX_FUTURE_MS = 24 * 3600 * 1000;
+/** The range ClickHouse's DateTime64 stores: anything outside is rejected at the door, not retried forever. */
+export const MIN_TS_MS = Date.UTC(1900, 0, 1);
+export const MAX_TS_MS = Date.UTC(2300, 0, 1) - 1;
+
+export function storableTime(ms: number): boolean {
+  return ms >= MIN_TS_MS && ms <= MAX_TS_MS;
+}
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 
@@ -41,10 +48,12 @@ export function normalizeEvents(events: Static<typeof ExternalEventIn>[], nowMs:
     const clientEventTs = Date.parse(e.clientEventTimestamp);
     if (Number.isNaN(clientEventTs)) problems.push({ field: `${path}.clientEventTimestamp`, description: 'not a valid RFC 3339 timestamp' });
     else if (clientEventTs > nowMs + MAX_FUTURE_MS) problems.push({ field: `${path}.clientEventTimestamp`, description: 'more than 24 hours in the future' });
+    else if (!storableTime(clientEventTs)) problems.push({ field: `${path}.clientEventTimestamp`, description: 'must be between 1900 and 2299' });
     let serverReceivedTs: number | undefined;
     if (e.serverReceivedTimestamp !== undefined) {
       serverReceivedTs = Date.parse(e.serverReceivedTimestamp);
       if (Number.isNaN(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'not a valid RFC 3339 timestamp' });
+      else if (!storableTime(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'must be between 1900 and 2299' });
     }
     const p: EventPayload = {
       eventName: e.eventName,

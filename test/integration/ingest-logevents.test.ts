@@ -89,6 +89,7 @@ describe('LogEvents validation (D31) and auth (D9)', () => {
     ['timestamp without offset', (b) => (b.events[0].clientEventTimestamp = '2026-01-01T00:00:00'), 'events[0].clientEventTimestamp'],
     ['more than 24 h in the future', (b) => (b.events[0].clientEventTimestamp = new Date(Date.now() + 25 * 3600_000).toISOString()), 'events[0].clientEventTimestamp'],
     ['unknown field', (b) => (b.events[0].colour = 'red'), 'events[0].colour'],
+    ['a timestamp before 1900', (b) => (b.events[0].clientEventTimestamp = '1850-01-01T00:00:00Z'), 'events[0].clientEventTimestamp'],
     ['two values in a PropertyValue', (b) => (b.events[0].eventProperties = { a: { stringValue: 'x', longValue: '1' } }), 'events[0].eventProperties'],
     ['empty PropertyValue', (b) => (b.events[0].eventProperties = { a: {} }), 'events[0].eventProperties'],
     ['longValue not an int64', (b) => (b.events[0].eventProperties = { a: { longValue: '1.5' } }), 'events[0].eventProperties'],

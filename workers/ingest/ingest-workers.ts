@@ -38,6 +38,8 @@ async function classified<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
+    // A RangeError is input the row mapping can never store (the API rejects it; this guards old jobs).
+    if (err instanceof RangeError) throw new UnrecoverableError(`unstorable input: ${err.message}`);
     if (!(err instanceof UnrecoverableError) && classifyClickhouseError(err) === 'permanent') {
       throw new UnrecoverableError(`rejected by ClickHouse: ${(err as Error).message}`);
     }

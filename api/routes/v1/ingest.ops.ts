@@ -1,6 +1,6 @@
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../../shared/schemas/ingest.schemas.js';
-import { checkTrackingId, normalizeEvents } from '../../../shared/domain/ingest-normalize.js';
+import { checkTrackingId, normalizeEvents, storableTime } from '../../../shared/domain/ingest-normalize.js';
 import { invalidField } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
 
@@ -30,7 +30,7 @@ export const logTreatmentInteraction = defineOperation({
   handler: async (body, _auth, ctx) => {
     checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
-    if (BigInt(micros) < 0n) throw invalidField('interactionTimeMicros', 'must not be negative');
+    if (BigInt(micros) < 0n || !storableTime(Number(BigInt(micros) / 1000n))) throw invalidField('interactionTimeMicros', 'must be a time between 1970 and 2299 in microseconds since the epoch');
     const treatment = await ctx.treatments.get(body.projectId, body.treatmentId);
     if (!treatment) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
     if (EMAIL_TYPES.has(body.interactionType)) {

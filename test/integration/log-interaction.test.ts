@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
+
+/** LogTreatmentInteraction validation (D32) and queueing; storage is covered end to end elsewhere. */
+let t: TestApp;
+let p: ProjectKeys;
+let inApp: string;
+let email: string;
+
+async function ok(op: string, body: Record<string, unknown>) {
+  const r = await call(t, op, p.management, { projectId: p.projectId, ...body });
+  if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+  return r.body;
+}
+
+async function treatmentOfType(typeName: string, deliveryType: string): Promise<string> {
+  await ok('InsertTreatmentType', { treatmentTypeName: typeName, deliveryType, lastModifiedBy: 't', surfaces: [{ surfaceName: 's' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] });
+  const r = await ok('InsertTreatment', { name: typeName, description: 'd', treatmentTypeName: typeName, lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+  return r.treatment.treatmentId;
+}
+
+beforeAll(async () => {
+  t = await createTestApp();
+  p = await createProjectWithKeys(t);
+  await ok('InsertSurface', { name: 's' });
+  inApp = await treatmentOfType('card', 'IN_APP');
+  email = await treatmentOfType('mail', 'EMAIL');
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const body = (over: Record<string, unknown> = {}) => ({ projectId: p.projectId, userId: 'u1', treatmentId: inApp, treatmentTrackingId: `${inApp}_r1`, surface: 's', interactionType: 'CLICKED', interactionTimeMicros: '1795000000000000', ...over });
+
+describe('LogTreatmentInteraction', () => {
+  it('queues a valid interaction and answers {} (int64 as number or string, optional actionName)', async () => {
+    const before = (await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
+    expect(await call(t, 'LogTreatmentInteraction', p.delivery, body())).toEqual({ status: 200, body: {} });
+    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ interactionTimeMicros: 1795000000000000, actionName: 'buy' }))).status).toBe(200);
+    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: email, treatmentTrackingId: `${email}_r2`, interactionType: 'DELIVERED' }))).status).toBe(200);
+    expect((await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting).toBe(before + 3);
+  });
+
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['an unknown interactionType', { interactionType: 'LIKED' }, 'interactionType'],
+    ['an email type on an IN_APP treatment', { interactionType: 'BOUNCED' }, 'interactionType'],
+    ['a treatmentId that does not exist', { treatmentId: '999999', treatmentTrackingId: '999999_r' }, 'treatmentId'],
+    ['a tracking id of another treatment', { treatmentTrackingId: `${Number(inApp) + 100}_r1` }, 'treatmentTrackingId'],
+    ['a tracking id without a response id', { treatmentTrackingId: `${'x'}` }, 'treatmentTrackingId'],
+    ['a fractional interactionTimeMicros', { interactionTimeMicros: 1.5 }, 'interactionTimeMicros'],
+    ['a negative interactionTimeMicros', { interactionTimeMicros: '-5' }, 'interactionTimeMicros'],
+    ['a missing surface', { surface: undefined }, 'surface'],
+  ];
+  for (const [name, over, field] of bad) {
+    it(`400 INVALID_ARGUMENT for ${name}`, async () => {
+      const b = JSON.parse(JSON.stringify(body(over)));
+      const r = await call(t, 'LogTreatmentInteraction', p.delivery, b);
+      expect(r.status).toBe(400);
+      expect(r.body.error.status).toBe('INVALID_ARGUMENT');
+      expect(r.body.error.details.some((d: { field: string }) => d.field.startsWith(field))).toBe(true);
+    });
+  }
+
+  it('needs the DELIVERY permission and accepts the api-key query parameter', async () => {
+    expect((await call(t, 'LogTreatmentInteraction', p.logEvents, body())).status).toBe(403);
+    const r = await t.app.inject({ method: 'POST', url: `/v1/LogTreatmentInteraction?api-key=${p.delivery}`, payload: body() });
+    expect(r.statusCode).toBe(200);
+  });
+});
