@@ -74,7 +74,7 @@ export async function readProfiles(redis: Redis, keys: RedisKeys, projectId: str
 
 /** Jobs of the service's events queue not finished yet, and jobs that failed. */
 export async function eventsQueueState(queue: Queue): Promise<{ pending: number; failed: number }> {
-  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused', 'waiting-children', 'failed');
+  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed');
   const failed = c.failed ?? 0;
   const pending = Object.entries(c).reduce((n, [k, v]) => (k === 'failed' ? n : n + v), 0);
   return { pending, failed };

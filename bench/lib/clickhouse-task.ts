@@ -62,7 +62,7 @@ async function insertStream(ch: ClickHouseClient, t: Extract<ClickhouseTask, { t
     await insertRows(ch, 'events', batch);
     seconds += (performance.now() - started) / 1000;
     rows += batch.length;
-    progress(`inserted ${rows.toLocaleString('en')} rows`);
+    if (Math.floor(rows / 100_000) > Math.floor((rows - batch.length) / 100_000) || first + perBatch >= t.requests) progress(`inserted ${rows.toLocaleString('en')} rows`);
   }
   return { rows, seconds };
 }

@@ -52,6 +52,8 @@ export interface LoadOptions {
   body: (i: number) => string;
   /** Stops the run early (the result covers the time until then). */
   signal?: AbortSignal;
+  /** Every response, as it arrives. */
+  onResponse?: (status: number) => void;
   /** Once per second with the responses so far. */
   onTick?: (elapsedSec: number, responses: number) => void;
 }
@@ -81,13 +83,18 @@ export function runLoad(o: LoadOptions): Promise<LoadResult> {
   const maxSec = o.maxSec ?? (o.durationSec ?? 0) + 30;
   return new Promise<LoadResult>((resolve, reject) => {
     const headers = { 'content-type': 'application/json', ...o.headers };
+    let responses = 0;
+    let lastResponseAt = started;
+    let bound: NodeJS.Timeout | undefined;
+    let tick: NodeJS.Timeout | undefined;
+    // autocannon calls back synchronously when it rejects its options
     const instance = autocannon(
       {
         url: `${o.baseUrl}${o.path}`,
         connections: o.connections,
-        duration: o.amount ? undefined : o.durationSec,
-        amount: o.amount,
-        overallRate: o.overallRate,
+        // autocannon validates present keys: an undefined one is an error, not a default
+        ...(o.amount ? { amount: o.amount } : { duration: o.durationSec ?? 10 }),
+        ...(o.overallRate ? { overallRate: o.overallRate } : {}),
         timeout: 10,
         requests: [{ method: 'POST', path: o.path, headers, setupRequest: (req) => ({ ...req, body: o.body(i++) }) }],
       },
@@ -95,7 +102,8 @@ export function runLoad(o: LoadOptions): Promise<LoadResult> {
         clearTimeout(bound);
         clearInterval(tick);
         if (err) return reject(err);
-        const seconds = (performance.now() - started) / 1000;
+        // up to the last response: autocannon notices the end of a run only at its next 1 s sample
+        const seconds = ((responses > 0 ? lastResponseAt : performance.now()) - started) / 1000;
         latencies.sort((a, b) => a - b);
         const statusCodes: Record<string, number> = {};
         for (const [code, s] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = s.count;
@@ -114,13 +122,14 @@ export function runLoad(o: LoadOptions): Promise<LoadResult> {
         });
       },
     );
-    let responses = 0;
     instance.on('response', (_client, status, _bytes, responseTime) => {
       responses++;
+      lastResponseAt = performance.now();
+      o.onResponse?.(status);
       if (status >= 200 && status < 300) latencies.push(responseTime);
     });
-    const tick = setInterval(() => o.onTick?.((performance.now() - started) / 1000, responses), 1000);
-    const bound = setTimeout(() => instance.stop(), maxSec * 1000);
+    tick = setInterval(() => o.onTick?.((performance.now() - started) / 1000, responses), 1000);
+    bound = setTimeout(() => instance.stop(), maxSec * 1000);
     if (o.signal?.aborted) instance.stop();
     o.signal?.addEventListener('abort', () => instance.stop(), { once: true });
   });

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
  */
 export class ProcessSampler {
   private peakKb = 0;
+  private peakSample: { anonKb: number; fileKb: number } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly clockTicks = 100;
 
@@ -27,6 +28,14 @@ export class ProcessSampler {
     this.sample();
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * The largest sampled RSS split into anonymous memory (heaps, buffers) and file-backed pages
+   * (mapped code such as the chDB library, shareable and reclaimable).
+   */
+  get peakSplitMb(): { anonMb: number; fileMb: number } | undefined {
+    return this.peakSample && { anonMb: this.peakSample.anonKb / 1024, fileMb: this.peakSample.fileKb / 1024 };
   }
 
   get peakRssMb(): number {
@@ -54,14 +63,16 @@ export class ProcessSampler {
   private sample(): void {
     const s = this.status();
     // a process that is exec'ing or exiting has no Vm lines
-    if (s && Number.isFinite(s.rssKb)) this.peakKb = Math.max(this.peakKb, s.rssKb, Number.isFinite(s.hwmKb) ? s.hwmKb : 0);
+    if (!s || !Number.isFinite(s.rssKb)) return;
+    if (this.peakSample === undefined || s.rssKb > this.peakSample.anonKb + this.peakSample.fileKb) this.peakSample = { anonKb: s.anonKb, fileKb: s.rssKb - s.anonKb };
+    this.peakKb = Math.max(this.peakKb, s.rssKb, Number.isFinite(s.hwmKb) ? s.hwmKb : 0);
   }
 
-  private status(): { rssKb: number; hwmKb: number } | undefined {
+  private status(): { rssKb: number; hwmKb: number; anonKb: number } | undefined {
     try {
       const text = readFileSync(`/proc/${this.pid}/status`, 'utf8');
       const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-      return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
+      return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM'), anonKb: kb('RssAnon') };
     } catch {
       return undefined;
     }

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { redisKeys, type RedisKeys } from '../../shared/redis-keys.js';
 import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
 import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
-import type { LoadResult } from './load-runner.js';
+import { checkLoad, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';
 import { CpuSpan, ownCpuSeconds } from './process-sampler.js';
 import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
@@ -19,6 +20,7 @@ export class ScenarioRun {
   readonly keys: RedisKeys;
   private readonly started = performance.now();
   private readonly startedAt = new Date().toISOString();
+  private readonly loadAtStart = loadavg()[0];
   private readonly services = new Set<ServiceProcess>();
   private readonly dirs: string[] = [];
 
@@ -62,8 +64,11 @@ export class ScenarioRun {
   /** Stops the service; its CPU profile, when there is one, is summarised into the notes. */
   async stopService(svc: ServiceProcess): Promise<{ peakRssMb: number }> {
     this.progress('stopping the service');
-    const { peakRssMb, cpuProfile } = await svc.stop();
+    const { peakRssMb, peakSplitMb, cpuProfile } = await svc.stop();
     this.services.delete(svc);
+    if (peakSplitMb) {
+      this.notes.push(`largest RSS sample of the service: ${peakSplitMb.anonMb.toFixed(0)} MB anonymous (heaps, buffers) + ${peakSplitMb.fileMb.toFixed(0)} MB file-backed (mapped code, mostly the chDB library)`);
+    }
     if (cpuProfile) {
       this.notes.push(`CPU profile of the service: ${cpuProfile}`);
       this.notes.push(...formatCpuSummary(summarizeCpuProfile(cpuProfile)));
@@ -79,6 +84,18 @@ export class ScenarioRun {
     return { value, serviceCores: svc.cores(), loadGeneratorCores: own.cores() };
   }
 
+  /**
+   * A warm-up run (JIT, caches, connection pools), then the measured run, with the CPU the server
+   * process and this process used during the measured run; noted, and checked for errors.
+   */
+  async measureLoad(label: string, serverCpu: () => number, o: LoadOptions, warmupSec: number, serverLabel = 'service'): Promise<LoadResult> {
+    if (warmupSec > 0) await runLoad({ ...o, amount: undefined, durationSec: warmupSec, onTick: undefined });
+    const m = await this.withCpu(serverCpu, () => runLoad(o));
+    checkLoad(label, m.value);
+    this.loadNote(label, m.value, m, serverLabel);
+    return m.value;
+  }
+
   loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number }, serverLabel = 'service'): void {
     const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors` : '';
     const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores` : '';
@@ -86,6 +103,8 @@ export class ScenarioRun {
   }
 
   result(figures: Record<string, Figure>): ScenarioResult {
+    // other work on the machine shifts service and baseline alike only if it is steady
+    this.notes.push(`machine load average (1 min): ${this.loadAtStart.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end`);
     return {
       scenario: this.name,
       size: this.ctx.size,

@@ -107,13 +107,14 @@ export class ServiceProcess {
    * Ordered shutdown of the child (SIGTERM: it drains its workers); returns its peak RSS and the
    * path of its CPU profile when it ran with one.
    */
-  async stop(): Promise<{ peakRssMb: number; cpuProfile?: string }> {
+  async stop(): Promise<{ peakRssMb: number; peakSplitMb?: { anonMb: number; fileMb: number }; cpuProfile?: string }> {
     this.sampler.stop();
-    const peakRssMb = this.sampler.peakRssMb;
+    const { peakRssMb, peakSplitMb } = this.sampler;
     const code = await this.child.stop(60_000);
     if (code !== 0 && code !== null) process.stderr.write(`service child exited with ${code}:\n${this.child.output()}\n`);
     const dir = this.opts.cpuProfDir;
-    const profile = dir ? readdirSync(dir).find((f) => f.endsWith('.cpuprofile') && f.includes(`.${this.pid}.`)) : undefined;
-    return { peakRssMb, cpuProfile: profile && dir ? join(dir, profile) : undefined };
+    // thread 0 is the main thread (tsx's loader thread writes a profile of its own)
+    const profile = dir ? readdirSync(dir).find((f) => f.endsWith('.cpuprofile') && f.includes(`.${this.pid}.0.`)) : undefined;
+    return { peakRssMb, peakSplitMb, cpuProfile: profile && dir ? join(dir, profile) : undefined };
   }
 }

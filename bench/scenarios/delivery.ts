@@ -2,7 +2,7 @@ import { utcDay, dailyCountKey } from '../../shared/domain/data-field-values.js'
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';
-import { checkLoad, runLoad, type LoadResult } from '../lib/load-runner.js';
+import type { LoadOptions } from '../lib/load-runner.js';
 import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
@@ -122,11 +122,6 @@ async function sampleResponses(svc: ServiceProcess, key: string, body: () => str
   return returned / n;
 }
 
-async function warmAndMeasure(baseUrl: string, headers: Record<string, string>, p: DeliveryParams, body: () => string): Promise<LoadResult> {
-  await runLoad({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.warmupSec, headers, body });
-  return runLoad({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers, body });
-}
-
 /**
  * GetTreatments for 2 surfaces of a project of 50 LIVE treatments with 3 rules each, over
  * seeded profiles; baseline: a bare Fastify route answering one HGETALL of the same profile.
@@ -148,28 +143,20 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     run.notes.push(`treatments returned per response (sample of 50): ${(await sampleResponses(svc, keys.delivery, body, 50)).toFixed(2)} of at most ${3 * p.surfacesPerRequest}`);
 
     run.progress(`service: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
-    await runLoad({ baseUrl: svc.baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.warmupSec, headers: { 'x-api-key': keys.delivery }, body });
-    const measured = await run.withCpu(
-      () => svc.sampler.cpuSeconds(),
-      () => runLoad({ baseUrl: svc.baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers: { 'x-api-key': keys.delivery }, body }),
-    );
-    const r = measured.value;
-    checkLoad('service GetTreatments', r);
-    run.loadNote('service', r, measured);
+    const load = (baseUrl: string, headers: Record<string, string> = {}): LoadOptions => ({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers, body });
+    const r = await run.measureLoad('service', () => svc.sampler.cpuSeconds(), load(svc.baseUrl, { 'x-api-key': keys.delivery }), p.warmupSec);
     const svcStop = await run.stopService(svc);
 
     run.progress('baseline: bare Fastify + one Redis HGETALL');
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
-    const b = await run.withCpu(() => base.sampler.cpuSeconds(), () => warmAndMeasure(base.baseUrl, {}, p, body));
+    const b = await run.measureLoad('baseline', () => base.sampler.cpuSeconds(), load(base.baseUrl), p.warmupSec, 'baseline server');
     await base.stop();
-    checkLoad('baseline GetTreatments', b.value);
-    run.loadNote('baseline', b.value, b, 'baseline server');
 
     const baselineLabel = 'bare Fastify route answering one HGETALL of the profile';
     return run.result({
-      requestsPerSec: figure({ label: 'GetTreatments requests/s', unit: 'req/s', value: r.rps, baseline: b.value.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.6 } }),
-      p50Ms: figure({ label: 'GetTreatments p50', unit: 'ms', value: r.p50, baseline: b.value.p50, baselineLabel, better: 'lower' }),
-      p99Ms: figure({ label: 'GetTreatments p99', unit: 'ms', value: r.p99, baseline: b.value.p99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 10 } }),
+      requestsPerSec: figure({ label: 'GetTreatments requests/s', unit: 'req/s', value: r.rps, baseline: b.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.6 } }),
+      p50Ms: figure({ label: 'GetTreatments p50', unit: 'ms', value: r.p50, baseline: b.p50, baselineLabel, better: 'lower' }),
+      p99Ms: figure({ label: 'GetTreatments p99', unit: 'ms', value: r.p99, baseline: b.p99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 10 } }),
       peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
     });
   } finally {

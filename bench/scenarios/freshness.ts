@@ -102,14 +102,14 @@ async function waitForDrain(run: ScenarioRun, maxMs: number): Promise<number> {
 async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, p: FreshnessParams): Promise<number> {
   const known = ctx.previous.get('log-events')?.figures.requestsPerSec?.value;
   if (known !== undefined && Number.isFinite(known)) {
-    run.notes.push(`capacity taken from the log-events scenario of this run: ${known.toFixed(0)} req/s`);
+    run.notes.push(`capacity taken from the log-events scenario of this run: ${Math.round(known).toLocaleString('en')} req/s`);
     return known;
   }
   const le = LOG_EVENTS_SIZES[ctx.size];
   run.progress(`measuring LogEvents capacity (${p.capacitySec} s, ${le.connections} connections)`);
   const r = await runLoad({ baseUrl: svc.baseUrl, path: '/v1/LogEvents', connections: le.connections, durationSec: p.capacitySec, headers: { 'x-api-key': keys.logEvents }, body: logEventsBodies(le) });
   checkLoad('capacity LogEvents', r);
-  run.notes.push(`capacity measured here: ${r.rps.toFixed(0)} req/s of ${le.eventsPerRequest} events`);
+  run.notes.push(`capacity measured here: ${Math.round(r.rps).toLocaleString('en')} req/s of ${le.eventsPerRequest} events`);
   run.progress('waiting for the workers to drain the capacity run');
   const left = await waitForDrain(run, 300_000);
   if (left > 0) throw new Error(`${left} jobs of the capacity run still pending after 300 s`);

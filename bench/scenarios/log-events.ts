@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
 import { eventRequest, logEventsBody, type EventStream } from '../lib/event-generator.js';
-import { checkLoad, runLoad, type LoadResult } from '../lib/load-runner.js';
+import { runLoad, type LoadOptions } from '../lib/load-runner.js';
 import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 
@@ -28,11 +28,6 @@ export function logEventsBodies(p: Pick<LogEventsParams, 'users' | 'eventsPerReq
   return () => logEventsBody(PROJECT_ID, eventRequest(stream, seq++, Date.now()));
 }
 
-async function warmAndMeasure(baseUrl: string, headers: Record<string, string>, p: LogEventsParams, body: () => string): Promise<LoadResult> {
-  await runLoad({ baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.warmupSec, headers, body });
-  return runLoad({ baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.durationSec, headers, body });
-}
-
 /**
  * LogEvents with 10 events per request as fast as the all-in-one service accepts them (its
  * workers ingest at the same time, in the same process), against a bare Fastify route that
@@ -47,17 +42,12 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
     const keys = await svc.createProject(PROJECT_ID);
     const queue = eventsQueue(run.redis, run.prefix);
     run.progress(`service: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
+    const load = (baseUrl: string, body: () => string, headers: Record<string, string> = {}): LoadOptions => ({ baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.durationSec, headers, body });
     const body = logEventsBodies(p);
-    await runLoad({ baseUrl: svc.baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.warmupSec, headers: { 'x-api-key': keys.logEvents }, body });
+    await runLoad({ ...load(svc.baseUrl, body, { 'x-api-key': keys.logEvents }), durationSec: p.warmupSec });
     const before = await eventsQueueState(queue);
-    const measured = await run.withCpu(
-      () => svc.sampler.cpuSeconds(),
-      () => runLoad({ baseUrl: svc.baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.durationSec, headers: { 'x-api-key': keys.logEvents }, body }),
-    );
-    const r = measured.value;
+    const r = await run.measureLoad('service', () => svc.sampler.cpuSeconds(), load(svc.baseUrl, body, { 'x-api-key': keys.logEvents }), 0);
     const after = await eventsQueueState(queue);
-    checkLoad('service LogEvents', r);
-    run.loadNote('service', r, measured);
     const processed = (r.ok - (after.pending - before.pending)) * p.eventsPerRequest;
     run.notes.push(
       `workers in the same process stored ${Math.round(processed / r.seconds).toLocaleString('en')} events/s during the run; ` +
@@ -68,10 +58,8 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
 
     run.progress('baseline: bare Fastify + BullMQ add');
     const base = await startBaselineServer('bullmq-add', ctx.redisUrl, run.prefix);
-    const b = await warmAndMeasure(base.baseUrl, {}, p, logEventsBodies(p));
+    const b = await run.measureLoad('baseline', () => base.sampler.cpuSeconds(), load(base.baseUrl, logEventsBodies(p)), p.warmupSec, 'baseline server');
     await base.stop();
-    checkLoad('baseline LogEvents', b);
-    run.loadNote('baseline', b);
 
     const baselineLabel = 'bare Fastify route adding one BullMQ job';
     return run.result({
