@@ -42,8 +42,12 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
   app.addHook('preValidation', async (req) => {
     if (req.body && typeof req.body === 'object') req.body = camelizeKeys(req.body);
   });
+  // Access log: successes at debug (delivery and ingestion run thousands per second; metrics
+  // count them), everything else at info.
   app.addHook('onResponse', async (req, reply) => {
-    req.log.info({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+    const level = reply.statusCode < 400 ? 'debug' : 'info';
+    if (level === 'debug' && !(req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) return;
+    req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
   });
 
   if (opts.listener === 'base') {

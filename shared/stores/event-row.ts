@@ -255,13 +255,14 @@ export function toUserAttributeUpdateRow(input: UserAttributeInput, dedupKey: st
 }
 
 /**
- * Inserts rows with JSONEachRow. Exactly-once storage rests on the tables: copies of one key
+ * Inserts rows. Exactly-once storage rests on the tables: copies of one key
  * collapse to the one with the highest version (ReplacingMergeTree, read with FINAL). The
  * insert_deduplication_token, a hash of the exact rows, only avoids writing a duplicate part when
  * a retry re-sends a byte-identical insert that had in fact succeeded (single node:
  * non_replicated_deduplication_window; cluster: Keeper). A token of the content, not of the job:
  * a caller-chosen token reused for other rows would silently drop them, and a token of the keys
- * alone would keep an older version of a row instead of the newer one.
+ * alone would keep an older version of a row instead of the newer one. A batch shared by many
+ * jobs is never re-sent identically, so the batch writer skips the token (`dedupToken: false`).
  * The settings go in the statement's SETTINGS clause, never in `clickhouse_settings`: chDB turns
  * those into session-wide `SET`s that leak into every later query of the process.
  * throw_on_max_partitions_per_insert_block = 0: one request may hold events of many months.
@@ -270,14 +271,21 @@ export async function insertRows<T extends ClickhouseTable>(
   client: ClickHouseClient,
   table: T,
   rows: readonly TableRows[T][],
+  opts: { dedupToken?: boolean } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
-  const body = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  const token = createHash('sha256').update(table).update('\n').update(body).digest('hex');
+  // JSONCompactEachRow (one array per row, columns named once) is cheaper to build and to parse
+  // than JSONEachRow: about a quarter less insert time in chDB. Every row of a table comes from
+  // one mapper, so the first row's keys name the columns of all.
+  const columns = Object.keys(rows[0]) as (keyof TableRows[T])[];
+  let body = '';
+  for (const r of rows) body += JSON.stringify(columns.map((c) => r[c])) + '\n';
+  const settings = ['throw_on_max_partitions_per_insert_block = 0'];
+  if (opts.dedupToken !== false) {
+    settings.unshift(`insert_deduplication_token = '${createHash('sha256').update(table).update('\n').update(body).digest('hex')}'`);
+  }
   const result = await client.exec({
-    query:
-      `INSERT INTO ${table} SETTINGS insert_deduplication_token = '${token}', ` +
-      'throw_on_max_partitions_per_insert_block = 0 FORMAT JSONEachRow',
+    query: `INSERT INTO ${table} (${columns.join(', ')}) SETTINGS ${settings.join(', ')} FORMAT JSONCompactEachRow`,
     values: Readable.from([body]),
   });
   await drainStream(result.stream);

@@ -11,19 +11,46 @@ export function snakeToCamel(key: string): string {
   return key.replace(/_+([a-zA-Z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
+/** Copy-on-write: a body that is already camelCase is returned as is, with no allocation. */
 export function camelizeKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(camelizeKeys);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    const ck = snakeToCamel(k);
-    if (USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      const m: Record<string, unknown> = {};
-      for (const [mk, mv] of Object.entries(v as Record<string, unknown>)) m[mk] = camelizeKeys(mv);
-      out[ck] = m;
-    } else {
-      out[ck] = camelizeKeys(v);
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const v = camelizeKeys(value[i]);
+      if (v !== value[i]) (out ??= value.slice())[i] = v;
     }
+    return out ?? value;
   }
-  return out;
+  if (value === null || typeof value !== 'object') return value;
+  const obj = value as Record<string, unknown>;
+  let out: Record<string, unknown> | undefined;
+  const keys = Object.keys(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const ck = snakeToCamel(k);
+    const v = obj[k];
+    const cv = USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v) ? camelizeMapValues(v as Record<string, unknown>) : camelizeKeys(v);
+    if (out === undefined && (ck !== k || cv !== v)) {
+      out = {};
+      for (let j = 0; j < i; j++) out[keys[j]] = obj[keys[j]];
+    }
+    if (out !== undefined) out[ck] = cv;
+  }
+  return out ?? obj;
+}
+
+/** A user-data map keeps its keys (the customer's names); its values are PropertyValues. */
+function camelizeMapValues(map: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  const keys = Object.keys(map);
+  for (let i = 0; i < keys.length; i++) {
+    const v = map[keys[i]];
+    const cv = camelizeKeys(v);
+    if (out === undefined && cv !== v) {
+      out = {};
+      for (let j = 0; j < i; j++) out[keys[j]] = map[keys[j]];
+    }
+    if (out !== undefined) out[keys[i]] = cv;
+  }
+  return out ?? map;
 }

@@ -74,7 +74,7 @@ export class ClickhouseBatchWriter {
 
   private async insert(table: ClickhouseTable, waiters: Waiter[]): Promise<void> {
     try {
-      await insertRows(this.client, table, waiters.flatMap((w) => w.rows) as never[]);
+      await insertRows(this.client, table, waiters.flatMap((w) => w.rows) as never[], { dedupToken: false });
       this.rowsWritten += waiters.reduce((n, w) => n + w.rows.length, 0);
       for (const w of waiters) w.resolve();
     } catch (err) {
