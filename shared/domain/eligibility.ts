@@ -107,9 +107,29 @@ export function evaluateRule(
   const type = TYPE_OF_KIND[value.kind];
   if (fieldType !== undefined && fieldType !== type) return { result: false, reason: 'TYPE_MISMATCH' };
   if (!conditionFitsType(rule.condition, type)) return { result: false, reason: 'TYPE_MISMATCH' };
-  const compiled = compileCondition(rule.condition, type, rule.rhsValue);
+  const compiled = compiledFor(rule, type);
   if (!compiled.ok) return { result: false, reason: 'BAD_RHS' };
   return compiled.matches(value, nowMs) ? { result: true, reason: 'MATCHED' } : { result: false, reason: 'NOT_MATCHED' };
+}
+
+/**
+ * Rules of a compiled catalogue are the same objects request after request: their parsed rhs is
+ * kept beside them (and collected with them), so the hot path never re-parses `rhsValue`.
+ */
+const compiledRules = new WeakMap<EligibilityRule, Map<DataFieldType, Compiled>>();
+
+function compiledFor(rule: EligibilityRule, type: DataFieldType): Compiled {
+  let byType = compiledRules.get(rule);
+  if (byType === undefined) {
+    byType = new Map();
+    compiledRules.set(rule, byType);
+  }
+  let compiled = byType.get(type);
+  if (compiled === undefined) {
+    compiled = compileCondition(rule.condition, type, rule.rhsValue);
+    byType.set(type, compiled);
+  }
+  return compiled;
 }
 
 function missingOutcome(behaviour: DataMissingBehaviour | undefined): RuleOutcome {

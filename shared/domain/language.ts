@@ -7,13 +7,23 @@
 /** `en-us` → `en-US`; null when the tag is not well-formed. Aliases are canonicalised too (`iw` → `he`). */
 export function canonicalizeLanguageTag(tag: string): string | null {
   if (typeof tag !== 'string' || tag === '') return null;
+  const known = canonicalTags.get(tag);
+  if (known !== undefined) return known;
+  let canonical: string | null;
   try {
-    return Intl.getCanonicalLocales(tag)[0] ?? null;
+    canonical = Intl.getCanonicalLocales(tag)[0] ?? null;
   } catch {
     // Intl throws RangeError for tags that are not well-formed; that is the validation.
-    return null;
+    canonical = null;
   }
+  // Every GetTreatments canonicalises its languageCode: remember the answers (a bounded memo of
+  // a pure function; clients send a handful of distinct tags).
+  if (canonicalTags.size >= 1024) canonicalTags.clear();
+  canonicalTags.set(tag, canonical);
+  return canonical;
 }
+
+const canonicalTags = new Map<string, string | null>();
 
 /** The primary language subtag: `en-GB` → `en`. */
 export function baseLanguage(tag: string): string {
