@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { createPubSub, ensureSubscription } from '../../shared/clients/pubsub.js';
 import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
-import { MAX_FUTURE_MS, normalizeEvents, normalizePropertyMap } from '../../shared/domain/ingest-normalize.js';
+import { MAX_FUTURE_MS, normalizeEvents, normalizePropertyMap, storableTime } from '../../shared/domain/ingest-normalize.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/errors.js';
 import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../shared/proto/proto-codec.js';
 import type { EventsQueueJob } from '../../shared/queues/queues.js';
@@ -51,9 +51,6 @@ export interface DataTypeHandler {
 
 /** Dead-letter reasons are for operators; a payload full of errors must not make a huge row. */
 const MAX_REASON_CHARS = 2000;
-// DateTime64's range in ClickHouse: a timestamp outside it could never be stored, retried for ever.
-const MIN_TS_MS = Date.UTC(1900, 0, 1);
-const MAX_TS_MS = Date.UTC(2300, 0, 1) - 1;
 
 const checkLogEvents = Compile(LogEventsRequest);
 const UserAttributePayload = Strict({
@@ -88,9 +85,6 @@ function otherProject(named: string, ctx: ParseContext): string {
   return `the payload names project "${named}", but the topic belongs to project "${ctx.sourceProjectId}"`;
 }
 
-function outsideRange(ms: number): boolean {
-  return ms < MIN_TS_MS || ms > MAX_TS_MS;
-}
 
 function decodeFailure(dataType: string, err: unknown): ParseResult {
   if (err instanceof ProtoDecodeError) return { ok: false, reason: `undecodable ${dataType}: ${err.reason}` };
@@ -117,8 +111,6 @@ const eventData: DataTypeHandler = {
       if (err instanceof InvalidArgumentError) return { ok: false, reason: `invalid EventData: ${err.message}` };
       throw err;
     }
-    const bad = events.findIndex((e) => outsideRange(e.clientEventTs) || (e.serverReceivedTs !== undefined && outsideRange(e.serverReceivedTs)));
-    if (bad >= 0) return { ok: false, reason: `invalid EventData: events[${bad}]: a timestamp is outside the years 1900-2299` };
     return { ok: true, job: { kind: 'events', projectId: ctx.sourceProjectId, userId: body.userId, events, origin: { source: 'pubsub', messageId: message.messageId }, receivedAt: ctx.nowMs } };
   },
 };
@@ -140,7 +132,7 @@ const userAttribute: DataTypeHandler = {
     const details: ErrorDetail[] = [];
     const userProperties = normalizePropertyMap(body.userProperties, 'userProperties', details) ?? {};
     const updateTs = Date.parse(body.updateTimestamp);
-    if (outsideRange(updateTs)) details.push({ field: 'updateTimestamp', description: 'outside the years 1900-2299' });
+    if (!storableTime(updateTs)) details.push({ field: 'updateTimestamp', description: 'must be between 1900 and 2299' });
     // As for LogEvents (D31): a far-future time would win every later update (last-write-wins).
     else if (updateTs > ctx.nowMs + MAX_FUTURE_MS) details.push({ field: 'updateTimestamp', description: 'more than 24 hours in the future' });
     if (details.length > 0) return { ok: false, reason: `invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}` };
