@@ -35,7 +35,7 @@ export interface ScheduleSpec {
  */
 export const AGGREGATION_SCHEDULES: readonly ScheduleSpec[] = [
   { key: 'recompute-all', pattern: '0 * * * *', data: { kind: 'recompute', reason: 'schedule' } },
-  { key: 'backfill-poll', every: 2000, data: { kind: 'backfillPoll' } },
+  { key: 'backfill-poll', every: 1000, data: { kind: 'backfillPoll' } },
 ];
 
 const SCHEDULE_TEMPLATE_OPTS: JobSchedulerTemplateOptions = { removeOnComplete: true, removeOnFail: { count: 100 } };
