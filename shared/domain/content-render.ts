@@ -17,6 +17,18 @@ const PLACEHOLDER_SOURCE = String.raw`\{\{\s*([^{}|\s][^{}|]*?)\s*(?:\|([^{}]*))
  * language's after them. `lookup` gives the contextual attribute or stored property of a name.
  */
 export function renderContent(fields: ContentField[], lookup: (name: string) => string | undefined): string {
+  // Content without placeholders renders the same for every user: keep it beside the (stable)
+  // field list of the compiled catalogue instead of rebuilding it on every request.
+  const constant = constantRenders.get(fields);
+  if (constant !== undefined) return constant;
+  const rendered = render(fields, lookup);
+  if (!fields.some((f) => f.stringValue.includes('{{'))) constantRenders.set(fields, rendered);
+  return rendered;
+}
+
+const constantRenders = new WeakMap<ContentField[], string>();
+
+function render(fields: ContentField[], lookup: (name: string) => string | undefined): string {
   // a null-prototype object keeps a field named `__proto__` an ordinary key
   const content: Record<string, string> = Object.create(null);
   const placeholder = new RegExp(PLACEHOLDER_SOURCE, 'g');
