@@ -106,7 +106,7 @@ export async function runBackfill(ctx: ScenarioContext): Promise<ScenarioResult>
     await queue.close();
     if (job.state !== 'completed') throw new Error(`the backfill job failed: ${job.failedReason}`);
     if (job.processedOn && job.finishedOn) {
-      run.notes.push(`the recompute job ran ${((job.finishedOn - job.processedOn) / 1000).toFixed(2)} s; the rest of the ${seconds.toFixed(2)} s was the wait for the backfill poll (every 2 s) and the queue`);
+      run.notes.push(`the recompute job ran ${((job.finishedOn - job.processedOn) / 1000).toFixed(2)} s; the rest of the ${seconds.toFixed(2)} s was the wait for the backfill poll (every second) and the queue`);
     }
 
     const profiles = await readProfiles(run.redis, run.keys, PROJECT_ID, Array.from({ length: p.users }, (_, i) => userIdOf(i)));

@@ -58,7 +58,7 @@ export interface RecomputeOptions {
   resumeFrom?: RecomputeCursor;
   /** Called after every page, once its profiles are written (persist the cursor here). */
   onCheckpoint?: (cursor: RecomputeCursor, progress: RecomputeProgress) => Promise<void>;
-  /** Users per ClickHouse page. @defaultValue 20000 */
+  /** Users per ClickHouse page. @defaultValue 10000 */
   pageUsers?: number;
   /** Users per Redis script call. @defaultValue 1000 */
   batchUsers?: number;
@@ -331,7 +331,7 @@ async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string
 
 /** Recomputes the fields of `req` (all aggregations of the project by default) from ClickHouse. */
 export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
-  const sizes = { pageUsers: opts.pageUsers ?? 20_000, batchUsers: opts.batchUsers ?? 1000 };
+  const sizes = { pageUsers: opts.pageUsers ?? 10_000, batchUsers: opts.batchUsers ?? 1000 };
   const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
   const cursor: RecomputeCursor = opts.resumeFrom ? { ...opts.resumeFrom } : { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
   const log = deps.log.child({ projectId: req.projectId });
