@@ -12,6 +12,8 @@ import { metricsPlugin, requestMetricsPlugin } from './plugins/metrics.plugin.js
 import { queueDashboardPlugin } from './plugins/queue-dashboard.plugin.js';
 import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
+import { startWorkersThread } from '../workers/thread/workers-thread-host.js';
+import type { ClickHouseClient } from '@clickhouse/client';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
@@ -38,14 +40,27 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   const ctx = createServiceContext(config, log);
   await waitForRedis(ctx.redis, 10_000);
 
-  // One ClickHouse client per process (chDB: one engine per process), shared by every role.
-  const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
-  await runMigrations(clickhouse, log);
-  ctx.clickhouse = clickhouse;
-
+  // The all-in-one process runs the workers and the scheduler in a thread of their own (the
+  // second core), which also owns the embedded ClickHouse; otherwise one ClickHouse client per
+  // process (chDB: one engine per process) is shared by every role of this thread.
   const roles: RoleHandle[] = [];
-  if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
-  if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
+  let clickhouse: ClickHouseClient;
+  const background = config.roles.has('workers') || config.roles.has('scheduler');
+  if (config.workersThread && config.roles.has('api') && background) {
+    const onFatal = (err: Error) => {
+      log.fatal({ err }, 'the workers thread died; exiting');
+      process.exit(1);
+    };
+    const thread = await startWorkersThread(config, log, ctx.metrics, onFatal);
+    clickhouse = thread.clickhouse;
+    roles.push({ name: 'workers-thread', close: () => thread.close() });
+  } else {
+    clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+    await runMigrations(clickhouse, log);
+    if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
+    if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
+  }
+  ctx.clickhouse = clickhouse;
   const apps: FastifyInstance[] = [];
   if (config.roles.has('api')) {
     const base = await buildApp(ctx, { listener: 'base', extraPlugins: [metricsPlugin(ctx), queueDashboardPlugin(ctx)] });

@@ -41,6 +41,12 @@ export interface Config {
   workerLockMs: number;
   /** Jobs processed at once per ingestion queue. @defaultValue 64 */
   workerConcurrency: number;
+  /**
+   * With the api role and the workers or scheduler role in one process, run the latter in a
+   * worker thread (with the embedded ClickHouse), so ingestion does not starve the API.
+   * @defaultValue true
+   */
+  workersThread: boolean;
 }
 
 export class ConfigError extends Error {
@@ -136,7 +142,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     pubsubEmulatorHost: optional(env, 'PUBSUB_EMULATOR_HOST'),
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 64, 1, 1000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
+    workersThread: bool(env, 'WORKERS_THREAD', true),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);

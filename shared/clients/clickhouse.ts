@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
-import { createChdbConnection, type ChdbConnection } from 'chdb/connection';
+import { createRequire } from 'node:module';
+import type { ChdbConnection } from 'chdb/connection';
 import type { Logger } from 'pino';
 
 export type { ClickHouseClient };
@@ -41,6 +42,9 @@ export function createClickhouse(opts: ClickhouseOptions): ClickHouseClient {
   const path = resolve(join(opts.dataDir, 'clickhouse'));
   mkdirSync(path, { recursive: true });
   opts.logger?.info({ path, database: opts.database ?? 'default' }, 'clickhouse: embedded chDB');
+  // Loaded on first use only: chDB binds one engine per process, so a thread that never opens it
+  // (the API thread of the all-in-one service) must not load it either.
+  const { createChdbConnection } = createRequire(import.meta.url)('chdb/connection') as typeof import('chdb/connection');
   const chdb = createChdbConnection({ path });
   const connection = opts.database === undefined ? chdb : withDatabase(chdb, opts.database);
   // chdb implements the Connection of @clickhouse/client-common 1.23.0, @clickhouse/client 1.23.1

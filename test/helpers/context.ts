@@ -7,6 +7,7 @@ import { waitForRedis } from '../../shared/clients/redis.js';
 import type { Permission } from '../../shared/domain/types.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { buildApp } from '../../api/app.js';
+import { deletePrefix } from './redis-cleanup.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -47,8 +48,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opts
     async close() {
       await app.close();
       await alt.close();
-      const stale = await ctx.redis.keys(`${config.redisPrefix}:*`);
-      if (stale.length) await ctx.redis.del(...stale);
+      await deletePrefix(ctx.redis, config.redisPrefix);
       await closeContext(ctx);
     },
   };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startService, type RunningService } from '../../api/server.js';
 import { createLogger } from '../../shared/logger.js';
 import { ADMIN_TOKEN, testConfig } from './context.js';
+import { deletePrefix } from './redis-cleanup.js';
 
 export interface TestService {
   service: RunningService;
@@ -47,8 +48,7 @@ export async function startTestService(overrides: Record<string, string> = {}): 
       await service.stop();
       const { Redis } = await import('ioredis');
       const r = new Redis(ctx.config.redisUrl);
-      const keys = await r.keys(`${prefix}:*`);
-      for (let i = 0; i < keys.length; i += 500) await r.del(...keys.slice(i, i + 500));
+      await deletePrefix(r, prefix);
       r.disconnect();
     },
   };

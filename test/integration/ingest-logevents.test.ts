@@ -71,6 +71,13 @@ describe('LogEvents end to end', () => {
     expect(profile.body.profile.userProperties).toEqual({ tier: 'bronze', visits: '9007199254740993' });
   });
 
+  it('runs the workers in their own thread, whose counters reach /metrics', async () => {
+    expect(s.service.ctx.config.workersThread).toBe(true);
+    const metrics = await (await fetch(`${s.baseUrl}/metrics`)).text();
+    const written = /^ingest_events_written_total (\d+)/m.exec(metrics);
+    expect(Number(written?.[1])).toBeGreaterThanOrEqual(3);
+  });
+
   it('accepts snake_case fields and the api-key query parameter', async () => {
     const res = await s.post(`/v1/LogEvents?api-key=${encodeURIComponent(keys.logEvents)}`, { project_id: keys.projectId, user_id: 'u-snake', events: [{ event_name: 'x', client_event_timestamp: now(), event_properties: { Some_Prop: { string_value: 'v' } } }] });
     expect(res.status).toBe(200);

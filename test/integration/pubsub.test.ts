@@ -25,7 +25,9 @@ let customer: PubSub;
 
 beforeAll(async () => {
   emulator = await startPubSubEmulator();
-  s = await startTestService({ PUBSUB_EMULATOR_HOST: emulator.host, PUBSUB_PROJECT_ID: emulator.projectId });
+  // The intake runs in this thread (WORKERS_THREAD=false) so the tests can watch what it hands to
+  // the queue; every other all-in-one test runs the workers in their thread.
+  s = await startTestService({ PUBSUB_EMULATOR_HOST: emulator.host, PUBSUB_PROJECT_ID: emulator.projectId, WORKERS_THREAD: 'false' });
   customer = new PubSub(emulator.clientOptions);
 }, 120_000);
 

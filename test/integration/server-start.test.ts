@@ -1,3 +1,4 @@
+import { deletePrefix } from '../helpers/redis-cleanup.js';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -21,10 +22,7 @@ afterAll(async () => {
   rmSync(DATA_DIR, { recursive: true, force: true });
   const redis = new Redis(loadConfig({}).redisUrl);
   try {
-    for (const prefix of prefixes) {
-      const stale = await redis.keys(`${prefix}:*`);
-      if (stale.length) await redis.del(...stale);
-    }
+    for (const prefix of prefixes) await deletePrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }

@@ -1,0 +1,58 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../../shared/config.js';
+import { createLogger } from '../../shared/logger.js';
+import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { waitForRedis } from '../../shared/clients/redis.js';
+import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
+import { closeContext, createServiceContext } from '../../shared/create-context.js';
+import { startScheduler, startWorkers, type RoleHandle } from '../main.js';
+import { serveClickhouse, type ClickhouseRequest } from './remote-clickhouse.js';
+
+/**
+ * Entry of the workers thread of the all-in-one service: the workers and scheduler roles and the
+ * embedded ClickHouse, on the second core, so ingestion work never starves the API thread.
+ * Metrics are counted in the API thread's registry (the one /metrics serves).
+ */
+export type ThreadMessage =
+  | { type: 'ready' }
+  | { type: 'stopped' }
+  | { type: 'failed'; message: string }
+  | { type: 'metric'; method: 'countIngest' | 'pubsubReceived' | 'pubsubAcked'; args: unknown[] };
+
+const port = parentPort!;
+const config = workerData.config as Config;
+const log = createLogger(config.logLevel).child({ thread: 'workers' });
+
+async function main(): Promise<void> {
+  const ctx = createServiceContext(config, log);
+  await waitForRedis(ctx.redis, 10_000);
+  const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+  await runMigrations(clickhouse, log);
+  ctx.clickhouse = clickhouse;
+  for (const method of ['countIngest', 'pubsubReceived', 'pubsubAcked'] as const) {
+    (ctx.metrics as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => port.postMessage({ type: 'metric', method, args } satisfies ThreadMessage);
+  }
+  port.on('message', (msg: ClickhouseRequest | { type: 'stop' }) => {
+    if (msg.type === 'ch') void serveClickhouse(clickhouse, msg).then((reply) => port.postMessage(reply));
+  });
+  const roles: RoleHandle[] = [];
+  if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
+  if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
+  let stopping = false;
+  port.on('message', (msg: { type: string }) => {
+    if (msg.type !== 'stop' || stopping) return;
+    stopping = true;
+    void (async () => {
+      for (const r of roles.reverse()) await r.close();
+      await closeContext(ctx);
+      await clickhouse.close();
+      port.postMessage({ type: 'stopped' } satisfies ThreadMessage);
+    })();
+  });
+  port.postMessage({ type: 'ready' } satisfies ThreadMessage);
+}
+
+main().catch((err: unknown) => {
+  log.fatal({ err }, 'workers thread failed to start');
+  port.postMessage({ type: 'failed', message: err instanceof Error ? err.message : String(err) } satisfies ThreadMessage);
+});
