@@ -75,7 +75,7 @@ describe('npm run admin', { timeout: 90_000 }, () => {
 
     const listed = await cli(['list-api-keys', '--project-id', projectId]);
     expect(JSON.parse(listed.stdout).apiKeys.map((k: any) => k.keyId)).toEqual([out.apiKey.keyId]);
-    expect(listed.stdout).not.toContain(out.key.split('_')[2]);
+    expect(listed.stdout).not.toContain(out.key.split('_').slice(2).join('_'));
 
     const revoked = await cli(['revoke-api-key', '--project-id', projectId, '--key-id', out.apiKey.keyId]);
     expect(revoked.code).toBe(0);
