@@ -1,3 +1,4 @@
+import { int64String } from '../wire/values.js';
 import { invalidField } from '../errors.js';
 import type { DataFieldParams, DataFieldType, PropertyValue, TreatmentInteractionType } from './types.js';
 
@@ -103,18 +104,6 @@ export function stableStringify(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function canonicalInt64(field: string, value: number | string): string {
-  if (typeof value === 'number' && !Number.isSafeInteger(value)) throw invalidField(field, 'expected an int64; send large values as decimal strings');
-  let n: bigint;
-  try {
-    n = BigInt(value);
-  } catch {
-    throw invalidField(field, 'expected an int64');
-  }
-  if (n > 9223372036854775807n || n < -9223372036854775808n) throw invalidField(field, 'out of the int64 range');
-  return n.toString();
-}
-
 /**
  * RFC 3339 → UTC `...Z` keeping every fractional digit given (trailing zeros dropped), so two
  * spellings of one instant compare equal without losing sub-millisecond precision.
@@ -130,7 +119,7 @@ export function canonicalTimestamp(field: string, value: string): string {
 function canonicalPropertyValue(field: string, v: PropertyValueInput): PropertyValue {
   const set = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined);
   if (set.length !== 1) throw invalidField(field, 'exactly one of longValue, doubleValue, stringValue, booleanValue, timestampValue must be set');
-  if (v.longValue !== undefined) return { longValue: canonicalInt64(`${field}.longValue`, v.longValue) };
+  if (v.longValue !== undefined) return { longValue: int64String(`${field}.longValue`, v.longValue) };
   if (v.doubleValue !== undefined) {
     if (typeof v.doubleValue !== 'number' || !Number.isFinite(v.doubleValue)) throw invalidField(`${field}.doubleValue`, 'expected a finite number');
     return { doubleValue: v.doubleValue };
@@ -169,7 +158,7 @@ function normalizeTreatment(path: string, p: NonNullable<DataFieldParamsInput['t
   const scopes = (['treatmentId', 'surfaceId', 'surfaceName'] as const).filter((k) => p[k] !== undefined);
   if (scopes.length > 1) throw invalidField(path, `at most one of treatmentId, surfaceId, surfaceName may be set, got ${scopes.join(' and ')}`);
   const out: Record<string, unknown> = { treatmentInteractionType: p.treatmentInteractionType, ...canonicalAggregation(path, p) };
-  if (p.treatmentId !== undefined) out.treatmentId = canonicalInt64(`${path}.treatmentId`, p.treatmentId);
+  if (p.treatmentId !== undefined) out.treatmentId = int64String(`${path}.treatmentId`, p.treatmentId);
   if (p.surfaceId !== undefined) out.surfaceId = p.surfaceId;
   if (p.surfaceName !== undefined) out.surfaceName = p.surfaceName;
   // false and unset mean the same (proto3 default), so only true is part of the identity.

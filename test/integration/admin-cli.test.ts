@@ -1,6 +1,6 @@
+import { freePort, portAnswers } from '../helpers/child-service.js';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,35 +143,15 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     try {
       const created = await cli(['create-project', '--project-id', 'offline'], env);
       expect(created.code, created.stderr).toBe(0);
-      expect(await answers(port)).toBe(false);
+      expect(await portAnswers(port)).toBe(false);
       const read = await cli(['get-project', '--project-id', 'offline'], env);
       expect(read.code, read.stderr).toBe(0);
       expect(JSON.parse(read.stdout)).toEqual(JSON.parse(created.stdout));
-      expect(await answers(port)).toBe(false);
+      expect(await portAnswers(port)).toBe(false);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => done(port));
-    });
-  });
-}
 
-function answers(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const sock = connect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      done(true);
-    });
-    sock.once('error', () => done(false));
-  });
-}

@@ -1,7 +1,8 @@
+import { freePort, portAnswers } from '../helpers/child-service.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -28,27 +29,7 @@ afterAll(async () => {
   }
 });
 
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => done(port));
-    });
-  });
-}
 
-function answers(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const sock = connect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      done(true);
-    });
-    sock.once('error', () => done(false));
-  });
-}
 
 async function start(env: Record<string, string>): Promise<{ service: RunningService; port: number; altPort: number }> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
@@ -88,8 +69,8 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
       await first;
       await service.stop();
     }
-    expect(await answers(port)).toBe(false);
-    expect(await answers(altPort)).toBe(false);
+    expect(await portAnswers(port)).toBe(false);
+    expect(await portAnswers(altPort)).toBe(false);
   });
 
   it('/readyz answers 503 UNAVAILABLE once shutdown began', async () => {
@@ -106,7 +87,7 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
   it('with nothing at a local REDIS_URL, starts redis-server with an append-only file under DATA_DIR/redis and stops it on stop()', async () => {
     const redisPort = await freePort();
     const url = `redis://127.0.0.1:${redisPort}`;
-    expect(await answers(redisPort)).toBe(false);
+    expect(await portAnswers(redisPort)).toBe(false);
     const { service, port } = await start({ REDIS_URL: url, AUTO_START_REDIS: 'true' });
     try {
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
@@ -123,8 +104,8 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
     } finally {
       await service.stop();
     }
-    await waitUntil(async () => !(await answers(redisPort)), 10_000, 100);
-    expect(await answers(redisPort)).toBe(false);
+    await waitUntil(async () => !(await portAnswers(redisPort)), 10_000, 100);
+    expect(await portAnswers(redisPort)).toBe(false);
   });
 });
 
@@ -136,7 +117,7 @@ describe('startService failing part-way', { timeout: 60_000 }, () => {
     const busyPort = (busy.address() as { port: number }).port;
     try {
       await expect(start({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, AUTO_START_REDIS: 'true', PORT: String(busyPort) })).rejects.toThrow(/EADDRINUSE/);
-      await waitUntil(async () => !(await answers(redisPort)), 10_000, 100);
+      await waitUntil(async () => !(await portAnswers(redisPort)), 10_000, 100);
     } finally {
       busy.close();
     }
