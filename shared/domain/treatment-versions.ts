@@ -20,16 +20,10 @@ export class DomainRuleError extends FailedPreconditionError {
 }
 
 /** The version-level fields; timestamps are RFC 3339 strings and are stored as `toISOString()`. */
-export interface VersionFields {
-  startTimestamp: string;
-  /** unset: never ends */
-  endTimestamp?: string;
-  tags: string[];
-  content: Content;
-  eligibilityRules: EligibilityRule[];
-  removedSurfaces: string[];
-  targetActionEventId?: string;
-}
+export type VersionFields = Pick<
+  TreatmentVersionRecord,
+  'startTimestamp' | 'endTimestamp' | 'tags' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'targetActionEventId'
+>;
 
 export interface NewTreatment {
   treatmentId: string;

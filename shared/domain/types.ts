@@ -166,6 +166,24 @@ export type PropertyValue =
   | { booleanValue: boolean }
   | { timestampValue: string };
 
+/**
+ * What an event carries besides its name and times, the same on every path (LogEvents body,
+ * Pub/Sub payload, queued job, ClickHouse row mapping); each path adds its own timestamp form.
+ */
+export interface EventAttributes {
+  insertId?: string;
+  eventProperties?: Record<string, PropertyValue>;
+  userProperties?: Record<string, PropertyValue>;
+  sessionId?: string;
+  preLoginTempUserId?: string;
+  country?: string;
+  region?: string;
+  city?: string;
+  ipAddress?: string;
+  deviceId?: string;
+  appVersionId?: string;
+}
+
 export type Aggregation =
   | { dailyCountAggregation: { windowName: string } }
   | { firstTimestampAggregation: Record<string, never> }

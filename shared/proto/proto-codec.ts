@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import protojson from 'protobufjs/ext/protojson.js';
-import type { PropertyValue } from '../domain/types.js';
+import type { EventAttributes, PropertyValue } from '../domain/types.js';
 
 /**
  * Binary protobuf ⇄ JSON for the Pub/Sub payloads of `tds/v1/events.proto` (spec
@@ -17,22 +17,11 @@ import type { PropertyValue } from '../domain/types.js';
 export type PropertyMap = Record<string, PropertyValue>;
 
 /** One event in the LogEvents (ExternalEvent) shape. */
-export interface LogEventJson {
+export interface LogEventJson extends EventAttributes {
   /** Kept even when empty so request validation reports it like the HTTP path does. */
   eventName: string;
   clientEventTimestamp: string;
   serverReceivedTimestamp?: string;
-  insertId?: string;
-  eventProperties?: PropertyMap;
-  userProperties?: PropertyMap;
-  sessionId?: string;
-  preLoginTempUserId?: string;
-  country?: string;
-  region?: string;
-  city?: string;
-  ipAddress?: string;
-  deviceId?: string;
-  appVersionId?: string;
 }
 
 /** Payload of `data_type=EventData`. Required strings are kept even when empty (see above). */

@@ -1,5 +1,5 @@
 import type { JobsOptions } from 'bullmq';
-import type { PropertyValue } from '../domain/types.js';
+import type { EventAttributes, PropertyValue } from '../domain/types.js';
 
 /**
  * Queue names and job payloads, shared by the API (producers) and the workers (consumers).
@@ -13,21 +13,10 @@ export const QUEUE = {
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
 /** One user event as the workers store it (normalised by the API or the Pub/Sub intake). */
-export interface EventPayload {
+export interface EventPayload extends EventAttributes {
   eventName: string;
   clientEventTs: number;
   serverReceivedTs?: number;
-  insertId?: string;
-  eventProperties?: Record<string, PropertyValue>;
-  userProperties?: Record<string, PropertyValue>;
-  preLoginTempUserId?: string;
-  sessionId?: string;
-  country?: string;
-  region?: string;
-  city?: string;
-  ipAddress?: string;
-  deviceId?: string;
-  appVersionId?: string;
 }
 
 /**

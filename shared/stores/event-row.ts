@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { drainStream, type ClickHouseClient } from '@clickhouse/client';
-import type { PropertyValue } from '../domain/types.js';
+import type { EventAttributes, PropertyValue } from '../domain/types.js';
 
 /**
  * Rows of the ClickHouse tables of infra/clickhouse/migrations, as written with JSONEachRow
@@ -131,22 +131,11 @@ export function eventDedupKey(insertId: string | undefined, carrier: EventCarrie
 }
 
 /** An ExternalEvent as validated by the API or decoded from Pub/Sub (LogEventJson fits). */
-export interface EventInput {
+export interface EventInput extends EventAttributes {
   eventName: string;
   /** RFC 3339 or epoch milliseconds */
   clientEventTimestamp: string | number;
   serverReceivedTimestamp?: string | number;
-  insertId?: string;
-  eventProperties?: Record<string, PropertyValue>;
-  userProperties?: Record<string, PropertyValue>;
-  sessionId?: string;
-  preLoginTempUserId?: string;
-  country?: string;
-  region?: string;
-  city?: string;
-  ipAddress?: string;
-  deviceId?: string;
-  appVersionId?: string;
 }
 
 export interface EventBatchInput {
@@ -164,14 +153,30 @@ export interface RowContext {
 /** Maps one LogEvents request (or EventData message) to its rows; index = position in the request. */
 export function toEventRows(batch: EventBatchInput, carrier: EventCarrier, ctx: RowContext): EventRow[] {
   const ingest = toClickhouseDateTime64(ctx.ingestMs);
-  return batch.events.map((e, index) => ({
-    project_id: batch.projectId,
-    user_id: batch.userId,
+  return batch.events.map((e, index) => toEventRow(batch, e, e.clientEventTimestamp, e.serverReceivedTimestamp, eventDedupKey(e.insertId, carrier, index), ingest, ctx.source));
+}
+
+/**
+ * One row; the timestamps are passed apart so that every event form (wire strings, queued epoch
+ * milliseconds) maps without first being copied into another shape (the ingest hot path).
+ */
+export function toEventRow(
+  owner: { projectId: string; userId: string },
+  e: EventAttributes & { eventName: string },
+  clientTs: string | number,
+  serverTs: string | number | undefined,
+  dedupKey: string,
+  ingest: string,
+  source: EventSource,
+): EventRow {
+  return {
+    project_id: owner.projectId,
+    user_id: owner.userId,
     event_name: e.eventName,
-    dedup_key: eventDedupKey(e.insertId, carrier, index),
+    dedup_key: dedupKey,
     insert_id: e.insertId ?? '',
-    client_event_ts: toClickhouseDateTime64(e.clientEventTimestamp),
-    server_received_ts: e.serverReceivedTimestamp === undefined ? null : toClickhouseDateTime64(e.serverReceivedTimestamp),
+    client_event_ts: toClickhouseDateTime64(clientTs),
+    server_received_ts: serverTs === undefined ? null : toClickhouseDateTime64(serverTs),
     ingest_ts: ingest,
     event_properties: JSON.stringify(e.eventProperties ?? {}),
     user_properties: JSON.stringify(e.userProperties ?? {}),
@@ -183,8 +188,8 @@ export function toEventRows(batch: EventBatchInput, carrier: EventCarrier, ctx: 
     ip_address: e.ipAddress ?? '',
     device_id: e.deviceId ?? '',
     app_version_id: e.appVersionId ?? '',
-    source: ctx.source,
-  }));
+    source,
+  };
 }
 
 export interface InteractionInput {

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/queues/queues.js';
 import type { ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
-import { toEventRows, toUserAttributeUpdateRow, type EventRow } from '../../shared/stores/event-row.js';
+import { eventDedupKey, toClickhouseDateTime64, toEventRow, toUserAttributeUpdateRow, type EventRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
@@ -17,8 +17,8 @@ export interface EventsProcessorDeps {
 /** Rows of an events job; events without insertId are keyed by their job or message (D31, D33). */
 export function eventRows(job: EventsJob, jobId: string, ingestMs: number): EventRow[] {
   const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
-  const events = job.events.map((e) => ({ ...e, clientEventTimestamp: e.clientEventTs, serverReceivedTimestamp: e.serverReceivedTs }));
-  return toEventRows({ projectId: job.projectId, userId: job.userId, events }, carrier, { source: job.origin.source, ingestMs });
+  const ingest = toClickhouseDateTime64(ingestMs);
+  return job.events.map((e, i) => toEventRow(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
 }
 
 function checkShape(data: EventsQueueJob): void {
