@@ -61,6 +61,7 @@ export interface CatalogPlan {
   surfaces: ReadonlySet<string>;
   /** every treatment, ascending treatmentId (for explanations) */
   treatments: readonly PlannedTreatment[];
+  treatmentsById: ReadonlyMap<string, PlannedTreatment>;
   /**
    * Per surface, the treatments whose type lists it, neither paused nor unpublished, ascending
    * treatmentId. Version windows and removed surfaces are checked at request time.
@@ -89,6 +90,7 @@ export function compileCatalogPlan(input: CatalogInput): CatalogPlan {
     projectId: input.projectId,
     surfaces: new Set(input.surfaces),
     treatments,
+    treatmentsById: new Map(treatments.map((t) => [t.treatmentId, t])),
     bySurface: indexBySurface(treatments),
     dataFieldsByName,
     dataFieldsById,

@@ -61,6 +61,14 @@ describe('LogTreatmentInteraction', () => {
     });
   }
 
+  it('accepts an interaction for a treatment created a moment ago, before the compiled catalogue has it', async () => {
+    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body())).status).toBe(200); // the catalogue is compiled now
+    const r = await ok('InsertTreatment', { name: 'fresh', description: 'd', treatmentTypeName: 'mail', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+    const id = r.treatment.treatmentId;
+    const res = await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: id, treatmentTrackingId: `${id}_r9`, interactionType: 'DELIVERED' }));
+    expect(res).toEqual({ status: 200, body: {} });
+  });
+
   it('needs the DELIVERY permission and accepts the api-key query parameter', async () => {
     expect((await call(t, 'LogTreatmentInteraction', p.logEvents, body())).status).toBe(403);
     const r = await t.app.inject({ method: 'POST', url: `/v1/LogTreatmentInteraction?api-key=${p.delivery}`, payload: body() });

@@ -3,6 +3,8 @@ import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYP
 import { checkTrackingId, normalizeEvents, storableTime } from '../../../shared/domain/ingest-normalize.js';
 import { invalidField } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
+import type { DeliveryType } from '../../../shared/domain/types.js';
+import type { ServiceContext } from '../../../shared/service-context.js';
 
 export const logEvents = defineOperation({
   operation: 'LogEvents',
@@ -20,6 +22,19 @@ export const logEvents = defineOperation({
 
 const EMAIL_TYPES: ReadonlySet<string> = new Set(EMAIL_INTERACTION_TYPES);
 
+/**
+ * The treatment's delivery type (null: no such treatment), from the compiled catalogue delivery
+ * already keeps in memory, so an interaction costs no Redis read beyond its enqueue. A treatment
+ * created in the last second may not be compiled yet: only then are the stores asked.
+ */
+async function treatmentDeliveryType(ctx: ServiceContext, projectId: string, treatmentId: string): Promise<DeliveryType | undefined | null> {
+  const planned = ctx.delivery ? (await ctx.delivery.catalog.plan(projectId)).treatmentsById.get(treatmentId) : undefined;
+  if (planned) return planned.type?.deliveryType;
+  const treatment = await ctx.treatments.get(projectId, treatmentId);
+  if (!treatment) return null;
+  return (await ctx.treatmentTypes.get(projectId, treatment.treatmentTypeId))?.deliveryType;
+}
+
 export const logTreatmentInteraction = defineOperation({
   operation: 'LogTreatmentInteraction',
   summary: 'Record what a user did with a returned treatment',
@@ -31,11 +46,10 @@ export const logTreatmentInteraction = defineOperation({
     checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
     if (BigInt(micros) < 0n || !storableTime(Number(BigInt(micros) / 1000n))) throw invalidField('interactionTimeMicros', 'must be a time between 1970 and 2299 in microseconds since the epoch');
-    const treatment = await ctx.treatments.get(body.projectId, body.treatmentId);
-    if (!treatment) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
-    if (EMAIL_TYPES.has(body.interactionType)) {
-      const type = await ctx.treatmentTypes.get(body.projectId, treatment.treatmentTypeId);
-      if (type?.deliveryType !== 'EMAIL') throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
+    const deliveryType = await treatmentDeliveryType(ctx, body.projectId, body.treatmentId);
+    if (deliveryType === null) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
+    if (EMAIL_TYPES.has(body.interactionType) && deliveryType !== 'EMAIL') {
+      throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
     }
     await ctx.ingest.interactions.enqueue({
       kind: 'interaction',
