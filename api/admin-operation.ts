@@ -1,8 +1,9 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { TSchema, Static } from 'typebox';
-import { ApiError, NotFoundError, UnauthenticatedError } from '../shared/errors.js';
+import { NotFoundError, UnauthenticatedError } from '../shared/errors.js';
 import type { ServiceContext } from '../shared/service-context.js';
+import { ErrorResponse } from '../shared/schemas/common.js';
 
 /**
  * One admin operation. The handler is a plain function of (body, context), so the HTTP route and
@@ -38,11 +39,10 @@ export function registerAdminOperation(app: FastifyInstance, ctx: ServiceContext
   app.post(
     `/admin/v1/${op.operation}`,
     {
-      schema: { operationId: `admin.${op.operation}`, summary: op.summary, tags: ['admin'], body: op.body, response: { 200: op.response }, security: [{ adminToken: [] }] },
+      schema: { operationId: `admin.${op.operation}`, summary: op.summary, tags: ['admin'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ adminToken: [] }] },
       onRequest: async (req) => checkAdminToken(ctx.config.adminToken, req.headers.authorization),
     },
     async (req) => op.handler(req.body as never, ctx, 'admin-api'),
   );
 }
 
-export { ApiError };

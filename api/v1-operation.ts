@@ -4,6 +4,7 @@ import type { ApiKeyRecord, Permission } from '../shared/domain/types.js';
 import type { AuthContext } from '../shared/auth/authenticator.js';
 import { UnauthenticatedError } from '../shared/errors.js';
 import type { ServiceContext } from '../shared/service-context.js';
+import { ErrorResponse } from '../shared/schemas/common.js';
 
 export type Listener = 'base' | 'alt';
 
@@ -41,7 +42,7 @@ export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op:
   app.post(
     `/v1/${op.operation}`,
     {
-      schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response }, security: [{ apiKey: [] }] },
+      schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ apiKey: [] }] },
       // D9: the key is checked before the body is parsed (a malformed body without a valid key
       // is 401 too), and against the body's projectId before the body is validated.
       onRequest: async (req) => {

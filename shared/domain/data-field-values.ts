@@ -43,7 +43,6 @@ export const dailyCountPrefix = (dataFieldId: string): string => `dc:${dataField
 export const firstTsKey = (dataFieldId: string): string => `ft:${dataFieldId}`;
 export const latestTsKey = (dataFieldId: string): string => `lt:${dataFieldId}`;
 export const distinctMarkerKey = (dataFieldId: string, trackingId: string): string => `dm:${dataFieldId}:${trackingId}`;
-export const distinctMarkerPrefix = (dataFieldId: string): string => `dm:${dataFieldId}:`;
 
 /** The aggregation of a params-resolved field; undefined for user-property fields. */
 export function fieldAggregation(field: DataFieldRecord): AggregationSpec | undefined {

@@ -6,7 +6,6 @@
  */
 
 export type Permission = 'DELIVERY' | 'LOG_EVENTS' | 'TREATMENT_MANAGEMENT';
-export const PERMISSIONS: readonly Permission[] = ['DELIVERY', 'LOG_EVENTS', 'TREATMENT_MANAGEMENT'];
 
 export type DeliveryEndpoint = 'BASE' | 'ALT';
 

@@ -7,10 +7,6 @@ export function parseTimestamp(field: string, value: string): number {
   return ms;
 }
 
-export function toIso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
 /** Normalises an int64 input (number or decimal string) to its canonical decimal string. */
 export function int64String(field: string, value: number | string): string {
   // A JSON number beyond 2^53 has already lost digits in the parser: refuse it rather than store a rounded id.
