@@ -102,6 +102,8 @@ describe('targeting from the user’s own events', () => {
 describe('frequency capping through interaction data fields', () => {
   it('a click suppresses a treatment whose rule caps clicks', async () => {
     const id = await treatment('capped', 'feed', [{ dataFieldId: clickedField, condition: 'LESS_THAN', rhsValue: '1', dataMissingBehaviour: 'EVALUATE_TO_ELIGIBLE' }]);
+    // A management change reaches delivery within a second (the compiled catalogue refreshes).
+    await waitUntil(async () => (await treatmentsFor('carol', 'feed')).length === 1, 5000, 20);
     const [shown] = await treatmentsFor('carol', 'feed');
     expect(shown.treatmentId).toBe(id);
     await v1('LogTreatmentInteraction', k.delivery, { userId: 'carol', treatmentId: id, treatmentTrackingId: shown.treatmentTrackingId, surface: 'feed', interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
