@@ -47,6 +47,12 @@ export interface Config {
    * @defaultValue true
    */
   workersThread: boolean;
+  /**
+   * Nice value (0–19) of the workers thread: under CPU contention the API thread answers first
+   * and ingestion uses what is left, catching up when load drops. 0 leaves them equal. Linux only.
+   * @defaultValue 10
+   */
+  workersNice: number;
 }
 
 export class ConfigError extends Error {
@@ -144,6 +150,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workersThread: bool(env, 'WORKERS_THREAD', true),
+    workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);

@@ -36,7 +36,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), async (job) => rankingOps(job, ctx.keys)]);
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now });
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus });
   const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });
   const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');
@@ -57,6 +57,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
 
 /** Several providers contribute ops to the same job (data-field aggregations, ranking statistics): concatenated per event. */
 function concatEventOps(providers: EventOpsProvider[]): EventOpsProvider {
+  if (providers.length === 1) return providers[0];
   return async (projectId, userId, events) => {
     const parts = await Promise.all(providers.map((p) => p(projectId, userId, events)));
     return events.map((_, i) => parts.flatMap((part) => part[i] ?? []));

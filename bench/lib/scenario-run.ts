@@ -10,6 +10,13 @@ import { CpuSpan, ownCpuSeconds } from './process-sampler.js';
 import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
 
+/** CPU seconds Redis has used (its INFO; the server may be shared, so this is an upper bound). */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const get = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return get('used_cpu_sys') + get('used_cpu_user');
+}
+
 /**
  * What every scenario needs around its measurements: its own data directory and Redis prefix
  * (removed at the end), the service child, progress lines, notes, and the result.
@@ -76,12 +83,15 @@ export class ScenarioRun {
     return { peakRssMb };
   }
 
-  /** Measures the CPU cores used by the service child and this process over `fn`. */
-  async withCpu<T>(svcCpu: () => number, fn: () => Promise<T>): Promise<{ value: T; serviceCores: number; loadGeneratorCores: number }> {
+  /** Measures the CPU cores used by the service child, this process and Redis over `fn`. */
+  async withCpu<T>(svcCpu: () => number, fn: () => Promise<T>): Promise<{ value: T; serviceCores: number; loadGeneratorCores: number; redisCores: number }> {
     const svc = new CpuSpan(svcCpu);
     const own = new CpuSpan(ownCpuSeconds);
+    const redisBefore = await redisCpuSeconds(this.redis);
+    const t0 = performance.now();
     const value = await fn();
-    return { value, serviceCores: svc.cores(), loadGeneratorCores: own.cores() };
+    const redisCores = ((await redisCpuSeconds(this.redis)) - redisBefore) / ((performance.now() - t0) / 1000);
+    return { value, serviceCores: svc.cores(), loadGeneratorCores: own.cores(), redisCores };
   }
 
   /**
@@ -96,9 +106,9 @@ export class ScenarioRun {
     return m.value;
   }
 
-  loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number }, serverLabel = 'service'): void {
+  loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number; redisCores: number }, serverLabel = 'service'): void {
     const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors` : '';
-    const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores` : '';
+    const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores` : '';
     this.notes.push(`${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`);
   }
 

@@ -44,7 +44,8 @@ export class ServiceProcess {
   static async start(opts: ServiceProcessOptions): Promise<ServiceProcess> {
     const [port, altPort] = [await freePort(), await freePort()];
     const adminToken = randomBytes(24).toString('hex');
-    const nodeArgs: string[] = [];
+    // Extra V8/node flags for the service child only, to try a setting (e.g. --max-semi-space-size=32).
+    const nodeArgs: string[] = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
     if (opts.cpuProfDir) {
       mkdirSync(opts.cpuProfDir, { recursive: true });
       nodeArgs.push('--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir);

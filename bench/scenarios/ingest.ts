@@ -118,7 +118,7 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     if (state.failed > 0) throw new Error(`${state.failed} ingestion jobs failed`);
     const eventsPerSec = events / seconds;
     run.notes.push(`all ${requests.toLocaleString('en')} requests accepted after ${acceptedSec.toFixed(1)} s (${Math.round(events / acceptedSec).toLocaleString('en')} events/s), all stored after ${seconds.toFixed(1)} s`);
-    run.notes.push(`CPU over the whole run: service ${measured.serviceCores.toFixed(2)} cores, load generator ${measured.loadGeneratorCores.toFixed(2)} cores`);
+    run.notes.push(`CPU over the whole run: service ${measured.serviceCores.toFixed(2)} cores, load generator ${measured.loadGeneratorCores.toFixed(2)} cores, Redis ${measured.redisCores.toFixed(2)} cores`);
     await queue.close();
 
     const totals = await profileTotals(run, p.users, fieldIds);

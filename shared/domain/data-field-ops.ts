@@ -65,12 +65,6 @@ function sameInstant(a: string, b: string): boolean {
   return !Number.isNaN(x) && x === Date.parse(b);
 }
 
-export function eventMatches(params: EventParams, event: EventPayload): boolean {
-  if (params.eventSchemaName !== event.eventName) return false;
-  const props = event.eventProperties ?? {};
-  return Object.entries(params.propertyValueByPropertyName ?? {}).every(([name, want]) => propertyValuesEqual(want, props[name]));
-}
-
 /**
  * Scope of a treatment aggregation. The contract gives surfaces no id other than their name
  * (records are referred to by name, D12), so `surfaceId` is matched against the surface name too.
@@ -96,13 +90,34 @@ function timestampOps(target: AggregationTarget, ms: number): ProfileOp[] {
   }
 }
 
+type EventTarget = Extract<AggregationTarget, { source: 'event' }> & { filters: [string, PropertyValue][] };
+
+/** The event aggregations of a field list, resolved once per list (the cache hands out the same array until a change). */
+const eventTargetsOf = new WeakMap<readonly DataFieldRecord[], EventTarget[]>();
+
+function eventTargets(fields: readonly DataFieldRecord[]): EventTarget[] {
+  let targets = eventTargetsOf.get(fields);
+  if (!targets) {
+    targets = [];
+    for (const field of fields) {
+      const target = aggregationTarget(field);
+      if (target?.source === 'event') targets.push({ ...target, filters: Object.entries(target.params.propertyValueByPropertyName ?? {}) });
+    }
+    eventTargetsOf.set(fields, targets);
+  }
+  return targets;
+}
+
 /** Profile updates for one event: one per matching event aggregation. */
 export function eventOps(fields: readonly DataFieldRecord[], event: EventPayload): ProfileOp[] {
   const ops: ProfileOp[] = [];
-  for (const field of fields) {
-    const target = aggregationTarget(field);
-    if (target?.source !== 'event' || !eventMatches(target.params, event)) continue;
-    if (target.agg.key === 'dailyCountAggregation') ops.push(['inc', dailyCountKey(field.dataFieldId, utcDay(event.clientEventTs)), 1]);
+  for (const target of eventTargets(fields)) {
+    if (target.params.eventSchemaName !== event.eventName) continue;
+    if (target.filters.length > 0) {
+      const props = event.eventProperties ?? {};
+      if (!target.filters.every(([name, want]) => propertyValuesEqual(want, props[name]))) continue;
+    }
+    if (target.agg.key === 'dailyCountAggregation') ops.push(['inc', dailyCountKey(target.field.dataFieldId, utcDay(event.clientEventTs)), 1]);
     else ops.push(...timestampOps(target, event.clientEventTs));
   }
   return ops;

@@ -19,8 +19,20 @@ import type { StoredProfile } from '../stores/profile.store.js';
 
 const DAY_MS = 86_400_000;
 
+let lastDayNumber = NaN;
+let lastDay = '';
+
 /** `yyyymmdd` of the UTC day of `ms`. */
 export function utcDay(ms: number): string {
+  // Called for every ingested event; consecutive events nearly always fall on the same day.
+  const dayNumber = Math.floor(ms / DAY_MS);
+  if (dayNumber === lastDayNumber) return lastDay;
+  lastDay = formatUtcDay(ms);
+  lastDayNumber = dayNumber;
+  return lastDay;
+}
+
+function formatUtcDay(ms: number): string {
   const d = new Date(ms);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth() + 1;

@@ -18,6 +18,14 @@ const INT64_MAX = 9223372036854775807n;
 
 type PropertyMapIn = Static<typeof PropertyMap>;
 
+/** Decimal string of an int64 given as a JSON integer or a decimal string; undefined out of range. */
+function canonicalInt(v: string | number): string | undefined {
+  // Up to 15 digits a double holds the value exactly: no BigInt needed (the common case).
+  if (typeof v === 'string' ? v.length <= 15 : Number.isSafeInteger(v)) return String(Number(v));
+  const n = BigInt(v);
+  return n < INT64_MIN || n > INT64_MAX ? undefined : n.toString();
+}
+
 /** Canonical PropertyValue: longValue as a decimal string, timestamps as RFC 3339 UTC. */
 export function normalizePropertyMap(map: PropertyMapIn | undefined, path: string, problems: ErrorDetail[]): Record<string, PropertyValue> | undefined {
   if (!map) return undefined;
@@ -25,9 +33,9 @@ export function normalizePropertyMap(map: PropertyMapIn | undefined, path: strin
   for (const [name, v] of Object.entries(map)) {
     const field = `${path}.${name}`;
     if ('longValue' in v) {
-      const n = BigInt(v.longValue);
-      if (n < INT64_MIN || n > INT64_MAX) problems.push({ field: `${field}.longValue`, description: 'out of the int64 range' });
-      out[name] = { longValue: n.toString() };
+      const canonical = canonicalInt(v.longValue);
+      if (canonical === undefined) problems.push({ field: `${field}.longValue`, description: 'out of the int64 range' });
+      else out[name] = { longValue: canonical };
     } else if ('timestampValue' in v) {
       const ms = Date.parse(v.timestampValue);
       if (Number.isNaN(ms)) problems.push({ field: `${field}.timestampValue`, description: 'not a valid RFC 3339 timestamp' });
@@ -39,6 +47,8 @@ export function normalizePropertyMap(map: PropertyMapIn | undefined, path: strin
   }
   return out;
 }
+
+const OPTIONAL_STRINGS = ['preLoginTempUserId', 'sessionId', 'country', 'region', 'city', 'ipAddress', 'deviceId', 'appVersionId'] as const;
 
 /** Semantic checks the schema cannot express, and the normalised job payload. */
 export function normalizeEvents(events: Static<typeof ExternalEventIn>[], nowMs: number): EventPayload[] {
@@ -55,23 +65,15 @@ export function normalizeEvents(events: Static<typeof ExternalEventIn>[], nowMs:
       if (Number.isNaN(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'not a valid RFC 3339 timestamp' });
       else if (!storableTime(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'must be between 1900 and 2299' });
     }
-    const p: EventPayload = {
-      eventName: e.eventName,
-      clientEventTs,
-      serverReceivedTs,
-      insertId: e.insertId,
-      eventProperties: normalizePropertyMap(e.eventProperties, `${path}.eventProperties`, problems),
-      userProperties: normalizePropertyMap(e.userProperties, `${path}.userProperties`, problems),
-      preLoginTempUserId: e.preLoginTempUserId,
-      sessionId: e.sessionId,
-      country: e.country,
-      region: e.region,
-      city: e.city,
-      ipAddress: e.ipAddress,
-      deviceId: e.deviceId,
-      appVersionId: e.appVersionId,
-    };
-    for (const k of Object.keys(p) as (keyof EventPayload)[]) if (p[k] === undefined) delete p[k];
+    // Only the fields present: the payload is serialised into the job and read back per event.
+    const p: EventPayload = { eventName: e.eventName, clientEventTs };
+    if (serverReceivedTs !== undefined) p.serverReceivedTs = serverReceivedTs;
+    if (e.insertId !== undefined) p.insertId = e.insertId;
+    const eventProperties = normalizePropertyMap(e.eventProperties, `${path}.eventProperties`, problems);
+    if (eventProperties !== undefined) p.eventProperties = eventProperties;
+    const userProperties = normalizePropertyMap(e.userProperties, `${path}.userProperties`, problems);
+    if (userProperties !== undefined) p.userProperties = userProperties;
+    for (const k of OPTIONAL_STRINGS) if (e[k] !== undefined) p[k] = e[k];
     return p;
   });
   if (problems.length > 0) throw new InvalidArgumentError(`invalid events: ${problems.map((d) => `${d.field}: ${d.description}`).join('; ')}`, problems);

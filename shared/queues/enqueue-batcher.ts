@@ -6,22 +6,31 @@ import { INGEST_JOB_OPTIONS } from './queues.js';
 interface Pending<T> {
   data: T;
   jobId: string;
+  weight: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
-export interface EnqueueBatcherOptions {
+type QueuedJob = { name: string; data: unknown; opts: typeof INGEST_JOB_OPTIONS & { jobId: string } };
+
+export interface EnqueueBatcherOptions<T> {
   /** Most jobs sent in one `addBulk`. @defaultValue 500 */
   maxBatch?: number;
   /** A request waits at most this long for Redis before it gets 503. @defaultValue 1000 */
   timeoutMs?: number;
+  /**
+   * Merge mode: the items of a turn become few jobs, built by `build`, each of items whose
+   * weights (the callers' hints, e.g. their number of events) add up to at most `maxWeight`;
+   * a heavier item goes alone. Bounds what one job holds in a worker's memory.
+   */
+  merge?: { build: (items: T[]) => unknown; maxWeight: number };
 }
 
 /**
  * Gathers the jobs of concurrent requests into one `addBulk` (one Redis round trip for many
- * requests). Each caller awaits the promise of the batch its job went out in, so a 200 is only
- * ever sent for a job Redis has accepted. A batch is flushed on the next turn of the event loop,
- * so a lone request is not delayed.
+ * requests), or, in merge mode, into few merged jobs. Each caller awaits the promise of the batch
+ * its item went out in, so a 200 is only ever sent for work Redis has accepted. A batch is flushed
+ * on the next turn of the event loop, so a lone request is not delayed.
  */
 export class EnqueueBatcher<T> {
   private pending: Pending<T>[] = [];
@@ -32,16 +41,19 @@ export class EnqueueBatcher<T> {
   constructor(
     private readonly queue: Queue,
     private readonly jobName: string,
-    opts: EnqueueBatcherOptions = {},
+    private readonly opts: EnqueueBatcherOptions<T> = {},
   ) {
     this.maxBatch = opts.maxBatch ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 1000;
   }
 
-  /** Resolves once the job is durably in Redis. `jobId` makes a re-add of the same work a no-op. */
-  enqueue(data: T, jobId: string = randomUUID()): Promise<void> {
+  /**
+   * Resolves once the item is durably in Redis. `jobId` makes a re-add of the same work a no-op
+   * (not in merge mode, where the merged job gets a fresh id). `weight`: for merge mode.
+   */
+  enqueue(data: T, jobId: string = randomUUID(), weight = 1): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ data, jobId, resolve, reject });
+      this.pending.push({ data, jobId, weight, resolve, reject });
       if (this.pending.length >= this.maxBatch) this.flush();
       else if (!this.scheduled) {
         this.scheduled = true;
@@ -58,13 +70,34 @@ export class EnqueueBatcher<T> {
     }
   }
 
+  /** One job per item, or (merge mode) per group of items. */
+  private jobsOf(batch: Pending<T>[]): QueuedJob[] {
+    const merge = this.opts.merge;
+    if (!merge) return batch.map((p) => ({ name: this.jobName, data: p.data, opts: { ...INGEST_JOB_OPTIONS, jobId: p.jobId } }));
+    const jobs: QueuedJob[] = [];
+    let group: T[] = [];
+    let weight = 0;
+    const close = () => {
+      jobs.push({ name: this.jobName, data: merge.build(group), opts: { ...INGEST_JOB_OPTIONS, jobId: randomUUID() } });
+      group = [];
+      weight = 0;
+    };
+    for (const p of batch) {
+      if (group.length > 0 && weight + p.weight > merge.maxWeight) close();
+      group.push(p.data);
+      weight += p.weight;
+    }
+    if (group.length > 0) close();
+    return jobs;
+  }
+
   private async send(batch: Pending<T>[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_r, reject) => {
       timer = setTimeout(() => reject(new UnavailableError('the ingestion queue did not answer in time; retry the request')), this.timeoutMs);
     });
     try {
-      await Promise.race([this.queue.addBulk(batch.map((p) => ({ name: this.jobName, data: p.data, opts: { ...INGEST_JOB_OPTIONS, jobId: p.jobId } }))), timeout]);
+      await Promise.race([this.queue.addBulk(this.jobsOf(batch)), timeout]);
       for (const p of batch) p.resolve();
     } catch (err) {
       const e = err instanceof UnavailableError ? err : new UnavailableError('the ingestion queue is unavailable; retry the request');

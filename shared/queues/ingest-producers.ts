@@ -1,16 +1,26 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { EnqueueBatcher } from './enqueue-batcher.js';
-import { bullPrefix, QUEUE, type EventsQueueJob, type InteractionJob } from './queues.js';
+import { bullPrefix, QUEUE, type EventsBatchJob, type EventsJob, type InteractionJob, type SingleEventsJob } from './queues.js';
 
 /** The API's side of the ingestion queues: fail-fast producers on the request-path connection. */
 export interface IngestProducers {
   eventsQueue: Queue;
   interactionsQueue: Queue;
-  events: EnqueueBatcher<EventsQueueJob>;
+  /** One job per item (Pub/Sub messages: the job id de-duplicates a redelivery). */
+  events: EnqueueBatcher<SingleEventsJob>;
+  /** LogEvents requests, merged per event-loop turn into jobs of up to MERGED_JOB_EVENTS events. */
+  logEvents: EnqueueBatcher<EventsJob>;
   interactions: EnqueueBatcher<InteractionJob>;
   close(): Promise<void>;
 }
+
+/**
+ * Events per merged LogEvents job at most (a larger request is a job of its own): small requests
+ * share a job's queue overhead, while a job, times the workers' concurrency, still bounds what
+ * the workers hold in memory as before.
+ */
+export const MERGED_JOB_EVENTS = 100;
 
 export function createIngestProducers(connection: Redis, redisPrefix: string): IngestProducers {
   const prefix = bullPrefix(redisPrefix);
@@ -25,7 +35,10 @@ export function createIngestProducers(connection: Redis, redisPrefix: string): I
   return {
     eventsQueue,
     interactionsQueue,
-    events: new EnqueueBatcher<EventsQueueJob>(eventsQueue, 'events'),
+    events: new EnqueueBatcher<SingleEventsJob>(eventsQueue, 'events'),
+    logEvents: new EnqueueBatcher<EventsJob>(eventsQueue, 'events', {
+      merge: { build: (requests): EventsBatchJob => ({ kind: 'eventsBatch', requests }), maxWeight: MERGED_JOB_EVENTS },
+    }),
     interactions: new EnqueueBatcher<InteractionJob>(interactionsQueue, 'interaction'),
     async close() {
       await eventsQueue.close();

@@ -44,7 +44,20 @@ export interface UserAttributesJob {
   receivedAt: number;
 }
 
-export type EventsQueueJob = EventsJob | UserAttributesJob;
+/**
+ * The LogEvents requests that arrived in one event-loop turn, merged into one job: one BullMQ
+ * add, fetch and completion for many requests instead of one each (the queue's Redis cost is per
+ * job). Each request keeps its own identity `<jobId>.<index>`: its exactly-once marker and the
+ * de-duplication keys of its events without insertId, exactly as if it were a job of that id.
+ */
+export interface EventsBatchJob {
+  kind: 'eventsBatch';
+  requests: EventsJob[];
+}
+
+/** A job of one request or message. */
+export type SingleEventsJob = EventsJob | UserAttributesJob;
+export type EventsQueueJob = SingleEventsJob | EventsBatchJob;
 
 export interface InteractionJob {
   kind: 'interaction';

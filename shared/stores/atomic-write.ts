@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { AbortedError } from '../errors.js';
+import { RedisScript } from '../clients/redis-script.js';
 
 /**
  * Optimistic, atomic writes of management state. A writer reads what it wants to change, computes
@@ -22,7 +23,7 @@ export interface AtomicWriteSpec {
   publish?: { channel: string; message: string };
 }
 
-const SCRIPT = `
+const SCRIPT = new RedisScript(`
 local spec = cjson.decode(ARGV[1])
 for _, c in ipairs(spec.checks) do
   local cur = redis.call('HGET', c.key, c.field)
@@ -44,12 +45,12 @@ end
 if spec.versionKey then redis.call('INCR', spec.versionKey) end
 if spec.publish then redis.call('PUBLISH', spec.publish.channel, spec.publish.message) end
 return 1
-`;
+`);
 
 /** Keys are passed inside ARGV; this script is not Redis Cluster-safe across projects by design (one project = one hash tag). */
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
   const body = { checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })), writes: spec.writes, change: spec.change, versionKey: spec.versionKey, publish: spec.publish };
-  const res = await redis.eval(SCRIPT, 0, JSON.stringify(body));
+  const res = await SCRIPT.run(redis, [], [JSON.stringify(body)]);
   return res === 1;
 }
 

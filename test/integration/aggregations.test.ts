@@ -302,4 +302,15 @@ describe('treatment interactions', () => {
     await waitUntil(queuesIdle, 20_000);
     expect((await dataFields('u-int2'))[distinctSwipes]).toBe('2');
   });
+
+  it('a backfill writes a user with more marker fields than one chunk of 1,000 HSET arguments', async () => {
+    const now = Date.now();
+    // 700 distinct tracking ids: 1,400 field/value arguments, written in chunks of 1,000
+    for (let i = 0; i < 700; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => interact('u-many', `m${i + k}`, 'SNOOZED', 'home', now - ((i + k) % 3) * DAY)));
+    await waitUntil(queuesIdle, 30_000);
+    const [distinctSnoozes] = await dataFieldIds({ treatmentDataFieldParams: { treatmentInteractionType: 'SNOOZED', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } } });
+    await expectFields('u-many', { [distinctSnoozes]: '700' }, 20_000);
+    const profile = await s.service.ctx.redis.hgetall(s.service.ctx.keys.profile(keys.projectId, 'u-many'));
+    expect(Object.keys(profile).filter((k) => k.startsWith(`dm:${distinctSnoozes}:`))).toHaveLength(700);
+  });
 });

@@ -1,6 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
+import { INGEST_JOB_OPTIONS } from '../../shared/queues/queues.js';
 
 let s: TestService;
 let keys: Awaited<ReturnType<typeof projectWithKeys>>;
@@ -69,6 +71,60 @@ describe('LogEvents end to end', () => {
     const profile = await s.admin('GetUserProfile', { projectId: keys.projectId, userId: 'u-lww' });
     expect(profile.status).toBe(200);
     expect(profile.body.profile.userProperties).toEqual({ tier: 'bronze', visits: '9007199254740993' });
+  });
+
+  it('merges concurrent requests into few queue jobs, each request keeping its own identity', async () => {
+    const queue = s.service.ctx.ingest.eventsQueue;
+    const completedBefore = (await queue.getJobCounts('completed')).completed;
+    const users = Array.from({ length: 30 }, (_, i) => `u-merge-${i}`);
+    const bare = { eventName: 'view', clientEventTimestamp: now() };
+    const answers = await Promise.all(users.map((userId) => logEvents({ projectId: keys.projectId, userId, events: [bare, bare, { ...bare, insertId: `${userId}-x` }] })));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    await waitUntil(queuesIdle, 20_000);
+    const jobs = (await queue.getJobCounts('completed')).completed - completedBefore;
+    expect(jobs).toBeGreaterThan(0);
+    expect(jobs).toBeLessThanOrEqual(users.length);
+    for (const u of users) expect(await eventsCount(u)).toBe(3);
+    // events without insertId are keyed by <jobId>.<request index>:<event index>: never two alike
+    const keysSql = "SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND startsWith(user_id, 'u-merge-') AND startsWith(dedup_key, 'j:')";
+    expect(await chCount(keysSql, { p: keys.projectId })).toBe(60);
+    expect(await chCount(keysSql.replace('count()', 'uniqExact(dedup_key)'), { p: keys.projectId })).toBe(60);
+  });
+
+  it('merges the requests of one event-loop turn into jobs of at most 100 events; a larger request goes alone', async () => {
+    const queue = s.service.ctx.ingest.eventsQueue;
+    const completedBefore = (await queue.getJobCounts('completed')).completed;
+    const request = (userId: string, n: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })), origin: { source: 'api' as const }, receivedAt: Date.now() });
+    const sizes = [40, 40, 40, 40, 40, 150];
+    // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
+    await Promise.all(sizes.map((n, i) => s.service.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), undefined, n)));
+    await waitUntil(queuesIdle, 20_000);
+    expect((await queue.getJobCounts('completed')).completed - completedBefore).toBe(4);
+    for (const [i, n] of sizes.entries()) expect(await eventsCount(`u-turn-${i}`)).toBe(n);
+  });
+
+  it('a request of a merged job that can never be stored becomes a dead letter alone; the others are stored', async () => {
+    const jobId = `merged-poison-${Date.now()}`;
+    const request = (userId: string, clientEventTs: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: [{ eventName: 'view', clientEventTs }], origin: { source: 'api' as const }, receivedAt: Date.now() });
+    // past DateTime64's range: the row mapping refuses it (the API would have answered 400)
+    const job = { kind: 'eventsBatch' as const, requests: [request('u-merge-ok', Date.now()), request('u-merge-poison', Date.UTC(2400, 0, 1)), request('u-merge-ok2', Date.now())] };
+    await s.service.ctx.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
+    await waitUntil(queuesIdle, 20_000);
+    expect(await s.service.ctx.ingest.eventsQueue.getJobState(jobId)).toBe('completed');
+    expect(await eventsCount('u-merge-ok')).toBe(1);
+    expect(await eventsCount('u-merge-ok2')).toBe(1);
+    expect(await eventsCount('u-merge-poison')).toBe(0);
+    expect(await chCount('SELECT count() AS n FROM dead_letters FINAL WHERE message_id = {m:String}', { m: `${jobId}.1` })).toBe(1);
+    expect(await chCount('SELECT count() AS n FROM dead_letters FINAL WHERE startsWith(message_id, {m:String})', { m: jobId })).toBe(1);
+  });
+
+  it('runs the workers thread at a lower CPU priority than the API thread (WORKERS_NICE)', () => {
+    expect(s.service.ctx.config.workersNice).toBe(10);
+    // field 19 of /proc/<pid>/task/<tid>/stat is the thread's nice value (after the "(comm)" field)
+    const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]);
+    const nices = readdirSync('/proc/self/task').map(niceOf);
+    expect(niceOf(String(process.pid))).toBe(0);
+    expect(nices).toContain(10);
   });
 
   it('runs the workers in their own thread, whose counters reach /metrics', async () => {

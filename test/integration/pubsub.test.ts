@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { ensureSubscription, subscriptionPath } from '../../shared/clients/pubsub.js';
 import { UnavailableError } from '../../shared/errors.js';
 import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/proto/proto-codec.js';
-import type { EventsQueueJob } from '../../shared/queues/queues.js';
+import type { SingleEventsJob } from '../../shared/queues/queues.js';
 import { PubSubIntake, pubsubJobId, type PubSubIntakeDeps } from '../../workers/ingest/pubsub-intake.js';
 import { admin as injectAdmin, createTestApp, waitUntil } from '../helpers/context.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
@@ -242,7 +242,7 @@ describe('ingestion', () => {
     const queue = s.service.ctx.ingest.eventsQueue;
     const real = batcher.enqueue.bind(batcher);
     const calls: string[] = [];
-    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: EventsQueueJob, jobId?: string) => {
+    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, jobId?: string) => {
       if (data.projectId !== src.projectId) return real(data, jobId);
       calls.push(jobId!);
       await real(data, jobId);
@@ -266,7 +266,7 @@ describe('ingestion', () => {
     const batcher = s.service.ctx.ingest.events;
     const real = batcher.enqueue.bind(batcher);
     let attempts = 0;
-    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: EventsQueueJob, jobId?: string) => {
+    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, jobId?: string) => {
       if (data.projectId !== src.projectId) return real(data, jobId);
       attempts += 1;
       // Redis down for the first two deliveries: had the intake acked, the message would be lost.

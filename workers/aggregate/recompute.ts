@@ -5,6 +5,7 @@ import { aggregationTarget, interactionTypesCounted, type AggregationTarget } fr
 import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/domain/data-field-values.js';
 import type { DataFieldRecord, PropertyValue } from '../../shared/domain/types.js';
 import type { RedisKeys } from '../../shared/redis-keys.js';
+import { RedisScript } from '../../shared/clients/redis-script.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
@@ -36,6 +37,8 @@ export interface RecomputeRequest {
   projectId: string;
   /** Unset: every data field of the project that has an aggregation. */
   dataFieldIds?: string[];
+  /** The backfill of fields just created (no stale state of theirs to remove). */
+  newFields?: boolean;
 }
 
 /** Where a run stands; a run given it as `resumeFrom` continues after the last finished page. */
@@ -81,8 +84,10 @@ interface FieldSource {
 /** What one user's profile gets for one field. */
 interface UserState {
   userId: string;
-  /** day (yyyymmdd) → count, days of the window only */
+  /** day (yyyymmdd) → count, days of the window only (distinct counts) */
   days?: Record<string, number>;
+  /** [day, count, day, count, …] of the window's days, as ClickHouse wrote them (plain counts) */
+  dayPairs?: string[];
   /** tracking id → first-seen day (distinct counts) */
   marks?: Record<string, string>;
   /** epoch ms (first or latest timestamp) */
@@ -182,18 +187,49 @@ function timeFilter(src: FieldSource, kind: Kind): string {
   return kind === 'dc' ? ` AND ${src.ts} >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC')` : '';
 }
 
-/** The last user id of the next page (by id), or undefined when no user is left. */
-async function nextPageEnd(ch: ClickHouseClient, src: FieldSource, kind: Kind, after: string, limit: number, clock: PageClock): Promise<string | undefined> {
+/** Pages whose bounds one ClickHouse query finds (memory: this many pages of user ids). */
+const PAGES_PER_BOUNDS_QUERY = 10;
+
+/**
+ * The last user ids (by id) of up to `pages` pages of `pageUsers` users after `after`: one
+ * DISTINCT scan serves many pages instead of one scan per page. `rest`: no user is left after them.
+ */
+async function pageEnds(ch: ClickHouseClient, src: FieldSource, kind: Kind, after: string, pageUsers: number, pages: number, clock: PageClock): Promise<{ uppers: string[]; rest: boolean }> {
+  const limit = pageUsers * pages;
   const rs = await ch.query({
-    query: `SELECT count() AS n, max(user_id) AS upper FROM (
+    query: `SELECT length(ids) AS n, arrayFilter((u, i) -> i % {pageUsers:UInt32} = 0 OR i = length(ids), ids, arrayEnumerate(ids)) AS uppers
+            FROM (SELECT arraySort(groupArray(user_id)) AS ids FROM (
               SELECT DISTINCT user_id FROM ${src.table}
               WHERE ${src.where} AND user_id > {after:String}${timeFilter(src, kind)}
-              ORDER BY user_id LIMIT {limit:UInt32})`,
-    query_params: { ...src.params, after, limit, rangeStartMs: clock.rangeStartMs },
+              ORDER BY user_id LIMIT {limit:UInt32}))`,
+    query_params: { ...src.params, after, limit, pageUsers, rangeStartMs: clock.rangeStartMs },
     format: 'JSONEachRow',
   });
-  const [row] = await rs.json<{ n: number | string; upper: string }>();
-  return row && Number(row.n) > 0 ? row.upper : undefined;
+  const [row] = await rs.json<{ n: number | string; uppers: string[] }>();
+  return { uppers: row?.uppers ?? [], rest: row !== undefined && Number(row.n) === limit };
+}
+
+/** The page bounds of one field's run, fetched PAGES_PER_BOUNDS_QUERY at a time. */
+class PageBounds {
+  private queued: string[] = [];
+  private more = true;
+
+  constructor(
+    private readonly deps: RecomputeDeps,
+    private readonly run: FieldRun,
+    private readonly pageUsers: number,
+  ) {}
+
+  /** The upper bound of the page after `after` (the bound returned last), or undefined at the end. */
+  async next(after: string): Promise<string | undefined> {
+    if (this.queued.length === 0 && this.more) {
+      const clock = pageClock(this.deps.now(), this.run.target.agg.windowDays ?? 1);
+      const { uppers, rest } = await pageEnds(this.deps.clickhouse, this.run.src, this.run.kind, after, this.pageUsers, PAGES_PER_BOUNDS_QUERY, clock);
+      this.queued = uppers;
+      this.more = rest;
+    }
+    return this.queued.shift();
+  }
 }
 
 function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
@@ -211,7 +247,9 @@ function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
               GROUP BY user_id, trk HAVING first_ts >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC'))
             GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
   }
-  return `SELECT user_id, groupArray((day, c)) AS days FROM (
+  // The window's days as a flat list of strings, ready to be sent to Redis: no per-day work in
+  // JavaScript (users with grace days only get an empty list: their stale days are removed).
+  return `SELECT user_id, arrayFlatten(groupArrayIf([toString(day), toString(c)], day >= {windowStartDay:UInt32})) AS dayPairs FROM (
             SELECT user_id, toYYYYMMDD(${src.ts}, 'UTC') AS day, count() AS c
             FROM ${src.table} FINAL WHERE ${range}${timeFilter(src, kind)}
             GROUP BY user_id, day)
@@ -221,7 +259,7 @@ function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
 interface PageRow {
   user_id: string;
   ms?: string;
-  days?: [number | string, number | string][];
+  dayPairs?: string[];
   marks?: [number | string, string][];
 }
 
@@ -238,8 +276,7 @@ function userState(row: PageRow, clock: PageClock): UserState {
     }
     return { userId: row.user_id, days, marks };
   }
-  for (const [d, c] of row.days ?? []) if (inWindow(String(d))) days[String(d)] = Number(c);
-  return { userId: row.user_id, days };
+  return { userId: row.user_id, dayPairs: row.dayPairs ?? [] };
 }
 
 /*
@@ -251,51 +288,101 @@ function userState(row: PageRow, clock: PageClock): UserState {
  * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
  * First/latest keep the extreme of the stored and recomputed values.
  */
-const WRITE = `
+const WRITE = new RedisScript(`
 local spec = cjson.decode(ARGV[1])
 local dcPrefix = 'dc:' .. spec.id .. ':'
 local dmPrefix = 'dm:' .. spec.id .. ':'
-for i, prof in ipairs(KEYS) do
-  local u = cjson.decode(ARGV[i + 1])
+-- one HSET / HDEL per user with many fields, in chunks (unpack's stack limit), not one call per field
+local function multi(cmd, prof, list)
+  for s = 1, #list, 1000 do
+    redis.call(cmd, prof, unpack(list, s, math.min(s + 999, #list)))
+  end
+end
+local pos = 2
+for _, prof in ipairs(KEYS) do
   if spec.kind == 'dc' then
-    local all = redis.call('HGETALL', prof)
-    for j = 1, #all, 2 do
-      local name, val = all[j], all[j + 1]
-      if string.sub(name, 1, #dcPrefix) == dcPrefix then
-        if string.sub(name, #dcPrefix + 1) < spec.today then redis.call('HDEL', prof, name) end
-      elseif string.sub(name, 1, #dmPrefix) == dmPrefix then
-        if #val == 8 and val < spec.rangeStart then redis.call('HDEL', prof, name) end
+    if spec.scan then
+      local stale = {}
+      local all = redis.call('HGETALL', prof)
+      for j = 1, #all, 2 do
+        local name, val = all[j], all[j + 1]
+        if string.sub(name, 1, #dcPrefix) == dcPrefix then
+          if string.sub(name, #dcPrefix + 1) < spec.today then stale[#stale + 1] = name end
+        elseif string.sub(name, 1, #dmPrefix) == dmPrefix then
+          if #val == 8 and val < spec.rangeStart then stale[#stale + 1] = name end
+        end
       end
+      multi('HDEL', prof, stale)
     end
-    for day, c in pairs(u.days) do
+    local set = {}
+    local nDays = tonumber(ARGV[pos])
+    pos = pos + 1
+    for d = 1, nDays do
+      local day, c = ARGV[pos], ARGV[pos + 1]
+      pos = pos + 2
       local name = dcPrefix .. day
       if day < spec.today then
-        redis.call('HSET', prof, name, c)
+        set[#set + 1] = name
+        set[#set + 1] = c
       else
         local cur = tonumber(redis.call('HGET', prof, name) or '0') or 0
-        if c > cur then redis.call('HSET', prof, name, c) end
+        if tonumber(c) > cur then redis.call('HSET', prof, name, c) end
       end
     end
-    if u.marks then
-      for trk, day in pairs(u.marks) do redis.call('HSET', prof, dmPrefix .. trk, day) end
+    local nMarks = tonumber(ARGV[pos])
+    pos = pos + 1
+    for m = 1, nMarks do
+      set[#set + 1] = dmPrefix .. ARGV[pos]
+      set[#set + 1] = ARGV[pos + 1]
+      pos = pos + 2
     end
+    multi('HSET', prof, set)
   else
+    local ms = ARGV[pos]
+    pos = pos + 1
     local name = spec.kind .. ':' .. spec.id
     local cur = redis.call('HGET', prof, name)
-    local v = tonumber(u.ms)
+    local v = tonumber(ms)
     if (not cur) or (spec.kind == 'ft' and v < tonumber(cur)) or (spec.kind == 'lt' and v > tonumber(cur)) then
-      redis.call('HSET', prof, name, u.ms)
+      redis.call('HSET', prof, name, ms)
     end
   end
 end
 return #KEYS
-`;
+`);
 
-async function writeBatch(deps: RecomputeDeps, projectId: string, dataFieldId: string, kind: Kind, clock: PageClock, users: UserState[]): Promise<void> {
+/**
+ * The script's arguments: the spec, then per user (in KEYS order) positional strings, no JSON to
+ * decode per user: `dc`: n, (day, count) x n, m, (trackingId, day) x m; `ft`/`lt`: ms.
+ */
+function writeArgs(spec: object, kind: Kind, users: readonly UserState[]): string[] {
+  const args = [JSON.stringify(spec)];
+  for (const u of users) {
+    if (kind !== 'dc') {
+      args.push(u.ms ?? '');
+      continue;
+    }
+    if (u.dayPairs) {
+      args.push(String(u.dayPairs.length / 2));
+      for (const x of u.dayPairs) args.push(x);
+    } else {
+      const days = Object.entries(u.days ?? {});
+      args.push(String(days.length));
+      for (const [day, c] of days) args.push(day, String(c));
+    }
+    const marks = Object.entries(u.marks ?? {});
+    args.push(String(marks.length));
+    for (const [trk, day] of marks) args.push(trk, day);
+  }
+  return args;
+}
+
+async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, users: UserState[]): Promise<void> {
   if (users.length === 0) return;
-  const spec = JSON.stringify({ id: dataFieldId, kind, today: clock.today, rangeStart: clock.rangeStart });
-  const payload = users.map((u) => JSON.stringify(kind === 'dc' ? { days: u.days ?? {}, marks: u.marks } : { ms: u.ms }));
-  await deps.redis.eval(WRITE, users.length, ...users.map((u) => deps.keys.profile(projectId, u.userId)), spec, ...payload);
+  // A new field's backfill skips the scan for stale entries: it has none but what the incremental
+  // path wrote since its creation, and the window sums ignore days outside the window anyway.
+  const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField };
+  await WRITE.run(deps.redis, users.map((u) => deps.keys.profile(run.projectId, u.userId)), writeArgs(spec, run.kind, users));
 }
 
 interface FieldRun {
@@ -303,23 +390,39 @@ interface FieldRun {
   target: AggregationTarget;
   src: FieldSource;
   kind: Kind;
+  newField: boolean;
 }
 
-/** One page: the users after `after`; returns the page's last user id and the profiles written, or undefined when done. */
-async function recomputePage(deps: RecomputeDeps, run: FieldRun, after: string, opts: Required<Pick<RecomputeOptions, 'pageUsers' | 'batchUsers'>>): Promise<{ upper: string; users: number } | undefined> {
-  const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
-  const upper = await nextPageEnd(deps.clickhouse, run.src, run.kind, after, opts.pageUsers, clock);
+interface Page {
+  upper: string;
+  clock: PageClock;
+  users: UserState[];
+}
+
+/** One page from ClickHouse: the users after `after`, up to the next bound, or undefined when none is left. */
+async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, bounds: PageBounds): Promise<Page | undefined> {
+  const upper = await bounds.next(after);
   if (upper === undefined) return undefined;
+  const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
   const rs = await deps.clickhouse.query({
     query: pageQuery(run.src, run.kind, run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true),
-    query_params: { ...run.src.params, after, upper, rangeStartMs: clock.rangeStartMs },
+    query_params: { ...run.src.params, after, upper, rangeStartMs: clock.rangeStartMs, windowStartDay: Number(clock.windowStart) },
     format: 'JSONEachRow',
   });
-  const users = (await rs.json<PageRow>()).map((row) => userState(row, clock));
-  for (let i = 0; i < users.length; i += opts.batchUsers) {
-    await writeBatch(deps, run.projectId, run.target.field.dataFieldId, run.kind, clock, users.slice(i, i + opts.batchUsers));
-  }
-  return { upper, users: users.length };
+  return { upper, clock, users: (await rs.json<PageRow>()).map((row) => userState(row, clock)) };
+}
+
+/** Batches of a page in flight at once: Redis runs one script at a time, this hides the round trips. */
+const WRITES_IN_FLIGHT = 4;
+
+async function writePage(deps: RecomputeDeps, run: FieldRun, page: Page, batchUsers: number): Promise<void> {
+  const batches: UserState[][] = [];
+  for (let i = 0; i < page.users.length; i += batchUsers) batches.push(page.users.slice(i, i + batchUsers));
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) await writeBatch(deps, run, page.clock, batches[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(WRITES_IN_FLIGHT, batches.length) }, lane));
 }
 
 async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string[] | undefined): Promise<AggregationTarget[]> {
@@ -343,14 +446,24 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     const started = performance.now();
     let fieldUsers = 0;
     // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
-    for (let page = 1; src !== undefined; page++) {
-      const done = await recomputePage(deps, { projectId: req.projectId, target, src, kind: kindOf(target) }, cursor.afterUserId, sizes);
-      if (!done) break;
-      cursor.afterUserId = done.upper;
-      cursor.usersUpdated += done.users;
-      fieldUsers += done.users;
-      await opts.onCheckpoint?.({ ...cursor }, { done: cursor.fieldIndex, total: targets.length, usersUpdated: cursor.usersUpdated });
-      if (page % 5 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
+    if (src !== undefined) {
+      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true };
+      // The next page is read from ClickHouse while this one is written to Redis.
+      const bounds = new PageBounds(deps, run, sizes.pageUsers);
+      let reading = fetchPage(deps, run, cursor.afterUserId, bounds);
+      for (let page = 1; ; page++) {
+        const done = await reading;
+        if (!done) break;
+        reading = fetchPage(deps, run, done.upper, bounds);
+        // a failed write ends the run; the read under way must not become an unhandled rejection
+        reading.catch(() => undefined);
+        await writePage(deps, run, done, sizes.batchUsers);
+        cursor.afterUserId = done.upper;
+        cursor.usersUpdated += done.users.length;
+        fieldUsers += done.users.length;
+        await opts.onCheckpoint?.({ ...cursor }, { done: cursor.fieldIndex, total: targets.length, usersUpdated: cursor.usersUpdated });
+        if (page % 5 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
+      }
     }
     log.info({ dataFieldId, users: fieldUsers, ms: Math.round(performance.now() - started), field: cursor.fieldIndex + 1, fields: targets.length }, 'data field recomputed');
   }

@@ -8,6 +8,7 @@ import type { RedisKeys } from '../../shared/redis-keys.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord, Project } from '../../shared/domain/types.js';
 import { recomputeDataFields, type RecomputeCursor, type RecomputeResult } from './recompute.js';
+import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
 
 /** Reads the stream of new aggregation fields and enqueues one backfill per field. */
 export interface BackfillPollJob {
@@ -95,7 +96,12 @@ export interface AggregationWorkerOptions {
   projects: { list(): Promise<Project[]> };
   log: Logger;
   now: () => number;
+  /** When given, a catalogue change (a new field among them) triggers a backfill poll at once. */
+  bus?: InvalidationBus;
 }
+
+/** Delay of the poll after a catalogue change: the field's stream entry is written just after the change is published. */
+const BACKFILL_NUDGE_MS = 50;
 
 export interface AggregationWorker {
   worker: Worker;
@@ -176,7 +182,7 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number
 async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQueueJob>, data: RecomputeJobData & { projectId: string }): Promise<RecomputeResult> {
   return recomputeDataFields(
     { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now },
-    { projectId: data.projectId, dataFieldIds: data.dataFieldIds },
+    { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
     {
       resumeFrom: data.cursor,
       onCheckpoint: async (cursor, progress) => {
@@ -207,12 +213,25 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
     { connection: o.connection, prefix, concurrency: 1 },
   );
   worker.on('failed', (job, err) => o.log.warn({ jobId: job?.id, name: job?.name, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'aggregation job failed'));
+  // A new field starts its backfill within ~50 ms instead of at the next 1-second poll, which
+  // stays as the safety net (a missed nudge, an outage). Concurrent polls are harmless: the
+  // backfill job id is per field, and entries are acknowledged only after their job was added.
+  let nudge: NodeJS.Timeout | undefined;
+  const unsubscribe = o.bus?.on((msg) => {
+    if (msg.kind !== 'catalog' || nudge) return;
+    nudge = setTimeout(() => {
+      nudge = undefined;
+      pollBackfills(o, queue).catch((err: unknown) => o.log.warn({ err }, 'backfill poll after a catalogue change failed; the periodic poll will retry'));
+    }, BACKFILL_NUDGE_MS);
+  });
   worker.on('error', (err) => o.log.warn({ err }, 'aggregation worker error'));
   let closing: Promise<void> | undefined;
   return {
     worker,
     queue,
     close: () => {
+      unsubscribe?.();
+      clearTimeout(nudge);
       closing ??= worker.close().then(() => queue.close());
       return closing;
     },

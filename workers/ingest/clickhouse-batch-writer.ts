@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
-import { insertRows, type ClickhouseTable, type TableRows } from '../../shared/stores/event-row.js';
+import { insertLines, type ClickhouseTable } from '../../shared/stores/event-row.js';
 
 export interface BatchWriterOptions {
   /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
@@ -12,7 +12,8 @@ export interface BatchWriterOptions {
 }
 
 interface Waiter {
-  rows: readonly unknown[];
+  /** JSONCompactEachRow lines in TABLE_COLUMNS order (eventRowLine, rowLine). */
+  lines: readonly string[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -48,16 +49,16 @@ export class ClickhouseBatchWriter {
     this.isPermanent = opts.isPermanent ?? (() => false);
   }
 
-  write<T extends ClickhouseTable>(table: T, rows: readonly TableRows[T][]): Promise<void> {
-    if (rows.length === 0) return Promise.resolve();
+  write(table: ClickhouseTable, lines: readonly string[]): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       let buf = this.buffers.get(table);
       if (!buf) {
         buf = { waiters: [], rowCount: 0 };
         this.buffers.set(table, buf);
       }
-      buf.waiters.push({ rows, resolve, reject });
-      buf.rowCount += rows.length;
+      buf.waiters.push({ lines, resolve, reject });
+      buf.rowCount += lines.length;
       if (buf.rowCount >= this.maxRows) this.flush(table);
       else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMs);
     });
@@ -74,8 +75,8 @@ export class ClickhouseBatchWriter {
 
   private async insert(table: ClickhouseTable, waiters: Waiter[]): Promise<void> {
     try {
-      await insertRows(this.client, table, waiters.flatMap((w) => w.rows) as never[], { dedupToken: false });
-      this.rowsWritten += waiters.reduce((n, w) => n + w.rows.length, 0);
+      await insertLines(this.client, table, waiters.length === 1 ? waiters[0].lines : waiters.flatMap((w) => w.lines), { dedupToken: false });
+      this.rowsWritten += waiters.reduce((n, w) => n + w.lines.length, 0);
       for (const w of waiters) w.resolve();
     } catch (err) {
       if (waiters.length > 1 && this.isPermanent(err)) {

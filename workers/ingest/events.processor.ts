@@ -1,8 +1,9 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/queues/queues.js';
+import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/queues/queues.js';
 import type { ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
-import { eventDedupKey, toClickhouseDateTime64, toEventRow, toUserAttributeUpdateRow, type EventRow } from '../../shared/stores/event-row.js';
+import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
+import { asPermanent } from './permanent-errors.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
 export type EventOpsProvider = (projectId: string, userId: string, events: EventsJob['events']) => Promise<ProfileEvent['ops'][]>;
@@ -12,16 +13,20 @@ export interface EventsProcessorDeps {
   profiles: ProfileStore;
   now: () => number;
   opsFor?: EventOpsProvider;
+  /** Events of a request applied for the first time, of its total (duplicates by insertId are the rest). */
+  onApplied?: (applied: number, total: number) => void;
+  /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
+  deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
 }
 
-/** Rows of an events job; events without insertId are keyed by their job or message (D31, D33). */
-export function eventRows(job: EventsJob, jobId: string, ingestMs: number): EventRow[] {
+/** Row lines of an events request; events without insertId are keyed by its id or message (D31, D33). */
+export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
   const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
   const ingest = toClickhouseDateTime64(ingestMs);
-  return job.events.map((e, i) => toEventRow(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
+  return job.events.map((e, i) => eventRowLine(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
 }
 
-function checkShape(data: EventsQueueJob): void {
+function checkShape(data: EventsJob | UserAttributesJob): void {
   if (!data || typeof data !== 'object' || typeof data.projectId !== 'string' || typeof data.userId !== 'string') {
     throw new UnrecoverableError('malformed job payload: projectId and userId are required');
   }
@@ -32,20 +37,55 @@ function checkShape(data: EventsQueueJob): void {
  * Order matters for exactly-once: rows first (ClickHouse collapses repeats on the de-duplication
  * key), then the profile script (guarded by the job marker), then the job completes. A crash
  * between any two steps makes BullMQ retry the job, and every step is a no-op the second time.
+ * Returns the events applied for the first time (-1: a single job that had been applied before).
  */
 export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<number> {
-  checkShape(job.data);
   const jobId = job.id!;
-  if (job.data.kind === 'userAttributes') return processUserAttributes(job.data, jobId, deps);
   const data = job.data;
-  await deps.writer.write('events', eventRows(data, jobId, deps.now()));
+  if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps);
+  checkShape(data);
+  if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
+  return processEvents(data, jobId, deps);
+}
+
+/** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
+async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
+  await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
   const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: e.insertId, ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
-  return deps.profiles.applyEvents(data.projectId, data.userId, jobId, profileEvents);
+  const applied = await deps.profiles.applyEvents(data.projectId, data.userId, id, profileEvents);
+  if (applied >= 0) deps.onApplied?.(applied, data.events.length);
+  return applied;
+}
+
+/**
+ * Each request of a merged job is processed as if it were a job of id `<jobId>.<index>`, all at
+ * once (their rows share the batch writer's inserts). A request that can never be stored becomes
+ * a dead letter on its own and the others complete; any other failure fails the job, and its
+ * retry redoes every request, which is a no-op for those that had completed (their markers).
+ */
+async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
+  if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
+  const applied = await Promise.all(
+    data.requests.map(async (request, i) => {
+      const id = `${jobId}.${i}`;
+      try {
+        return await asPermanent(async () => {
+          checkShape(request);
+          return processEvents(request, id, deps);
+        });
+      } catch (err) {
+        if (!(err instanceof UnrecoverableError) || !deps.deadLetter) throw err;
+        await deps.deadLetter(request, id, err);
+        return 0;
+      }
+    }),
+  );
+  return applied.reduce((n, a) => n + Math.max(a, 0), 0);
 }
 
 async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
   const row = toUserAttributeUpdateRow({ projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() }, `m:${data.messageId}`, { source: 'pubsub', ingestMs: deps.now() });
-  await deps.writer.write('user_attribute_updates', [row]);
+  await deps.writer.write('user_attribute_updates', [rowLine('user_attribute_updates', row)]);
   return deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]);
 }

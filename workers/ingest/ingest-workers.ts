@@ -3,11 +3,12 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
-import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
+import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
 import type { ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { processEventsJob, type EventOpsProvider } from './events.processor.js';
+import { asPermanent } from './permanent-errors.js';
 import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
 
 export interface IngestWorkersOptions {
@@ -33,20 +34,6 @@ export interface IngestWorkers {
   close(): Promise<void>;
 }
 
-/** ClickHouse rejected the rows for good (bad data): the job is poison, not retried. */
-async function classified<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    // A RangeError is input the row mapping can never store (the API rejects it; this guards old jobs).
-    if (err instanceof RangeError) throw new UnrecoverableError(`unstorable input: ${err.message}`);
-    if (!(err instanceof UnrecoverableError) && classifyClickhouseError(err) === 'permanent') {
-      throw new UnrecoverableError(`rejected by ClickHouse: ${(err as Error).message}`);
-    }
-    throw err;
-  }
-}
-
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent' });
   const common = {
@@ -61,20 +48,26 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const deps = { writer, profiles: o.profiles, now: o.now };
 
-  const events = new Worker<EventsQueueJob, number>(
-    QUEUE.events,
-    (job) => classified(async () => {
-      const applied = await processEventsJob(job, { ...deps, opsFor: o.eventOps });
-      // applied = events new to this user (-1: the job ran before and this is a retry).
-      if (job.data.kind === 'events' && applied >= 0) {
-        o.onMetric?.('eventsWritten', applied);
-        o.onMetric?.('duplicatesDropped', job.data.events.length - applied);
-      }
-      return applied;
-    }),
-    common,
-  );
-  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => classified(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
+  const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
+    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
+    await insertRows(o.clickhouse, 'dead_letters', [row]);
+  };
+  const eventDeps = {
+    ...deps,
+    opsFor: o.eventOps,
+    // applied = events new to this user; the rest were duplicates by insertId
+    onApplied: (applied: number, total: number) => {
+      o.onMetric?.('eventsWritten', applied);
+      o.onMetric?.('duplicatesDropped', total - applied);
+    },
+    deadLetter: async (request: EventsJob, id: string, err: Error) => {
+      o.log.error({ jobId: id, queue: 'log_events', errMessage: err.message }, 'a request of a merged job can never be stored; stored as a dead letter');
+      await storeDeadLetter({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
+      o.onMetric?.('deadLetters', 1);
+    },
+  };
+  const events = new Worker<EventsQueueJob, number>(QUEUE.events, (job) => asPermanent(() => processEventsJob(job, eventDeps)), common);
+  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
 
   const onFailed = (source: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
     if (!job) return;
@@ -86,8 +79,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     o.log.error({ jobId: job.id, queue: source, errMessage: err.message }, 'job failed permanently; stored as a dead letter');
     o.onMetric?.('deadLetters', 1);
     try {
-      const row = toDeadLetterRow({ projectId: String(job.data?.projectId ?? ''), messageId: String(job.id), source, reason: err.message.slice(0, 4000), receiveMs: o.now(), dataType: source === 'log_events' ? 'EventData' : 'Interaction', payload: Buffer.from(JSON.stringify(job.data)) });
-      await insertRows(o.clickhouse, 'dead_letters', [row]);
+      await storeDeadLetter({ projectId: String(job.data?.projectId ?? job.data?.requests?.[0]?.projectId ?? ''), messageId: String(job.id), source, reason: err.message, payload: job.data });
     } catch (e) {
       o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');
     }

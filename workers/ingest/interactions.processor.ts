@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { InteractionJob } from '../../shared/queues/queues.js';
 import type { ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
-import { toInteractionRow } from '../../shared/stores/event-row.js';
+import { rowLine, toInteractionRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
@@ -18,7 +18,7 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
   const d = job.data;
   if (!d || typeof d.projectId !== 'string' || typeof d.interactionTimeMicros !== 'string') throw new UnrecoverableError('malformed interaction job payload');
   const jobId = job.id!;
-  await deps.writer.write('interactions', [toInteractionRow(d, `j:${jobId}`, deps.now())]);
+  await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow(d, `j:${jobId}`, deps.now()))]);
   const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
   return deps.profiles.applyEvents(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }]);
 }

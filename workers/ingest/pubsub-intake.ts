@@ -8,7 +8,7 @@ import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
 import { MAX_FUTURE_MS, normalizeEvents, normalizePropertyMap, storableTime } from '../../shared/domain/ingest-normalize.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/errors.js';
 import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../shared/proto/proto-codec.js';
-import type { EventsQueueJob } from '../../shared/queues/queues.js';
+import type { SingleEventsJob } from '../../shared/queues/queues.js';
 import { LogEventsRequest, PropertyMap } from '../../shared/schemas/ingest.schemas.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/schemas/common.js';
 import type { ServiceContext } from '../../shared/service-context.js';
@@ -39,9 +39,9 @@ export interface ParseContext {
   nowMs: number;
 }
 
-export type ParseResult = { ok: true; job: EventsQueueJob } | { ok: false; reason: string };
+export type ParseResult = { ok: true; job: SingleEventsJob } | { ok: false; reason: string };
 
-export type MessageOutcome = { kind: 'queue'; jobId: string; job: EventsQueueJob } | { kind: 'dead_letter'; reason: string };
+export type MessageOutcome = { kind: 'queue'; jobId: string; job: SingleEventsJob } | { kind: 'dead_letter'; reason: string };
 
 /** One entry per `data_type`: decodes and validates the payload into the job it becomes. */
 export interface DataTypeHandler {
@@ -176,7 +176,7 @@ export interface PubSubIntakeDeps {
   pubsub: PubSub;
   sources: { list(): Promise<PubSubSource[]> };
   /** Resolves once the job is durably in Redis (EnqueueBatcher). */
-  events: { enqueue(data: EventsQueueJob, jobId: string): Promise<void> };
+  events: { enqueue(data: SingleEventsJob, jobId: string): Promise<void> };
   clickhouse: ClickHouseClient;
   /** Change notifications (`pubsubSource`, `all`) from the invalidation bus. */
   bus: { on(listener: (msg: Invalidation) => void): () => void };

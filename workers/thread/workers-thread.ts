@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
@@ -23,7 +25,24 @@ const port = parentPort!;
 const config = workerData.config as Config;
 const log = createLogger(config.logLevel).child({ thread: 'workers' });
 
+/**
+ * Lowers the CPU priority of this thread only (Linux: a thread id is a valid setpriority target),
+ * before the embedded ClickHouse starts its own threads, which inherit it. The API thread keeps
+ * the default priority, so a saturated machine serves requests first and ingests with the rest.
+ */
+function lowerThreadPriority(nice: number): void {
+  if (nice === 0) return;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(tid, nice);
+    log.info({ nice, tid }, 'workers thread runs at a lower CPU priority than the API thread');
+  } catch (err) {
+    log.warn({ err }, 'could not lower the CPU priority of the workers thread; it runs at the priority of the API');
+  }
+}
+
 async function main(): Promise<void> {
+  lowerThreadPriority(config.workersNice);
   const ctx = createServiceContext(config, log);
   await waitForRedis(ctx.redis, 10_000);
   const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
+import { redisKeys } from '../../shared/redis-keys.js';
+import { applyArgs, ProfileStore, type ProfileEvent, type ProfileOp } from '../../shared/stores/profile.store.js';
+import { uniquePrefix } from '../helpers/context.js';
+import { deletePrefix } from '../helpers/redis-cleanup.js';
+
+// The profile script groups identical ops of a job and applies each group once per new event;
+// these tests hold it, against the real Redis, to what applying every event one by one means.
+describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
+  const prefix = uniquePrefix('profile');
+  const keys = redisKeys(prefix);
+  let redis: Redis;
+  let store: ProfileStore;
+  let job = 0;
+  const apply = (userId: string, events: ProfileEvent[], jobId = `j${++job}`) => store.applyEvents('p', userId, jobId, events);
+  const raw = (userId: string) => redis.hgetall(keys.profile('p', userId));
+
+  beforeAll(async () => {
+    redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker', 'profile-store-test');
+    await waitForRedis(redis, 5000);
+    store = new ProfileStore(redis, keys);
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('counts each new event once: duplicates inside the job and from earlier jobs add nothing', async () => {
+    const inc: ProfileOp = ['inc', 'dc:f:20240101', 1];
+    expect(await apply('u1', [{ dedupId: 'a', ts: 1, ops: [inc] }, { dedupId: 'b', ts: 2, ops: [inc] }, { dedupId: 'a', ts: 3, ops: [inc] }, { ts: 4, ops: [inc] }])).toBe(3);
+    expect(await apply('u1', [{ dedupId: 'b', ts: 5, ops: [inc] }, { dedupId: 'c', ts: 6, ops: [inc, ['inc', 'dc:f:20240102', 2]] }])).toBe(1);
+    expect(await raw('u1')).toEqual({ 'dc:f:20240101': '4', 'dc:f:20240102': '2' });
+  });
+
+  it('a replayed job changes nothing and reports -1', async () => {
+    const events: ProfileEvent[] = [{ dedupId: 'r1', ts: 1, ops: [['inc', 'n', 1]] }, { ts: 2, ops: [['inc', 'n', 1]] }];
+    expect(await apply('u2', events, 'same')).toBe(2);
+    expect(await apply('u2', events, 'same')).toBe(-1);
+    expect(await raw('u2')).toEqual({ n: '2' });
+  });
+
+  it('keeps minimum and maximum across grouped and separate events, skipping duplicates', async () => {
+    expect(await apply('u3', [{ dedupId: 'x', ts: 1, ops: [['min', 'ft', 500], ['max', 'lt', 500]] }, { ts: 2, ops: [['min', 'ft', 300], ['max', 'lt', 900]] }, { ts: 3, ops: [['min', 'ft', 300]] }])).toBe(3);
+    expect(await apply('u3', [{ dedupId: 'x', ts: 4, ops: [['min', 'ft', 1], ['max', 'lt', 10_000]] }, { ts: 5, ops: [['min', 'ft', 400], ['max', 'lt', 1_763_800_000_123]] }])).toBe(1);
+    expect(await raw('u3')).toEqual({ ft: '300', lt: '1763800000123' });
+  });
+
+  it('incnew counts a marker once however often it repeats; ginc adds to the other hash per new event', async () => {
+    const other = keys.profile('p', 'stats');
+    const ops: ProfileOp[] = [['incnew', 'dm:f:t1', 'dc:f:1', 1], ['ginc', other, 'clicks', 2]];
+    expect(await apply('u4', [{ ts: 1, ops }, { ts: 2, ops }, { dedupId: 'd', ts: 3, ops: [['incnew', 'dm:f:t2', 'dc:f:1', 1]] }])).toBe(3);
+    expect(await apply('u4', [{ dedupId: 'd', ts: 4, ops }, { ts: 5, ops }])).toBe(1);
+    expect(await raw('u4')).toEqual({ 'dm:f:t1': '1', 'dm:f:t2': '1', 'dc:f:1': '2' });
+    expect(await redis.hgetall(other)).toEqual({ clicks: '6' });
+  });
+
+  it('user properties are last-write-wins by event time, later event on a tie, duplicates ignored', async () => {
+    expect(
+      await apply('u5', [
+        { ts: 200, userProperties: { tier: { stringValue: 'gold' }, age: { longValue: '30' } } },
+        { ts: 100, userProperties: { tier: { stringValue: 'old' } } },
+        { ts: 200, userProperties: { age: { longValue: '31' } } },
+      ]),
+    ).toBe(3);
+    await apply('u5', [{ dedupId: 'late', ts: 300, userProperties: { tier: { stringValue: 'platinum' } } }]);
+    await apply('u5', [{ dedupId: 'late', ts: 400, userProperties: { tier: { stringValue: 'duplicate' } } }]);
+    const profile = await store.get('p', 'u5');
+    expect(profile.userProperties).toEqual({ tier: { stringValue: 'platinum' }, age: { longValue: '31' } });
+  });
+
+  it('takes a maximal request: 1,000 events with 50 properties each', async () => {
+    const events: ProfileEvent[] = Array.from({ length: 1000 }, (_, i) => ({
+      dedupId: `big-${i}`,
+      ts: i,
+      userProperties: Object.fromEntries(Array.from({ length: 50 }, (_, k) => [`p${k}`, { longValue: String(i) }])),
+      ops: [['inc', `dc:f:${i % 7}`, 1]],
+    }));
+    expect(applyArgs('x', events).length).toBeGreaterThan(200_000);
+    expect(await apply('u6', events)).toBe(1000);
+    const profile = await store.get('p', 'u6');
+    expect(profile.userProperties.p49).toEqual({ longValue: '999' });
+    expect(Object.entries(profile.fields).filter(([k]) => k.startsWith('dc:')).reduce((n, [, v]) => n + Number(v), 0)).toBe(1000);
+  });
+
+  it('works again after Redis forgot its scripts (restart): falls back from EVALSHA to EVAL', async () => {
+    await redis.script('FLUSH');
+    expect(await apply('u7', [{ ts: 1, ops: [['inc', 'n', 1]] }])).toBe(1);
+    expect(await raw('u7')).toEqual({ n: '1' });
+  });
+});
