@@ -15,6 +15,19 @@ export interface Invalidation {
 
 export type InvalidationListener = (msg: Invalidation) => void;
 
+/** The buses of this process, by channel: a writer delivers its own invalidation to them at once. */
+const localBuses = new Map<string, Set<InvalidationBus>>();
+
+/**
+ * Delivers a message just published on `channel` to this process's buses without waiting for
+ * Redis to echo it back, so the call after a management change, on the process that made it,
+ * already sees the change (the echo arrives later and invalidates once more, harmlessly).
+ */
+export function deliverLocally(channel: string, raw: string): void {
+  const buses = localBuses.get(channel);
+  if (buses) for (const bus of buses) bus.receive(raw);
+}
+
 export class InvalidationBus {
   private readonly sub: Redis;
   private readonly listeners = new Set<InvalidationListener>();
@@ -40,13 +53,21 @@ export class InvalidationBus {
       if (this.connected) this.emit({ kind: 'all' });
       this.connected = false;
     });
-    this.sub.on('message', (_ch: string, raw: string) => {
-      try {
-        this.emit(JSON.parse(raw) as Invalidation);
-      } catch {
-        this.emit({ kind: 'all' });
-      }
-    });
+    this.sub.on('message', (_ch: string, raw: string) => this.receive(raw));
+    let buses = localBuses.get(channel);
+    if (!buses) localBuses.set(channel, (buses = new Set()));
+    buses.add(this);
+  }
+
+  /** One message as published on the channel; an unreadable one drops everything. */
+  receive(raw: string): void {
+    let msg: Invalidation;
+    try {
+      msg = JSON.parse(raw) as Invalidation;
+    } catch {
+      msg = { kind: 'all' };
+    }
+    this.emit(msg);
   }
 
   /** Caches must not serve entries while this is false: messages could be missed. */
@@ -60,12 +81,22 @@ export class InvalidationBus {
   }
 
   private emit(msg: Invalidation): void {
-    for (const l of this.listeners) l(msg);
+    for (const l of this.listeners) {
+      try {
+        l(msg);
+      } catch (err) {
+        // One cache's fault must neither starve the others nor fail the write that published.
+        this.log.error({ err, kind: msg.kind }, 'invalidation listener failed');
+      }
+    }
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const buses = localBuses.get(this.channel);
+    buses?.delete(this);
+    if (buses?.size === 0) localBuses.delete(this.channel);
     this.sub.disconnect();
   }
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { AbortedError } from '../errors.js';
 import { RedisScript } from '../clients/redis-script.js';
+import { deliverLocally } from '../clients/invalidation-bus.js';
 
 /**
  * Optimistic, atomic writes of management state. A writer reads what it wants to change, computes
@@ -51,7 +52,9 @@ return 1
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
   const body = { checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })), writes: spec.writes, change: spec.change, versionKey: spec.versionKey, publish: spec.publish };
   const res = await SCRIPT.run(redis, [], [JSON.stringify(body)]);
-  return res === 1;
+  if (res !== 1) return false;
+  if (spec.publish) deliverLocally(spec.publish.channel, spec.publish.message);
+  return true;
 }
 
 /**
