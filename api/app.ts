@@ -35,19 +35,24 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
   });
   registerErrorHandler(app);
 
-  app.addHook('onRequest', async (req, reply) => {
+  // Synchronous hooks take a callback: every request passes them, and a callback costs no promise.
+  app.addHook('onRequest', (req, reply, done) => {
     void reply.header('x-request-id', req.id);
+    done();
   });
   // D1: snake_case accepted on input; rewritten before authentication and validation.
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     if (req.body && typeof req.body === 'object') req.body = camelizeKeys(req.body);
+    done();
   });
   // Access log: successes at debug (delivery and ingestion run thousands per second; metrics
   // count them), everything else at info.
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const level = reply.statusCode < 400 ? 'debug' : 'info';
-    if (level === 'debug' && !(req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) return;
-    req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+    if (level === 'info' || (req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
+      req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+    }
+    done();
   });
 
   if (opts.listener === 'base') {

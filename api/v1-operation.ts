@@ -37,27 +37,47 @@ function presentedKey(req: FastifyRequest, keyParam?: string): string | undefine
   return undefined;
 }
 
+type AuthedRequest = FastifyRequest & { apiKey: ApiKeyRecord; auth: AuthContext };
+
 export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op: V1Operation, listener: Listener): void {
   if (listener === 'alt' && !op.alt) return;
+  /** D10: the delivery operations answer only on the project's address; undefined when admitted. */
+  const placed = (req: AuthedRequest, auth: AuthContext): Error | undefined => {
+    if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
+      const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
+      return new UnauthenticatedError(`project "${auth.project.projectId}" is assigned to ${right}; call ${op.operation} there`);
+    }
+    req.auth = auth;
+    return undefined;
+  };
   app.post(
     `/v1/${op.operation}`,
     {
       schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ apiKey: [] }] },
       // D9: the key is checked before the body is parsed (a malformed body without a valid key
       // is 401 too), and against the body's projectId before the body is validated.
-      onRequest: async (req) => {
-        (req as FastifyRequest & { apiKey: ApiKeyRecord }).apiKey = await ctx.auth.verifyKey(presentedKey(req, op.keyParam));
-      },
-      preValidation: async (req) => {
-        const body = req.body as Record<string, unknown> | undefined;
-        const auth = await ctx.auth.authorize((req as FastifyRequest & { apiKey: ApiKeyRecord }).apiKey, body?.projectId, op.permissions);
-        if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
-          const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
-          throw new UnauthenticatedError(`project "${auth.project.projectId}" is assigned to ${right}; call ${op.operation} there`);
+      // Callback hooks: a call whose key and project are cached (nearly every call) passes both
+      // without a promise; the others wait for the stores.
+      onRequest: (req, _reply, done) => {
+        const raw = presentedKey(req, op.keyParam);
+        const known = ctx.auth.knownKey(raw);
+        if (known !== undefined) {
+          (req as AuthedRequest).apiKey = known;
+          return done();
         }
-        (req as FastifyRequest & { auth: AuthContext }).auth = auth;
+        ctx.auth.verifyKey(raw).then((key) => {
+          (req as AuthedRequest).apiKey = key;
+          done();
+        }, done);
+      },
+      preValidation: (req, _reply, done) => {
+        const key = (req as AuthedRequest).apiKey;
+        const projectId = (req.body as Record<string, unknown> | undefined)?.projectId;
+        const admitted = ctx.auth.admitted(key, projectId, op.permissions);
+        if (admitted !== undefined) return done(placed(req as AuthedRequest, admitted));
+        ctx.auth.authorize(key, projectId, op.permissions).then((auth) => done(placed(req as AuthedRequest, auth)), done);
       },
     },
-    async (req) => op.handler(req.body as never, (req as FastifyRequest & { auth: AuthContext }).auth, ctx, req),
+    async (req) => op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req),
   );
 }

@@ -8,8 +8,9 @@ export const UNMATCHED_OPERATION = 'unmatched';
 /** Request counters and latencies for every route of the app (both listeners feed one registry). */
 export function requestMetricsPlugin(ctx: ServiceContext): (app: FastifyInstance) => void {
   return (app) => {
-    app.addHook('onResponse', async (req, reply) => {
+    app.addHook('onResponse', (req, reply, done) => {
       ctx.metrics.observeRequest(req.routeOptions.url ?? UNMATCHED_OPERATION, reply.statusCode, reply.elapsedTime / 1000);
+      done();
     });
   };
 }

@@ -17,29 +17,61 @@ const PLACEHOLDER_SOURCE = String.raw`\{\{\s*([^{}|\s][^{}|]*?)\s*(?:\|([^{}]*))
  * language's after them. `lookup` gives the contextual attribute or stored property of a name.
  */
 export function renderContent(fields: ContentField[], lookup: (name: string) => string | undefined): string {
-  // Content without placeholders renders the same for every user: keep it beside the (stable)
-  // field list of the compiled catalogue instead of rebuilding it on every request.
-  const constant = constantRenders.get(fields);
-  if (constant !== undefined) return constant;
-  const rendered = render(fields, lookup);
-  if (!fields.some((f) => f.stringValue.includes('{{'))) constantRenders.set(fields, rendered);
-  return rendered;
+  // A field list of the compiled catalogue is the same array request after request: it is parsed
+  // once into JSON text with holes for its placeholders (the whole text when it has none).
+  let template = templates.get(fields);
+  if (template === undefined) templates.set(fields, (template = compile(fields)));
+  if (typeof template === 'string') return template;
+  let out = '{';
+  for (const entry of template) {
+    out += entry.key;
+    if (entry.parts === undefined) {
+      out += entry.json;
+      continue;
+    }
+    let value = '';
+    for (const part of entry.parts) {
+      value += typeof part === 'string' ? part : (lookup(part.name) ?? part.fallback);
+    }
+    out += JSON.stringify(value);
+  }
+  return out + '}';
 }
 
-const constantRenders = new WeakMap<ContentField[], string>();
+/** `"name":` followed by the value's JSON text, or the parts the value is filled from. */
+interface TemplateEntry {
+  key: string;
+  json: string;
+  parts?: (string | { name: string; fallback: string })[];
+}
 
-function render(fields: ContentField[], lookup: (name: string) => string | undefined): string {
-  // a null-prototype object keeps a field named `__proto__` an ordinary key
-  const content: Record<string, string> = Object.create(null);
-  const placeholder = new RegExp(PLACEHOLDER_SOURCE, 'g');
-  for (const field of fields) {
-    content[field.fieldName] = field.stringValue.includes('{{')
-      ? field.stringValue.replace(placeholder, (_match, name: string, fallback: string | undefined) =>
-          lookup(name) ?? fallback?.trim() ?? '',
-        )
-      : field.stringValue;
+const templates = new WeakMap<ContentField[], string | TemplateEntry[]>();
+
+function compile(fields: ContentField[]): string | TemplateEntry[] {
+  // a null-prototype object keeps a field named `__proto__` an ordinary key, and its key order
+  // is the order JSON.stringify gives the rendered object (integer-like names first)
+  const byName: Record<string, string> = Object.create(null);
+  for (const field of fields) byName[field.fieldName] = field.stringValue;
+  if (!fields.some((f) => f.stringValue.includes('{{'))) return JSON.stringify(byName);
+  return Object.keys(byName).map((name, i) => {
+    const key = `${i === 0 ? '' : ','}${JSON.stringify(name)}:`;
+    const value = byName[name];
+    const parts = value.includes('{{') ? templateParts(value) : undefined;
+    return parts === undefined ? { key, json: JSON.stringify(value) } : { key, json: '', parts };
+  });
+}
+
+function templateParts(value: string): TemplateEntry['parts'] {
+  const parts: NonNullable<TemplateEntry['parts']> = [];
+  let last = 0;
+  for (const m of value.matchAll(new RegExp(PLACEHOLDER_SOURCE, 'g'))) {
+    if (m.index > last) parts.push(value.slice(last, m.index));
+    parts.push({ name: m[1], fallback: m[2]?.trim() ?? '' });
+    last = m.index + m[0].length;
   }
-  return JSON.stringify(content);
+  if (parts.length === 0) return undefined;
+  if (last < value.length) parts.push(value.slice(last));
+  return parts;
 }
 
 export function hasPlaceholders(value: string): boolean {

@@ -246,6 +246,7 @@ interface Assessment {
   version: PlannedVersion | undefined;
   /** null: no content for the language; undefined: not looked at */
   language: LanguagePick | null | undefined;
+  /** filled for explanations only */
   rules: RuleCheck[];
   /** undefined: not evaluated */
   rulesPass: boolean | undefined;
@@ -299,7 +300,7 @@ function assess(t: PlannedTreatment, language: string, inputOf: (f: DataFieldRec
   for (const planned of version.rules) {
     const input = inputOf(planned.field);
     const outcome = evaluateRule(planned.rule, input.value, nowMs, input.fieldType);
-    a.rules.push({ planned, value: input.value, source: input.source, outcome });
+    if (full) a.rules.push({ planned, value: input.value, source: input.source, outcome }); // only explanations show them
     if (!outcome.result) {
       a.rulesPass = false;
       if (!full) break; // rules are ANDed (D25)
@@ -311,10 +312,22 @@ function assess(t: PlannedTreatment, language: string, inputOf: (f: DataFieldRec
 /** D26: exact tag, then ever shorter prefixes down to the base language; a type without per-language fields fits every language. */
 function pickLanguage(t: PlannedTreatment, v: PlannedVersion, requested: string): LanguagePick | null {
   if (t.type?.hasPerLanguageFields !== true) return { code: requested, fields: v.agnosticFields };
-  const code = pickContentLanguage(v.languages, requested);
-  if (code === null) return null;
-  return { code, fields: [...v.agnosticFields, ...(v.contentByLanguage.get(code) ?? [])] };
+  // The compiled version is the same object request after request: keep its pick per requested
+  // tag, so the field list is one stable array (whose constant rendering content-render keeps).
+  let picks = languagePicks.get(v);
+  if (picks === undefined) languagePicks.set(v, (picks = new Map()));
+  let pick = picks.get(requested);
+  if (pick === undefined) {
+    const code = pickContentLanguage(v.languages, requested);
+    pick = code === null ? null : { code, fields: [...v.agnosticFields, ...(v.contentByLanguage.get(code) ?? [])] };
+    // requested tags come from clients: past a bound, picks are computed, not kept
+    if (picks.size < MAX_LANGUAGE_PICKS) picks.set(requested, pick);
+  }
+  return pick;
 }
+
+const languagePicks = new WeakMap<PlannedVersion, Map<string, LanguagePick | null>>();
+const MAX_LANGUAGE_PICKS = 64;
 
 function eligibilityReasons(t: PlannedTreatment, a: Assessment, surface: string): ExclusionReason[] {
   const reasons: ExclusionReason[] = [];
@@ -345,6 +358,8 @@ interface Verdict {
 export interface SelectOptions {
   /** Assess every treatment of the project and return why each was or was not returned. */
   explain?: boolean;
+  /** `prepareRequest(plan, request)` when the caller already has it. */
+  prepared?: PreparedRequest;
 }
 
 export function selectTreatments(
@@ -356,7 +371,7 @@ export function selectTreatments(
   responseId: string,
   opts: SelectOptions = {},
 ): DeliveryResult {
-  const prep = prepareRequest(plan, request);
+  const prep = opts.prepared ?? prepareRequest(plan, request);
   const explain = opts.explain === true;
   const assessOf = assessor(prep, profile, nowMs, explain);
   const returnedOn = new Map<string, string>();

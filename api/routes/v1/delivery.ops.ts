@@ -86,7 +86,7 @@ export const getTreatments = defineOperation({
       requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
       delivery.rankingStats.view(body.projectId),
     ]);
-    return selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID()).response;
+    return selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared }).response;
   },
 });
 
