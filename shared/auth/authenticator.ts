@@ -86,22 +86,21 @@ export class Authenticator {
   /** The key alone: presented, well-formed, issued, not revoked, right secret (else 401). */
   async verifyKey(rawKey: string | undefined): Promise<ApiKeyRecord> {
     if (!rawKey) throw new UnauthenticatedError('missing API key: send it in the x-api-key header');
-    const useCache = this.bus.isListening;
-    if (useCache) {
-      const known = this.verified.get(rawKey);
-      if (known !== undefined) return known;
-    }
+    const known = this.knownKey(rawKey);
+    if (known !== undefined) return known;
     const parsed = parseApiKey(rawKey);
     if (!parsed) throw new UnauthenticatedError();
     const key = await this.keyRecord(parsed.keyId);
     if (!key || key.revokeTime || !secretMatches(key, parsed.secret)) throw new UnauthenticatedError();
     // only while the record is still the cached one: an invalidation during the read wins
-    if (useCache && this.bus.isListening && this.keys.get(parsed.keyId) === key) this.verified.set(rawKey, key);
+    if (this.bus.isListening && this.keys.get(parsed.keyId) === key) this.verified.set(rawKey, key);
     return key;
   }
 
   /** A verified key against the request's project (401) and the operation's permissions (403). */
   async authorize(key: ApiKeyRecord, projectId: unknown, anyOf: readonly Permission[]): Promise<AuthContext> {
+    const admitted = this.admitted(key, projectId, anyOf);
+    if (admitted !== undefined) return admitted;
     if (typeof projectId !== 'string' || projectId !== key.projectId) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
     const project = await this.project(projectId);
     if (!project) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');

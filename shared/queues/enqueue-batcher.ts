@@ -5,7 +5,8 @@ import { INGEST_JOB_OPTIONS } from './queues.js';
 
 interface Pending<T> {
   data: T;
-  jobId: string;
+  /** the caller's job id (one job per item only) */
+  jobId: string | undefined;
   weight: number;
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -48,12 +49,13 @@ export class EnqueueBatcher<T> {
   }
 
   /**
-   * Resolves once the item is durably in Redis. `jobId` makes a re-add of the same work a no-op
-   * (not in merge mode, where the merged job gets a fresh id). `weight`: for merge mode.
+   * Resolves once the item is durably in Redis. `jobId` (one job per item) makes a re-add of the
+   * same work a no-op; without it the job gets a fresh id, as does every merged job. `weight`:
+   * the item's share of a merged job's `maxWeight`.
    */
-  enqueue(data: T, jobId: string = randomUUID(), weight = 1): Promise<void> {
+  enqueue(data: T, opts: { jobId?: string; weight?: number } = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ data, jobId, weight, resolve, reject });
+      this.pending.push({ data, jobId: opts.jobId, weight: opts.weight ?? 1, resolve, reject });
       if (this.pending.length >= this.maxBatch) this.flush();
       else if (!this.scheduled) {
         this.scheduled = true;
@@ -73,7 +75,7 @@ export class EnqueueBatcher<T> {
   /** One job per item, or (merge mode) per group of items. */
   private jobsOf(batch: Pending<T>[]): QueuedJob[] {
     const merge = this.opts.merge;
-    if (!merge) return batch.map((p) => ({ name: this.jobName, data: p.data, opts: { ...INGEST_JOB_OPTIONS, jobId: p.jobId } }));
+    if (!merge) return batch.map((p) => ({ name: this.jobName, data: p.data, opts: { ...INGEST_JOB_OPTIONS, jobId: p.jobId ?? randomUUID() } }));
     const jobs: QueuedJob[] = [];
     let group: T[] = [];
     let weight = 0;

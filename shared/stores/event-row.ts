@@ -190,7 +190,7 @@ export const EVENT_COLUMNS = [
  * form (wire strings, queued epoch milliseconds) maps without first being copied into another
  * shape. The ingest hot path serialises this array as the row (eventRowLine): no row object.
  */
-export function eventRowValues(
+function eventRowValues(
   owner: { projectId: string; userId: string },
   e: EventAttributes & { eventName: string },
   clientTs: string | number,

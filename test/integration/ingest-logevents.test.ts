@@ -97,7 +97,7 @@ describe('LogEvents end to end', () => {
     const request = (userId: string, n: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })), origin: { source: 'api' as const }, receivedAt: Date.now() });
     const sizes = [40, 40, 40, 40, 40, 150];
     // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
-    await Promise.all(sizes.map((n, i) => s.service.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), undefined, n)));
+    await Promise.all(sizes.map((n, i) => s.service.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
     await waitUntil(queuesIdle, 20_000);
     expect((await queue.getJobCounts('completed')).completed - completedBefore).toBe(4);
     for (const [i, n] of sizes.entries()) expect(await eventsCount(`u-turn-${i}`)).toBe(n);

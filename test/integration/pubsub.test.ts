@@ -242,10 +242,11 @@ describe('ingestion', () => {
     const queue = s.service.ctx.ingest.eventsQueue;
     const real = batcher.enqueue.bind(batcher);
     const calls: string[] = [];
-    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, jobId?: string) => {
-      if (data.projectId !== src.projectId) return real(data, jobId);
+    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
+      if (data.projectId !== src.projectId) return real(data, opts);
+      const jobId = opts?.jobId;
       calls.push(jobId!);
-      await real(data, jobId);
+      await real(data, opts);
       if (calls.length > 1) return;
       // The first delivery is queued and processed, its job removed (as removeOnComplete does
       // later), and then the intake is told the enqueue failed: it nacks, Pub/Sub redelivers.
@@ -266,12 +267,12 @@ describe('ingestion', () => {
     const batcher = s.service.ctx.ingest.events;
     const real = batcher.enqueue.bind(batcher);
     let attempts = 0;
-    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, jobId?: string) => {
-      if (data.projectId !== src.projectId) return real(data, jobId);
+    vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
+      if (data.projectId !== src.projectId) return real(data, opts);
       attempts += 1;
       // Redis down for the first two deliveries: had the intake acked, the message would be lost.
       if (attempts <= 2) throw new UnavailableError('test: the ingestion queue is unavailable');
-      return real(data, jobId);
+      return real(data, opts);
     });
     await publishEvents(src.topic, { projectId: src.projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(-1000) }] });
     await waitUntil(async () => (await eventsCount(src.projectId)) === 1, 30_000);
@@ -341,7 +342,7 @@ describe('dead letters and stopping', () => {
     const { projectId, topic, subscription } = await unregisteredTopic('close');
     const held: string[] = [];
     // A queue that never answers: the message stays in hand until shutdown.
-    const intake = standaloneIntake(projectId, topic.name, { enqueue: (_data, jobId) => (held.push(jobId), new Promise<void>(() => undefined)) });
+    const intake = standaloneIntake(projectId, topic.name, { enqueue: (_data, { jobId }) => (held.push(jobId), new Promise<void>(() => undefined)) });
     await intake.start();
     expect(intake.activeProjects).toEqual([projectId]);
     const messageId = await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });

@@ -176,7 +176,7 @@ export interface PubSubIntakeDeps {
   pubsub: PubSub;
   sources: { list(): Promise<PubSubSource[]> };
   /** Resolves once the job is durably in Redis (EnqueueBatcher). */
-  events: { enqueue(data: SingleEventsJob, jobId: string): Promise<void> };
+  events: { enqueue(data: SingleEventsJob, opts: { jobId: string }): Promise<void> };
   clickhouse: ClickHouseClient;
   /** Change notifications (`pubsubSource`, `all`) from the invalidation bus. */
   bus: { on(listener: (msg: Invalidation) => void): () => void };
@@ -329,7 +329,7 @@ export class PubSubIntake {
     try {
       const nowMs = this.deps.now();
       outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs });
-      if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, outcome.jobId);
+      if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId });
       else await this.storeDeadLetter(projectId, message, outcome.reason, nowMs);
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.

@@ -15,7 +15,7 @@ export const logEvents = defineOperation({
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
     const events = normalizeEvents(body.events, ctx.now());
-    await ctx.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, undefined, events.length);
+    await ctx.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, { weight: events.length });
     return {};
   },
 });
