@@ -53,6 +53,18 @@ export interface Config {
    * @defaultValue 10
    */
   workersNice: number;
+  /**
+   * Days events, interactions and decisions are kept (ClickHouse TTL), how long an untouched
+   * profile lives in Redis, and how far in the past an accepted event or interaction may lie.
+   * @defaultValue 400
+   */
+  retentionDays: number;
+  /** Requests per second per API key (burst: twice as many). @defaultValue 5000 */
+  rateLimitPerKey: number;
+  /** Failed authentications per second per client address. @defaultValue 20 */
+  rateLimitUnauthenticated: number;
+  /** Queued events beyond which ingestion answers 429 (Pub/Sub: nack) until the backlog drains. @defaultValue 2000000 */
+  ingestMaxBacklog: number;
 }
 
 export class ConfigError extends Error {
@@ -151,6 +163,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workersThread: bool(env, 'WORKERS_THREAD', true),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
+    retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
+    rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 5000, 1, 10_000_000),
+    rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
+    ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
