@@ -14,6 +14,9 @@ import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
 import { startWorkersThread } from '../workers/thread/workers-thread-host.js';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { createRedis } from '../shared/clients/redis.js';
+import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
+import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
@@ -44,9 +47,9 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // second core), which also owns the embedded ClickHouse; otherwise one ClickHouse client per
   // process (chDB: one engine per process) is shared by every role of this thread.
   const roles: RoleHandle[] = [];
-  let clickhouse: ClickHouseClient;
+  let clickhouse: ClickHouseClient | undefined;
   const background = config.roles.has('workers') || config.roles.has('scheduler');
-  if (config.workersThread && config.roles.has('api') && background) {
+  if (background && config.workersThread && config.roles.has('api')) {
     const onFatal = (err: Error) => {
       log.fatal({ err }, 'the workers thread died; exiting');
       process.exit(1);
@@ -54,13 +57,25 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     const thread = await startWorkersThread(config, log, ctx.metrics, onFatal);
     clickhouse = thread.clickhouse;
     roles.push({ name: 'workers-thread', close: () => thread.close() });
-  } else {
+  } else if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
     if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
     if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   }
-  ctx.clickhouse = clickhouse;
+  // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
+  // the rpc queue (ctx.warehouse as built). A process with ClickHouse answers them itself, and
+  // with the workers role it also answers the other processes' calls.
+  if (clickhouse) {
+    ctx.clickhouse = clickhouse;
+    ctx.warehouse = directWarehouseOps({ clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
+    if (config.roles.has('workers')) {
+      const connection = createRedis(config.redisUrl, 'worker', 'tds-rpc');
+      connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
+      const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, ctx.warehouse, log.child({ role: 'rpc' }));
+      roles.push({ name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } });
+    }
+  }
   const apps: FastifyInstance[] = [];
   if (config.roles.has('api')) {
     const base = await buildApp(ctx, { listener: 'base', extraPlugins: [metricsPlugin(ctx), queueDashboardPlugin(ctx)] });
@@ -79,7 +94,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
       await closeContext(ctx);
-      await clickhouse.close();
+      await clickhouse?.close();
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');
@@ -124,8 +139,16 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  // `on`, not `once`: a process group's signal and the supervisor's may both arrive; a second
+  // one must not kill the process in the middle of its ordered stop.
+  let signalled = false;
+  const once = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    onSignal(signal);
+  };
+  process.on('SIGTERM', () => once('SIGTERM'));
+  process.on('SIGINT', () => once('SIGINT'));
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

@@ -65,6 +65,8 @@ export interface Config {
   rateLimitUnauthenticated: number;
   /** Queued events beyond which ingestion answers 429 (Pub/Sub: nack) until the backlog drains. @defaultValue 2000000 */
   ingestMaxBacklog: number;
+  /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
+  apiProcesses: number;
 }
 
 export class ConfigError extends Error {
@@ -167,6 +169,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 5000, 1, 10_000_000),
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
+    apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);

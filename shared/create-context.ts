@@ -19,6 +19,7 @@ import { createIngestProducers } from './queues/ingest-producers.js';
 import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
+import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-rpc.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -54,6 +55,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     ingest: createIngestProducers(redis, config.redisPrefix),
     profiles: new ProfileStore(redis, keys),
     metrics: createMetrics({ now }),
+    warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
@@ -68,6 +70,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
   await ctx.ingest.close();
+  if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();
   await ctx.bus.close();
   ctx.redis.disconnect();
 }

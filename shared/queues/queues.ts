@@ -9,6 +9,8 @@ export const QUEUE = {
   events: 'events',
   interactions: 'interactions',
   aggregations: 'aggregations',
+  /** Request/reply calls from API processes to the process that owns ClickHouse (warehouse-rpc.ts). */
+  rpc: 'rpc',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
