@@ -39,7 +39,7 @@ const bearer = { authorization: `Bearer ${ADMIN_TOKEN}` };
 let t: TestApp;
 let ops: FastifyInstance;
 let alt: FastifyInstance;
-let queues: Queue[] = [];
+const queues: Queue[] = [];
 
 function queue(name: string): Queue {
   const q = new Queue(name, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
