@@ -52,6 +52,9 @@ export class InvalidationBus {
   /** Last sign of life of the current connection (a PONG, the subscription, or the start of a handshake). */
   private aliveAt = performance.now();
   private pingSentAt = -Infinity;
+  private lastTickAt = performance.now();
+  /** A late tick (the process was busy) may find a PONG still unread in the socket: judge at the next one. */
+  private lateTickForgiven = false;
   private pingOutstanding = false;
   /** Bumped whenever the connection is replaced: a late PONG of an old one proves nothing. */
   private epoch = 0;
@@ -98,6 +101,8 @@ export class InvalidationBus {
   private heartbeat(): void {
     if (this.closed) return;
     const now = performance.now();
+    const late = now - this.lastTickAt > this.heartbeatMs;
+    this.lastTickAt = now;
     const status = this.sub.status;
     // While ioredis is (re)connecting, its own retry strategy and connect timeout are in charge.
     if (status !== 'connect' && status !== 'ready') {
@@ -105,6 +110,11 @@ export class InvalidationBus {
       return;
     }
     if (now - this.aliveAt > this.silenceMs) {
+      if (late && !this.lateTickForgiven) {
+        this.lateTickForgiven = true;
+        return;
+      }
+      this.lateTickForgiven = false;
       this.log.warn({ silentMs: Math.round(now - this.aliveAt), status }, 'invalidation subscriber silent; reconnecting (caches check versions meanwhile)');
       this.lost();
       this.aliveAt = now;
@@ -112,6 +122,7 @@ export class InvalidationBus {
       this.sub.stream?.destroy();
       return;
     }
+    this.lateTickForgiven = false;
     if (status !== 'ready' || this.pingOutstanding || now - this.pingSentAt < this.heartbeatMs) return;
     const epoch = this.epoch;
     this.pingOutstanding = true;

@@ -9,6 +9,8 @@ export const QUEUE = {
   events: 'events',
   interactions: 'interactions',
   aggregations: 'aggregations',
+  /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
+  isolated: 'isolated',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 

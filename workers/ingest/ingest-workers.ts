@@ -15,7 +15,7 @@ import { processInteractionJob, type InteractionOpsProvider } from './interactio
 const STALLED_OUT = 'job stalled more than allowable limit';
 
 /** Suspects (jobs that stalled out among others) are retried here, one at a time. */
-export const ISOLATION_QUEUE = 'isolated';
+export const ISOLATION_QUEUE = QUEUE.isolated;
 /** Alone, a job is put back once after its worker died; the second death makes it a dead letter. */
 const ISOLATED_MAX_STALLS = 1;
 
