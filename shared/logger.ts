@@ -31,6 +31,8 @@ const IN_STRING: readonly [RegExp, string][] = [
   [/tds_[0-9a-f]{16}_[A-Za-z0-9_-]{20,}/g, `tds_${CENSOR}`],
   [/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`],
   [/([?&](?:api[_-]?key|key|token)=)[^&#\s]*/gi, `$1${CENSOR}`],
+  // credentials in a connection URL (redis://user:password@host)
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi, `$1${CENSOR}@`],
 ];
 const MAX_DEPTH = 8;
 const MAX_ITEMS = 50;

@@ -114,8 +114,9 @@ describe('log hygiene', () => {
     ctx.log.error({ error: reply }, 'under error');
     ctx.log.error(reply, 'as the first argument');
     ctx.log.warn({ err: new Error(`authorization: Bearer ${ADMIN_TOKEN}`) }, 'bearer in a message');
-    expect(lines).toHaveLength(6);
+    ctx.log.warn({ err: new Error('cannot reach redis://default:hunter2-password@10.0.0.5:6379/0') }, 'credentials in a URL');
+    expect(lines).toHaveLength(7);
     expect(logs()).toContain('WRONGTYPE');
-    expectClean([secret, secret.slice(-43)]);
+    expectClean([secret, secret.slice(-43), 'hunter2-password']);
   });
 });
