@@ -51,7 +51,8 @@ const RECOMPUTE_JOB_OPTS: JobsOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 10_000 },
   removeOnComplete: { age: 24 * 3600, count: 1000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
+  // bounded by count too: a recompute that keeps failing (one per project per hour) cannot pile up
+  removeOnFail: { age: 7 * 24 * 3600, count: 1000 },
 };
 
 /** Upserts every declared scheduler and removes the ones no longer declared. */
