@@ -127,10 +127,10 @@ describe('LogEvents end to end', () => {
     expect(nices).toContain(10);
   });
 
-  it('runs the workers in their own thread, whose counters reach /metrics', async () => {
+  it('runs the workers in their own thread, whose counters reach the ops listener\'s /metrics', async () => {
     expect(s.service.ctx.config.workersThread).toBe(true);
-    const metrics = await (await fetch(`${s.baseUrl}/metrics`)).text();
-    const written = /^ingest_events_written_total (\d+)/m.exec(metrics);
+    const metrics = await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text();
+    const written = /^tds_ingest_events_written_total (\d+)/m.exec(metrics);
     expect(Number(written?.[1])).toBeGreaterThanOrEqual(3);
   });
 

@@ -10,6 +10,8 @@ import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
 import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { Metrics } from '../../shared/metrics.js';
+import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 
 export interface IngestWorkersOptions {
   connection: Redis;
@@ -26,6 +28,8 @@ export interface IngestWorkersOptions {
   interactionOps?: InteractionOpsProvider;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
+  /** Insert latency, job durations and retries for /metrics. */
+  metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
 }
 
 export interface IngestWorkers {
@@ -35,7 +39,7 @@ export interface IngestWorkers {
 }
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
-  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent' });
+  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix),
@@ -87,6 +91,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
   for (const w of [events, interactions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  if (o.metrics) for (const w of [events, interactions]) instrumentWorker(w, o.metrics);
 
   let closing: Promise<void> | undefined;
   return {
