@@ -67,6 +67,8 @@ export interface Metrics {
   /** Progress of a running recompute or backfill, `reason` as in the job (schedule, backfill, manual). */
   aggregationProgress(reason: string, fieldsDone: number, fieldsTotal: number, usersDelta: number): void;
   aggregationRunning(reason: string, delta: 1 | -1): void;
+  /** Readiness as seen by this scrape: `tds_ready` and `tds_readiness_check_up{check}`. */
+  setReadiness(checks: readonly string[], failed: ReadonlySet<string>): void;
   /** `stats` is read on each scrape as `tds_cache_requests_total{cache=name,result=hit|miss}`. */
   watchCache(name: string, stats: CacheStats): void;
   /** Queues whose depth is read on each scrape; returns a function that stops watching them. */
@@ -199,6 +201,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const retries = new Counter({ name: `${P}job_retries_total`, help: 'Job attempts that failed and will be retried with backoff, by queue', labelNames: ['queue'], registers });
   const jobsFailed = new Counter({ name: `${P}jobs_failed_total`, help: 'Jobs that failed for good (poison, or no attempt left), by queue', labelNames: ['queue'], registers });
   const jobChildren = childCache((queue) => ({ completed: jobSeconds.labels(queue, 'completed'), failed: jobSeconds.labels(queue, 'failed'), retries: retries.labels(queue), failedForGood: jobsFailed.labels(queue) }));
+  for (const queue of Object.values(QUEUE)) {
+    jobChildren(queue).retries.inc(0);
+    jobChildren(queue).failedForGood.inc(0);
+  }
 
   const aggProgress = new Gauge({
     name: `${P}aggregation_progress_ratio`,
@@ -212,6 +218,9 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     aggRunning.set({ reason }, 0);
     aggUsers.inc({ reason }, 0);
   }
+
+  const ready = new Gauge({ name: `${P}ready`, help: '1 when every readiness check of this process passed during this scrape (what /readyz answers), else 0', registers });
+  const checkUp = new Gauge({ name: `${P}readiness_check_up`, help: 'Readiness checks of this process during this scrape (1 passed, 0 failed), by check', labelNames: ['check'], registers });
 
   new Counter({
     name: `${P}cache_requests_total`,
@@ -308,6 +317,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       if (usersDelta > 0) aggUsers.inc({ reason }, usersDelta);
     },
     aggregationRunning: (reason, delta) => aggRunning.inc({ reason }, delta),
+    setReadiness: (checks, failed) => {
+      checkUp.reset();
+      for (const check of checks) checkUp.set({ check }, failed.has(check) ? 0 : 1);
+      ready.set(failed.size === 0 ? 1 : 0);
+    },
     watchCache: (name, stats) => {
       caches.set(name, stats);
     },

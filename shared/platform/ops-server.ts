@@ -124,15 +124,26 @@ export async function startOpsServer(deps: OpsServerDeps): Promise<OpsServer> {
   const queues = openQueueHandles(deps.redis, deps.config.redisPrefix);
   const unwatch = deps.metrics.watchQueues(queues);
 
-  const readyz = async (res: ServerResponse) => {
+  const readiness = async () => {
     const checks = [lifecycleCheck(deps.lifecycle), redisCheck(deps.redis), ...deps.roles.flatMap((r) => r.ops?.checks ?? [])];
     const failures = await runChecks(checks, timeoutMs);
+    deps.metrics.setReadiness(
+      checks.map((c) => c.name),
+      new Set(failures.map((f) => f.name)),
+    );
+    return { checks, failures };
+  };
+
+  const readyz = async (res: ServerResponse) => {
+    const { checks, failures } = await readiness();
     if (failures.length === 0) return send(res, 200, JSON_TYPE, JSON.stringify({ status: 'ready', checks: checks.map((c) => c.name) }));
     const err = new ApiError(503, 'UNAVAILABLE', `not ready: ${failures.map((f) => f.name).join(', ')}`, failures.map((f) => ({ field: f.name, description: f.reason })));
     send(res, 503, JSON_TYPE, JSON.stringify(errorBody(err)));
   };
 
   const metrics = async (res: ServerResponse) => {
+    // the readiness gauges make "not ready" alertable from the scrape alone
+    await readiness();
     const others = deps.roles.flatMap((r) => (r.ops?.metrics ? [r.ops.metrics] : []));
     if (others.length === 0) return send(res, 200, deps.metrics.contentType, await deps.metrics.render());
     // A thread that does not answer in time is left out of this scrape rather than failing it.
