@@ -167,6 +167,9 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers,
   });
+  // Bound once per operation and status: every request costs two map lookups, no label hashing.
+  // Operations are route patterns (bounded), statuses a few dozen codes.
+  const requestChildren = childCache((operation) => ({ duration: duration.labels(operation), byStatus: new Map<number, Counter.Internal>() }));
   const ingest: Record<IngestMetric, Counter> = {
     eventsWritten: new Counter({ name: `${P}ingest_events_written_total`, help: 'Events stored by the ingest workers', registers }),
     duplicatesDropped: new Counter({ name: `${P}ingest_duplicates_dropped_total`, help: 'Events dropped as duplicates (same insertId or redelivery)', registers }),
@@ -295,8 +298,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     contentType: registry.contentType,
     delivery,
     observeRequest: (operation, status, seconds) => {
-      requests.inc({ operation, status: String(status) });
-      duration.observe({ operation }, seconds);
+      const c = requestChildren(operation);
+      let count = c.byStatus.get(status);
+      if (count === undefined) c.byStatus.set(status, (count = requests.labels(operation, String(status))));
+      count.inc();
+      c.duration.observe(seconds);
     },
     countIngest: (name, n) => {
       if (n > 0) ingest[name].inc(n);
