@@ -17,12 +17,15 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
 import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
 import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
+import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface RunningService {
   ctx: ServiceContext;
   apps: FastifyInstance[];
+  /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
+  ops: OpsServer;
   /** Ordered, idempotent shutdown (conventions point 8). */
   stop(): Promise<void>;
 }
@@ -54,9 +57,9 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       log.fatal({ err }, 'the workers thread died; exiting');
       process.exit(1);
     };
-    const thread = await startWorkersThread(config, log, ctx.metrics, onFatal);
+    const thread = await startWorkersThread(config, log, onFatal);
     clickhouse = thread.clickhouse;
-    roles.push({ name: 'workers-thread', close: () => thread.close() });
+    roles.push({ name: 'workers-thread', close: () => thread.close(), ops: thread.ops });
   } else if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
@@ -84,6 +87,8 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     await alt.listen({ port: config.altPort, host: config.host });
     apps.push(base, alt);
   }
+  // Observability: every process kind serves /healthz, /readyz, /metrics on OPS_PORT; the roles add their checks.
+  const ops = await startOpsServer({ config, log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles });
   ctx.lifecycle.ready = true;
   log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
 
@@ -93,6 +98,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       ctx.lifecycle.ready = false;
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
+      await ops.close();
       await closeContext(ctx);
       await clickhouse?.close();
       if (redisChild) {
@@ -102,7 +108,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     })();
     return stopping;
   };
-  return { ctx, apps, stop };
+  return { ctx, apps, ops, stop };
 }
 
 async function main(): Promise<void> {

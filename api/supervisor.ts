@@ -28,8 +28,11 @@ export interface ChildSpec {
 
 /** The children of a configuration: background first (it migrates ClickHouse), then the API processes. */
 export function childSpecs(config: Readonly<Config>): ChildSpec[] {
-  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT_OFFSET: '0' } }];
-  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT_OFFSET: String(i + 1) } });
+  // Each process has an ops listener of its own (metrics are per process): OPS_PORT for the
+  // background process, the next ports for the API processes (0: each picks a free port).
+  const opsPort = (i: number) => String(config.opsPort === 0 ? 0 : config.opsPort + i);
+  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) } }];
+  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) } });
   return specs;
 }
 

@@ -58,6 +58,8 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
+  ctx.metrics.watchCache('api_key', auth.cacheStats);
+  if (ctx.delivery.catalog instanceof CatalogCache) ctx.metrics.watchCache('catalog', ctx.delivery.catalog.cacheStats);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
 }

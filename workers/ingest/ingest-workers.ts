@@ -10,6 +10,8 @@ import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
 import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { Metrics } from '../../shared/metrics.js';
+import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -46,6 +48,8 @@ export interface IngestWorkersOptions {
   interactionOps?: InteractionOpsProvider;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
+  /** Insert latency, job durations and retries for /metrics. */
+  metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
 }
 
 export interface IngestWorkers {
@@ -56,7 +60,7 @@ export interface IngestWorkers {
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
-  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent' });
+  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix),
@@ -159,6 +163,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   interactions.on('failed', onFailed('log_treatment_interaction'));
   isolated.on('failed', onFailed());
   for (const w of [events, interactions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  if (o.metrics) for (const w of [events, interactions, isolated]) instrumentWorker(w, o.metrics);
 
   return {
     writer,
