@@ -123,38 +123,43 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  let service: RunningService;
-  try {
-    service = await startService(config, log);
-  } catch (err) {
-    log.fatal({ err }, 'start-up failed');
-    process.exit(1);
-  }
+  // Handlers go in before start-up: a stop asked for while the process is still starting (a
+  // supervisor stopping everything at once) waits for the start to finish, then stops in order,
+  // instead of the default action killing the process half-started. `on`, not `once`: a process
+  // group's signal and the supervisor's may both arrive, and a second one must not kill the
+  // process in the middle of its ordered stop.
+  let started: Promise<RunningService> | undefined;
+  let signalled = false;
   const onSignal = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       log.error('shutdown deadline passed; exiting');
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     timer.unref();
-    service.stop().then(
-      () => process.exit(0),
-      (err) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    (started ?? Promise.reject(new Error('not started')))
+      .then((service) => service.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  // `on`, not `once`: a process group's signal and the supervisor's may both arrive; a second
-  // one must not kill the process in the middle of its ordered stop.
-  let signalled = false;
-  const once = (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    onSignal(signal);
-  };
-  process.on('SIGTERM', () => once('SIGTERM'));
-  process.on('SIGINT', () => once('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  started = startService(config, log);
+  try {
+    await started;
+    // A supervisor (api/supervisor.ts) holds its stop signal until its children said this.
+    process.send?.({ type: 'tds-ready' });
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    process.exit(1);
+  }
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

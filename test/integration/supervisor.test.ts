@@ -29,7 +29,7 @@ interface Started {
 
 const running: Started[] = [];
 
-async function startNpm(env: Record<string, string> = {}): Promise<Started> {
+async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: boolean } = {}): Promise<Started> {
   const port = await freePort();
   // ops listeners: the background process on opsPort, API process i on opsPort + i
   const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
@@ -51,6 +51,7 @@ async function startNpm(env: Record<string, string> = {}): Promise<Started> {
   };
   const s: Started = { npm, port, opsPort, prefix, output: () => out.slice(-6000), exited, post };
   running.push(s);
+  if (opts.waitReady === false) return s;
   await waitUntil(async () => {
     try {
       return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
@@ -169,6 +170,15 @@ describe('npm start (the supervisor)', () => {
     expect(code, s.output()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(30_000);
     expect(s.output()).not.toMatch(/SIGSEGV|did not stop cleanly|deadline passed/);
+  });
+
+  it('a stop asked for while the children are still starting is clean too', async () => {
+    const s = await startNpm({}, { waitReady: false });
+    await waitUntil(() => /supervisor started/.test(s.output()), 60_000);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code } = await s.exited;
+    expect(code, s.output()).toBe(0);
+    expect(s.output()).not.toMatch(/did not stop cleanly|deadline passed/);
   });
 
   it('restarts a child that died unexpectedly', async () => {
