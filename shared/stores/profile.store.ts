@@ -1,29 +1,70 @@
 import type { Redis } from 'ioredis';
 import type { PropertyValue } from '../domain/types.js';
 import type { RedisKeys } from '../redis-keys.js';
+import { createHash } from 'node:crypto';
 import { RedisScript } from '../clients/redis-script.js';
+import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../queues/queues.js';
 
-/** D31: de-duplication markers live at least 7 days in the fast path (ClickHouse keeps them for ever). */
-export const DEDUP_TTL_SECONDS = 8 * 24 * 3600;
+/**
+ * D31: an insertId marker lives at least 7 days. Markers are kept per user and per UTC day of the
+ * event's `clientEventTimestamp`, and a day's set expires at max(end of that day, now) + 8 days:
+ * a retry of an event carries the same timestamp, so it meets its marker for 8 days after it was
+ * last stored, and a day's markers are dropped together.
+ */
+export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
+
+/**
+ * How long a job marker must outlive its job's first attempt: as long as the job can still be
+ * retried (every attempt at the capped backoff) plus the time a failed job is kept (an operator
+ * may retry it from the dashboard). Markers are deleted when their job completes
+ * (`deleteJobMarkers`); this TTL only bounds the ones whose job failed or whose deletion was lost.
+ */
+export const JOB_MARKER_TTL_SECONDS = Math.ceil(((INGEST_JOB_OPTIONS.attempts ?? 1) * BACKOFF_CAP_MS) / 1000) + removeOnFailAgeSeconds();
+
+function removeOnFailAgeSeconds(): number {
+  const r = INGEST_JOB_OPTIONS.removeOnFail;
+  return typeof r === 'object' && 'age' in r && r.age !== undefined ? r.age : 30 * 24 * 3600;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The compact insertId marker: the first 8 bytes of SHA-1 of the de-duplication id as a signed
+ * 64-bit decimal, so a day's set is a Redis intset (8 bytes per marker up to 512 markers a user
+ * a day, `set-max-intset-entries`). Collisions within one user's day: about n²/2^65.
+ */
+export function insertMarker(dedupId: string): string {
+  return createHash('sha1').update(dedupId).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * UTC day (`YYYY-MM-DD`) of an event time in ms, and its end (epoch s). The script sets the day's
+ * set to expire at max(day end, Redis's own clock) + INSERT_MARKER_TTL_SECONDS.
+ */
+export function insertMarkerDay(tsMs: number): { day: string; dayEnd: number } {
+  const dayStart = Math.floor(tsMs / DAY_MS) * DAY_MS;
+  return { day: new Date(dayStart).toISOString().slice(0, 10), dayEnd: (dayStart + DAY_MS) / 1000 };
+}
 
 /**
  * A counter or extreme kept in the user's profile hash, applied with the event that causes it:
  * `inc` adds, `min`/`max` keep the extreme, `incnew` adds only the first time `marker` is seen
- * (distinct counts), `ginc` adds to a project-wide hash. `ginc` names a key outside the user's
- * hash slot: fine on one Redis, and the reason the service runs on a single primary, not a Redis Cluster.
+ * (distinct counts). Every op stays inside the user's hash (one slot); project-wide counters
+ * (ranking) have their own script (`RankingCounterStore`).
  */
 export type ProfileOp =
   | ['inc', string, number]
   | ['min', string, number]
   | ['max', string, number]
-  | ['incnew', string, string, number]
-  /** HINCRBY on another hash (project-wide statistics such as the ranking policy's counters). */
-  | ['ginc', string, string, number];
+  | ['incnew', string, string, number];
 
 export interface ProfileEvent {
-  /** Cross-job de-duplication (insertId); absent: the event is only protected by the job marker. */
+  /**
+   * Cross-job de-duplication id (`i:<insertId>`, or `m:<messageId>:<index>` for a Pub/Sub event
+   * without one); absent: the event is only protected by the job marker.
+   */
   dedupId?: string;
-  /** Last-write-wins timestamp (ms) of the user properties it carries. */
+  /** Event time (ms): last-write-wins timestamp of its user properties and the day of its marker. */
   ts: number;
   userProperties?: Record<string, PropertyValue>;
   ops?: ProfileOp[];
@@ -35,19 +76,26 @@ export interface StoredProfile {
   fields: Record<string, string>;
 }
 
+export interface ProfileStoreOptions {
+  /** An untouched profile expires after this many days (D44 RETENTION_DAYS). @defaultValue 400 */
+  retentionDays?: number;
+}
+
 /*
  * One atomic script per job and user: the job marker, the per-insertId markers, the user-property
- * writes and the aggregate updates commit together or not at all. A retry of the job after a
- * crash at any point therefore has exactly the effect of one delivery (D34): either the script
- * ran (the job marker is there, the retry changes nothing) or it did not (the retry applies it).
+ * writes, the aggregate updates and the profile's TTL commit together or not at all. A retry of
+ * the job after a crash at any point therefore has exactly the effect of one delivery (D34):
+ * either the script ran (the job marker is there, the retry changes nothing) or it did not (the
+ * retry applies it). Every key is in KEYS and carries the user's hash tag.
  *
  * Arguments are positional strings, not JSON (no cjson tables per event), and identical ops of
  * a job's events are grouped: a job of 100 events counted in one daily field costs one HINCRBY
  * of the number of new events, not 100. An op applies as many times as the new (not
  * de-duplicated) events of its group, which is what applying it event by event would do:
- * `inc`/`ginc` add per event, `min`/`max` are idempotent, and an `incnew` repeated with the same
+ * `inc` adds per event, `min`/`max` are idempotent, and an `incnew` repeated with the same
  * marker counts once either way.
- *   ARGV: dedupPrefix, ttl, n, dedupId x n ('' = none),
+ *   KEYS: profile, job marker, marker set of day 1..d
+ *   ARGV: jobTtl, profileTtl, markerTtl, d, day end (epoch s) x d, n, (day index (0 = none), marker) x n,
  *         groups, then per group: kind, a, b, c, k, event index x k (1-based),
  *         props, then per property: event index, ts, name, JSON value
  */
@@ -55,19 +103,26 @@ const APPLY = new RedisScript(`
 local prof = KEYS[1]
 local jobKey = KEYS[2]
 if redis.call('EXISTS', jobKey) == 1 then return -1 end
-local prefix = ARGV[1]
-local ttl = ARGV[2]
-local n = tonumber(ARGV[3])
+local d = tonumber(ARGV[4])
+local pos = 5 + d
+local n = tonumber(ARGV[pos])
+pos = pos + 1
 local fresh = {}
+local touched = {}
 local applied = 0
 for i = 1, n do
-  local d = ARGV[3 + i]
-  if d == '' or redis.call('SET', prefix .. d, '1', 'NX', 'EX', ttl) then
+  local k = tonumber(ARGV[pos])
+  if k == 0 or redis.call('SADD', KEYS[2 + k], ARGV[pos + 1]) == 1 then
     fresh[i] = true
+    touched[k] = true
     applied = applied + 1
   end
+  pos = pos + 2
 end
-local pos = 4 + n
+local now = tonumber(redis.call('TIME')[1])
+for j = 1, d do
+  if touched[j] then redis.call('EXPIREAT', KEYS[2 + j], math.max(tonumber(ARGV[4 + j]), now) + tonumber(ARGV[3])) end
+end
 local groups = tonumber(ARGV[pos])
 pos = pos + 1
 for g = 1, groups do
@@ -87,8 +142,6 @@ for g = 1, groups do
     elseif kind == 'max' then
       local cur = redis.call('HGET', prof, a)
       if (not cur) or tonumber(b) > tonumber(cur) then redis.call('HSET', prof, a, b) end
-    elseif kind == 'ginc' then
-      redis.call('HINCRBY', a, b, count == 1 and c or tonumber(c) * count)
     elseif kind == 'incnew' then
       if redis.call('HSETNX', prof, a, '1') == 1 then redis.call('HINCRBY', prof, b, c) end
     end
@@ -106,18 +159,26 @@ for p = 1, props do
     end
   end
 end
-redis.call('SET', jobKey, '1', 'EX', ttl)
+redis.call('EXPIRE', prof, ARGV[2])
+redis.call('SET', jobKey, '1', 'EX', ARGV[1])
 return applied
 `);
 
-/** The script's positional arguments for a job's events (see APPLY). */
-export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]): string[] {
-  const args = [dedupPrefix, String(DEDUP_TTL_SECONDS), String(events.length)];
+/** The script's keys after the first two (the days' marker sets) and its positional arguments (see APPLY). */
+export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: number; dayKey: (day: string) => string }): { dayKeys: string[]; args: string[] } {
+  const days = new Map<string, { index: number; dayEnd: number }>();
+  const markers: string[] = [];
   const groups = new Map<string, { op: ProfileOp; events: number[] }>();
   const props: string[] = [];
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    args.push(e.dedupId !== undefined ? `i:${e.dedupId}` : '');
+    if (e.dedupId === undefined) markers.push('0', '');
+    else {
+      const { day, dayEnd } = insertMarkerDay(e.ts);
+      let slot = days.get(day);
+      if (!slot) days.set(day, (slot = { index: days.size + 1, dayEnd }));
+      markers.push(String(slot.index), insertMarker(e.dedupId));
+    }
     if (e.ops) {
       for (const op of e.ops) {
         const key = op.join('\u0000');
@@ -130,6 +191,10 @@ export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]):
       for (const name in e.userProperties) props.push(String(i + 1), String(e.ts), name, JSON.stringify(e.userProperties[name]));
     }
   }
+  const args = [String(JOB_MARKER_TTL_SECONDS), String(opts.profileTtl), String(INSERT_MARKER_TTL_SECONDS), String(days.size)];
+  for (const { dayEnd } of days.values()) args.push(String(dayEnd));
+  args.push(String(events.length));
+  for (const x of markers) args.push(x);
   args.push(String(groups.size));
   for (const { op, events: idx } of groups.values()) {
     args.push(op[0], String(op[1]), String(op[2]), op[3] === undefined ? '' : String(op[3]), String(idx.length));
@@ -137,26 +202,60 @@ export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]):
   }
   args.push(String(props.length / 4));
   for (const x of props) args.push(x);
-  return args;
+  return { dayKeys: [...days.keys()].map(opts.dayKey), args };
+}
+
+/** A job (or one request of a merged job) as applied to one user: the identity of its marker. */
+export interface AppliedUnit {
+  projectId: string;
+  userId: string;
+  id: string;
 }
 
 export class ProfileStore {
+  private readonly profileTtl: number;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
-  ) {}
+    opts: ProfileStoreOptions = {},
+  ) {
+    this.profileTtl = (opts.retentionDays ?? 400) * 86_400;
+  }
 
   /**
    * Applies the events of one job to one user's profile exactly once. Returns the number of
    * events applied (duplicates by insertId are skipped), or -1 when the job was applied before.
    */
   async applyEvents(projectId: string, userId: string, jobId: string, events: ProfileEvent[]): Promise<number> {
-    const res = await APPLY.run(
-      this.redis,
-      [this.keys.profile(projectId, userId), this.keys.dedup(projectId, userId, `j:${jobId}`)],
-      applyArgs(this.keys.dedup(projectId, userId, ''), events),
-    );
+    const { dayKeys, args } = applyArgs(events, { profileTtl: this.profileTtl, dayKey: (day) => this.keys.insertMarkers(projectId, userId, day) });
+    const res = await APPLY.run(this.redis, [this.keys.profile(projectId, userId), this.keys.jobMarker(projectId, userId, jobId), ...dayKeys], args);
     return Number(res);
+  }
+
+  /**
+   * Which of these units were applied already (their marker exists), in one round trip: a retried
+   * job skips the ClickHouse insert of those (their rows were stored before their script ran).
+   */
+  async applied(units: readonly AppliedUnit[]): Promise<boolean[]> {
+    if (units.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const u of units) p.exists(this.keys.jobMarker(u.projectId, u.userId, u.id));
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, n]) => {
+      if (err) throw err;
+      return n === 1;
+    });
+  }
+
+  /** Deletes the markers of completed units (best effort: their TTL is the backstop). */
+  async deleteJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[] = []): Promise<void> {
+    if (units.length === 0 && extraKeys.length === 0) return;
+    const p = this.redis.pipeline();
+    // One DEL per key: each key is in its own user's slot (Redis Cluster forbids a multi-slot DEL).
+    for (const u of units) p.del(this.keys.jobMarker(u.projectId, u.userId, u.id));
+    for (const k of extraKeys) p.del(k);
+    await p.exec();
   }
 
   async get(projectId: string, userId: string): Promise<StoredProfile> {

@@ -7,9 +7,10 @@ import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsJob, type Event
 import type { ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
-import { processEventsJob, type EventOpsProvider } from './events.processor.js';
+import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
-import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 
 export interface IngestWorkersOptions {
   connection: Redis;
@@ -24,6 +25,8 @@ export interface IngestWorkersOptions {
   lockMs?: number;
   eventOps?: EventOpsProvider;
   interactionOps?: InteractionOpsProvider;
+  /** Ranking counters of interactions, applied by their own marker-guarded script. */
+  ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
 }
@@ -67,7 +70,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
   };
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, (job) => asPermanent(() => processEventsJob(job, eventDeps)), common);
-  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
+  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps, ranking: o.ranking })), common);
 
   const onFailed = (source: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
     if (!job) return;
@@ -86,6 +89,16 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
+  // A completed job is never retried: its markers have done their work. Deleting them here keeps
+  // Redis at the markers of jobs in flight; a lost deletion expires with JOB_MARKER_TTL_SECONDS.
+  const dropMarkers = (job: Job, units: Parameters<ProfileStore['deleteJobMarkers']>[0], extra: string[] = []) => {
+    o.profiles.deleteJobMarkers(units, extra).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not deleted; they expire on their own'));
+  };
+  events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
+  interactions.on('completed', (job) => {
+    const unit = interactionUnit(job.data, job.id!);
+    if (unit) dropMarkers(job, [unit], o.ranking ? [o.ranking.store.markerKey(unit.projectId, unit.id)] : []);
+  });
   for (const w of [events, interactions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
 
   let closing: Promise<void> | undefined;
