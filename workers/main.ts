@@ -37,7 +37,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
   const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus });
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400 });
   const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });
   const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');

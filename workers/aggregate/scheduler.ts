@@ -96,6 +96,8 @@ export interface AggregationWorkerOptions {
   projects: { list(): Promise<Project[]> };
   log: Logger;
   now: () => number;
+  /** TTL of a profile a recompute creates (RETENTION_DAYS). @defaultValue 400 days */
+  profileTtlSeconds?: number;
   /** When given, a catalogue change (a new field among them) triggers a backfill poll at once. */
   bus?: InvalidationBus;
 }
@@ -181,7 +183,7 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number
 
 async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQueueJob>, data: RecomputeJobData & { projectId: string }): Promise<RecomputeResult> {
   return recomputeDataFields(
-    { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now },
+    { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
     { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
     {
       resumeFrom: data.cursor,
