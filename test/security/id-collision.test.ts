@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReplyError } from 'ioredis';
 import { escapeKeyPart, redisKeys, unescapeKeyPart } from '../../shared/redis-keys.js';
+import { isPermanentRedisError } from '../../workers/ingest/permanent-errors.js';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 
@@ -104,6 +106,34 @@ describe('crafted ids cannot collide in Redis', () => {
     const rs = await ch.query({ query: 'SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', query_params: { p: keys.projectId }, format: 'JSONEachRow' });
     const counts = new Map((await rs.json<{ user_id: string; n: string }>()).map((r) => [r.user_id, Number(r.n)]));
     for (const userId of users) expect(counts.get(userId)).toBe(insertIds.length);
+  });
+});
+
+describe('a Redis reply error on a job is permanent', () => {
+  it('dead-letters a request whose profile key holds another type, with the reason, without retries', async () => {
+    const { ctx } = s.service;
+    // A key of the wrong type where the user's profile hash belongs (what a collision used to cause).
+    await ctx.redis.set(ctx.keys.profile(keys.projectId, 'poisoned'), 'not a hash');
+    expect((await logEvents('poisoned', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'p1', userProperties: { x: { longValue: '1' } } }])).status).toBe(200);
+    expect((await logEvents('healthy', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'h1', userProperties: { ok: { booleanValue: true } } }])).status).toBe(200);
+    await waitUntil(idle, 30_000);
+    const letters = async () => (await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters as { reason: string; source: string }[];
+    await waitUntil(async () => (await letters()).some((d) => d.reason.includes('WRONGTYPE')), 30_000);
+    const dl = (await letters()).filter((d) => d.reason.includes('WRONGTYPE'));
+    expect(dl).toHaveLength(1);
+    expect(dl[0].reason).toMatch(/^rejected by Redis: WRONGTYPE/);
+    expect((await queueCounts()).delayed).toBe(0);
+    expect((await profile('healthy')).body.profile.userProperties).toEqual({ ok: true });
+  });
+
+  it('classifies reply errors: WRONGTYPE and script errors are permanent; loading, busy, OOM, failover and connection errors retry', () => {
+    expect(isPermanentRedisError(new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(true);
+    expect(isPermanentRedisError(new ReplyError("ERR user_script:3: Script attempted to access nonexistent global variable 'x'"))).toBe(true);
+    for (const m of ['LOADING Redis is loading the dataset in memory', 'BUSY Redis is busy running a script', "OOM command not allowed when used memory > 'maxmemory'.", 'READONLY You can\'t write against a read only replica.', 'MASTERDOWN Link with MASTER is down', 'ERR max number of clients reached']) {
+      expect(isPermanentRedisError(new ReplyError(m))).toBe(false);
+    }
+    expect(isPermanentRedisError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }))).toBe(false);
+    expect(isPermanentRedisError(new Error('Connection is closed.'))).toBe(false);
   });
 });
 
