@@ -16,8 +16,8 @@ export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
 /**
  * How long a job marker must outlive its job's first attempt: as long as the job can still be
  * retried (every attempt at the capped backoff) plus the time a failed job is kept (an operator
- * may retry it from the dashboard). Markers are deleted when their job completes
- * (`deleteJobMarkers`); this TTL only bounds the ones whose job failed or whose deletion was lost.
+ * may retry it from the dashboard). When their job completes, markers are cut to a short grace
+ * (`expireJobMarkers`); this TTL only bounds the ones whose job failed or whose cut was lost.
  */
 export const JOB_MARKER_TTL_SECONDS = Math.ceil(((INGEST_JOB_OPTIONS.attempts ?? 1) * BACKOFF_CAP_MS) / 1000) + removeOnFailAgeSeconds();
 
@@ -248,13 +248,18 @@ export class ProfileStore {
     });
   }
 
-  /** Deletes the markers of completed units (best effort: their TTL is the backstop). */
-  async deleteJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[] = []): Promise<void> {
+  /**
+   * Shortens the markers of completed units to `graceSeconds` (best effort: their TTL is the
+   * backstop). Not an immediate DEL: a job whose lock was lost (a worker blocked past its lock)
+   * may still be running its first execution after another worker completed the job, and its
+   * script must still find the marker; the grace covers that overlap.
+   */
+  async expireJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[], graceSeconds: number): Promise<void> {
     if (units.length === 0 && extraKeys.length === 0) return;
     const p = this.redis.pipeline();
-    // One DEL per key: each key is in its own user's slot (Redis Cluster forbids a multi-slot DEL).
-    for (const u of units) p.del(this.keys.jobMarker(u.projectId, u.userId, u.id));
-    for (const k of extraKeys) p.del(k);
+    // One command per key: each key is in its own user's slot (Redis Cluster forbids multi-slot commands).
+    for (const u of units) p.expire(this.keys.jobMarker(u.projectId, u.userId, u.id), graceSeconds);
+    for (const k of extraKeys) p.expire(k, graceSeconds);
     await p.exec();
   }
 

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
 import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
-import type { ProfileStore } from '../../shared/stores/profile.store.js';
+import type { AppliedUnit, ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
@@ -89,10 +89,13 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
-  // A completed job is never retried: its markers have done their work. Deleting them here keeps
-  // Redis at the markers of jobs in flight; a lost deletion expires with JOB_MARKER_TTL_SECONDS.
-  const dropMarkers = (job: Job, units: Parameters<ProfileStore['deleteJobMarkers']>[0], extra: string[] = []) => {
-    o.profiles.deleteJobMarkers(units, extra).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not deleted; they expire on their own'));
+  // A completed job is never retried: its markers only have to outlive a duplicate execution
+  // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
+  // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
+  // cut expires with JOB_MARKER_TTL_SECONDS.
+  const markerGraceSeconds = Math.max(60, Math.ceil((10 * (o.lockMs ?? 30_000)) / 1000));
+  const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
+    o.profiles.expireJobMarkers(units, extra, markerGraceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
   };
   events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
   interactions.on('completed', (job) => {
