@@ -33,7 +33,7 @@ export interface RedisKeys {
   profile(projectId: string, userId: string): string;
   /** Marker of a job (or a request of a merged job) applied to the user's profile; lives while the job can be retried. */
   jobMarker(projectId: string, userId: string, jobId: string): string;
-  /** Set of the compact insertId markers of a user's events of one UTC day (`YYYY-MM-DD`, of `clientEventTimestamp`). */
+  /** Set of the compact insertId markers of a user's events that arrived on one UTC day (`YYYY-MM-DD`). */
   insertMarkers(projectId: string, userId: string, day: string): string;
   /** Hash of the ranking policy's counters: `v:<surface>:<treatmentId>` (views), `a:<surface>:<treatmentId>` (actions). */
   rankingStats(projectId: string): string;

@@ -6,12 +6,14 @@ import { RedisScript } from '../clients/redis-script.js';
 import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../queues/queues.js';
 
 /**
- * D31: an insertId marker lives at least 7 days. Markers are kept per user and per UTC day of the
- * event's `clientEventTimestamp`, and a day's set expires at max(end of that day, now) + 8 days:
- * a retry of an event carries the same timestamp, so it meets its marker for 8 days after it was
- * last stored, and a day's markers are dropped together.
+ * D31: an insertId is de-duplicated for at least 7 days, whatever timestamp its retries carry.
+ * Markers are kept per user and per UTC day of *arrival* (one set a user a day, however many
+ * event days a request names); a day's set expires 8 days after that day ends, and a new event is
+ * looked up in the sets of the last INSERT_MARKER_DAYS days. So a marker is found for 8 to 9 days
+ * after it was stored, and each user costs at most 9 marker sets.
  */
 export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
+export const INSERT_MARKER_DAYS = 9;
 
 /**
  * How long a job marker must outlive its job's first attempt: as long as the job can still be
@@ -38,12 +40,13 @@ export function insertMarker(dedupId: string): string {
 }
 
 /**
- * UTC day (`YYYY-MM-DD`) of an event time in ms, and its end (epoch s). The script sets the day's
- * set to expire at max(day end, Redis's own clock) + INSERT_MARKER_TTL_SECONDS.
+ * The arrival days whose marker sets a job consults, newest (today, where new markers go) first,
+ * as UTC `YYYY-MM-DD`, and when today's set expires (epoch s).
  */
-export function insertMarkerDay(tsMs: number): { day: string; dayEnd: number } {
-  const dayStart = Math.floor(tsMs / DAY_MS) * DAY_MS;
-  return { day: new Date(dayStart).toISOString().slice(0, 10), dayEnd: (dayStart + DAY_MS) / 1000 };
+export function insertMarkerDays(nowMs: number): { days: string[]; expireAt: number } {
+  const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const days = Array.from({ length: INSERT_MARKER_DAYS }, (_, i) => new Date(today - i * DAY_MS).toISOString().slice(0, 10));
+  return { days, expireAt: (today + DAY_MS) / 1000 + INSERT_MARKER_TTL_SECONDS };
 }
 
 /**
@@ -64,7 +67,7 @@ export interface ProfileEvent {
    * without one); absent: the event is only protected by the job marker.
    */
   dedupId?: string;
-  /** Event time (ms): last-write-wins timestamp of its user properties and the day of its marker. */
+  /** Event time (ms): last-write-wins timestamp of its user properties. */
   ts: number;
   userProperties?: Record<string, PropertyValue>;
   ops?: ProfileOp[];
@@ -79,6 +82,8 @@ export interface StoredProfile {
 export interface ProfileStoreOptions {
   /** An untouched profile expires after this many days (D44 RETENTION_DAYS). @defaultValue 400 */
   retentionDays?: number;
+  /** Wall clock (ms) naming the arrival day of markers; Redis expires them by its own clock. @defaultValue Date.now */
+  wallClock?: () => number;
 }
 
 /*
@@ -94,8 +99,9 @@ export interface ProfileStoreOptions {
  * de-duplicated) events of its group, which is what applying it event by event would do:
  * `inc` adds per event, `min`/`max` are idempotent, and an `incnew` repeated with the same
  * marker counts once either way.
- *   KEYS: profile, job marker, marker set of day 1..d
- *   ARGV: jobTtl, profileTtl, markerTtl, d, day end (epoch s) x d, n, (day index (0 = none), marker) x n,
+ *   KEYS: profile, job marker, then (when an event has a de-duplication id) the marker sets of
+ *         the last INSERT_MARKER_DAYS arrival days, today's first
+ *   ARGV: jobTtl, profileTtl, today's set expireAt, n, marker x n ('' = none),
  *         groups, then per group: kind, a, b, c, k, event index x k (1-based),
  *         props, then per property: event index, ts, name, JSON value
  */
@@ -103,26 +109,34 @@ const APPLY = new RedisScript(`
 local prof = KEYS[1]
 local jobKey = KEYS[2]
 if redis.call('EXISTS', jobKey) == 1 then return -1 end
-local d = tonumber(ARGV[4])
-local pos = 5 + d
-local n = tonumber(ARGV[pos])
-pos = pos + 1
+local n = tonumber(ARGV[4])
+local pos = 5
+local older = {}
+for j = 4, #KEYS do
+  if redis.call('EXISTS', KEYS[j]) == 1 then older[#older + 1] = KEYS[j] end
+end
 local fresh = {}
-local touched = {}
+local added = false
 local applied = 0
 for i = 1, n do
-  local k = tonumber(ARGV[pos])
-  if k == 0 or redis.call('SADD', KEYS[2 + k], ARGV[pos + 1]) == 1 then
+  local m = ARGV[pos]
+  pos = pos + 1
+  local new = true
+  if m ~= '' then
+    for _, key in ipairs(older) do
+      if redis.call('SISMEMBER', key, m) == 1 then new = false break end
+    end
+    if new then
+      new = redis.call('SADD', KEYS[3], m) == 1
+      added = added or new
+    end
+  end
+  if new then
     fresh[i] = true
-    touched[k] = true
     applied = applied + 1
   end
-  pos = pos + 2
 end
-local now = tonumber(redis.call('TIME')[1])
-for j = 1, d do
-  if touched[j] then redis.call('EXPIREAT', KEYS[2 + j], math.max(tonumber(ARGV[4 + j]), now) + tonumber(ARGV[3])) end
-end
+if added then redis.call('EXPIREAT', KEYS[3], ARGV[3]) end
 local groups = tonumber(ARGV[pos])
 pos = pos + 1
 for g = 1, groups do
@@ -164,20 +178,18 @@ redis.call('SET', jobKey, '1', 'EX', ARGV[1])
 return applied
 `);
 
-/** The script's keys after the first two (the days' marker sets) and its positional arguments (see APPLY). */
-export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: number; dayKey: (day: string) => string }): { dayKeys: string[]; args: string[] } {
-  const days = new Map<string, { index: number; dayEnd: number }>();
+/** The script's positional arguments (see APPLY) and whether it needs the marker sets in KEYS. */
+export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: number; markersExpireAt: number }): { needsMarkers: boolean; args: string[] } {
   const markers: string[] = [];
   const groups = new Map<string, { op: ProfileOp; events: number[] }>();
   const props: string[] = [];
+  let needsMarkers = false;
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    if (e.dedupId === undefined) markers.push('0', '');
+    if (e.dedupId === undefined) markers.push('');
     else {
-      const { day, dayEnd } = insertMarkerDay(e.ts);
-      let slot = days.get(day);
-      if (!slot) days.set(day, (slot = { index: days.size + 1, dayEnd }));
-      markers.push(String(slot.index), insertMarker(e.dedupId));
+      needsMarkers = true;
+      markers.push(insertMarker(e.dedupId));
     }
     if (e.ops) {
       for (const op of e.ops) {
@@ -191,9 +203,7 @@ export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: n
       for (const name in e.userProperties) props.push(String(i + 1), String(e.ts), name, JSON.stringify(e.userProperties[name]));
     }
   }
-  const args = [String(JOB_MARKER_TTL_SECONDS), String(opts.profileTtl), String(INSERT_MARKER_TTL_SECONDS), String(days.size)];
-  for (const { dayEnd } of days.values()) args.push(String(dayEnd));
-  args.push(String(events.length));
+  const args = [String(JOB_MARKER_TTL_SECONDS), String(opts.profileTtl), String(opts.markersExpireAt), String(events.length)];
   for (const x of markers) args.push(x);
   args.push(String(groups.size));
   for (const { op, events: idx } of groups.values()) {
@@ -202,7 +212,7 @@ export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: n
   }
   args.push(String(props.length / 4));
   for (const x of props) args.push(x);
-  return { dayKeys: [...days.keys()].map(opts.dayKey), args };
+  return { needsMarkers, args };
 }
 
 /** A job (or one request of a merged job) as applied to one user: the identity of its marker. */
@@ -214,6 +224,7 @@ export interface AppliedUnit {
 
 export class ProfileStore {
   private readonly profileTtl: number;
+  private readonly wallClock: () => number;
 
   constructor(
     private readonly redis: Redis,
@@ -221,6 +232,7 @@ export class ProfileStore {
     opts: ProfileStoreOptions = {},
   ) {
     this.profileTtl = (opts.retentionDays ?? 400) * 86_400;
+    this.wallClock = opts.wallClock ?? Date.now;
   }
 
   /**
@@ -228,8 +240,11 @@ export class ProfileStore {
    * events applied (duplicates by insertId are skipped), or -1 when the job was applied before.
    */
   async applyEvents(projectId: string, userId: string, jobId: string, events: ProfileEvent[]): Promise<number> {
-    const { dayKeys, args } = applyArgs(events, { profileTtl: this.profileTtl, dayKey: (day) => this.keys.insertMarkers(projectId, userId, day) });
-    const res = await APPLY.run(this.redis, [this.keys.profile(projectId, userId), this.keys.jobMarker(projectId, userId, jobId), ...dayKeys], args);
+    const { days, expireAt } = insertMarkerDays(this.wallClock());
+    const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
+    const keys = [this.keys.profile(projectId, userId), this.keys.jobMarker(projectId, userId, jobId)];
+    if (needsMarkers) for (const day of days) keys.push(this.keys.insertMarkers(projectId, userId, day));
+    const res = await APPLY.run(this.redis, keys, args);
     return Number(res);
   }
 

@@ -75,11 +75,27 @@ describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
       userProperties: Object.fromEntries(Array.from({ length: 50 }, (_, k) => [`p${k}`, { longValue: String(i) }])),
       ops: [['inc', `dc:f:${i % 7}`, 1]],
     }));
-    expect(applyArgs(events, { profileTtl: 1, dayKey: (d) => d }).args.length).toBeGreaterThan(200_000);
+    expect(applyArgs(events, { profileTtl: 1, markersExpireAt: 1 }).args.length).toBeGreaterThan(200_000);
     expect(await apply('u6', events)).toBe(1000);
     const profile = await store.get('p', 'u6');
     expect(profile.userProperties.p49).toEqual({ longValue: '999' });
     expect(Object.entries(profile.fields).filter(([k]) => k.startsWith('dc:')).reduce((n, [, v]) => n + Number(v), 0)).toBe(1000);
+  });
+
+  it('de-duplicates an insertId for 8 days of arrival whatever timestamp its retries carry, in at most 9 sets a user', async () => {
+    const DAY = 86_400_000;
+    const at = (ms: number) => new ProfileStore(redis, keys, { wallClock: () => ms });
+    const now = Date.now();
+    const ev = (ts: number): ProfileEvent[] => [{ dedupId: 'i:same', ts, ops: [['inc', 'n', 1]] }];
+    expect(await at(now).applyEvents('p', 'u8', 'a', ev(now - 30 * DAY))).toBe(1);
+    expect(await at(now).applyEvents('p', 'u8', 'b', ev(now))).toBe(0);
+    expect(await at(now + 8 * DAY).applyEvents('p', 'u8', 'c', ev(now + 8 * DAY))).toBe(0);
+    // Past the look-back of 9 arrival days the marker is no longer consulted (and has expired by then).
+    expect(await at(now + 10 * DAY).applyEvents('p', 'u8', 'd', ev(now))).toBe(1);
+    expect(await raw('u8')).toEqual({ n: '2' });
+    const sets = await redis.keys(`${prefix}:u:{p:u8}:ins:*`);
+    expect(sets.length).toBe(2);
+    for (const k of sets) expect(await redis.object('ENCODING', k)).toBe('intset');
   });
 
   it('works again after Redis forgot its scripts (restart): falls back from EVALSHA to EVAL', async () => {
