@@ -53,7 +53,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
     ingest: createIngestProducers(redis, config.redisPrefix),
-    profiles: new ProfileStore(redis, keys),
+    profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
   };

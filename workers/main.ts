@@ -10,7 +10,7 @@ import { ProjectStore } from '../shared/stores/project.store.js';
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregate/data-field-cache.js';
 import { startAggregationWorker } from './aggregate/scheduler.js';
 import { startPubSubIntake } from './ingest/pubsub-intake.js';
-import { rankingOps } from '../shared/stores/ranking-stats.store.js';
+import { RankingCounterStore, rankingOps } from '../shared/stores/ranking-stats.store.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
@@ -34,13 +34,14 @@ export interface WorkersRole extends RoleHandle {
 export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
   const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
-  const profiles = new ProfileStore(connection, ctx.keys);
+  const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), async (job) => rankingOps(job, ctx.keys)]);
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, metrics: ctx.metrics });
-  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
+  const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
+  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
   const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;

@@ -99,6 +99,8 @@ export interface AggregationWorkerOptions {
   projects: { list(): Promise<Project[]> };
   log: Logger;
   now: () => number;
+  /** TTL of a profile a recompute creates (RETENTION_DAYS). @defaultValue 400 days */
+  profileTtlSeconds?: number;
   /** When given, a catalogue change (a new field among them) triggers a backfill poll at once. */
   bus?: InvalidationBus;
   /** Job durations and retries, recompute and backfill progress, for /metrics. */
@@ -191,7 +193,7 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
   m?.aggregationRunning(data.reason, 1);
   try {
     return await recomputeDataFields(
-      { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now },
+      { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
       { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
       {
         resumeFrom: data.cursor,

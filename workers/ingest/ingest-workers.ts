@@ -4,12 +4,13 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
 import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
-import type { ProfileStore } from '../../shared/stores/profile.store.js';
+import type { AppliedUnit, ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
-import { processEventsJob, type EventOpsProvider } from './events.processor.js';
+import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
-import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 
@@ -46,6 +47,8 @@ export interface IngestWorkersOptions {
   maxStalls?: number;
   eventOps?: EventOpsProvider;
   interactionOps?: InteractionOpsProvider;
+  /** Ranking counters of interactions, applied by their own marker-guarded script. */
+  ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
   /** Insert latency, job durations and retries for /metrics. */
@@ -94,7 +97,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
-  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps }));
+  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps, ranking: o.ranking }));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
@@ -164,6 +167,24 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   isolated.on('failed', onFailed());
   for (const w of [events, interactions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
   if (o.metrics) for (const w of [events, interactions, isolated]) instrumentWorker(w, o.metrics);
+  // A completed job is never retried: its markers only have to outlive a duplicate execution
+  // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
+  // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
+  // cut expires with JOB_MARKER_TTL_SECONDS.
+  const markerGraceSeconds = Math.max(60, Math.ceil((10 * (o.lockMs ?? 30_000)) / 1000));
+  const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
+    o.profiles.expireJobMarkers(units, extra, markerGraceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
+  };
+  const interactionDone = (job: Job, data: InteractionJob) => {
+    const unit = interactionUnit(data, job.id!);
+    if (unit) dropMarkers(job, [unit], o.ranking ? [o.ranking.store.markerKey(unit.projectId, unit.id)] : []);
+  };
+  events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
+  interactions.on('completed', (job) => interactionDone(job, job.data));
+  isolated.on('completed', (job) => {
+    if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
+    else interactionDone(job, job.data.data as InteractionJob);
+  });
 
   return {
     writer,

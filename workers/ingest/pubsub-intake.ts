@@ -154,8 +154,8 @@ export const DATA_TYPE_HANDLERS: readonly DataTypeHandler[] = [eventData, userAt
 
 /**
  * One job per message: a redelivery that arrives while the first job still exists is a no-op in
- * BullMQ. Later ones are covered by the worker's per-job marker and ClickHouse's `m:<messageId>`
- * keys. BullMQ forbids `:` in custom ids; project ids cannot contain one (ProjectId).
+ * BullMQ. Later ones are covered by the per-day event markers (`m:<messageId>:<index>` when an
+ * event has no insert_id, for 8 days) and ClickHouse's `m:<messageId>` keys. BullMQ forbids `:` in custom ids; project ids cannot contain one (ProjectId).
  */
 export function pubsubJobId(projectId: string, messageId: string): string {
   return `ps-${projectId}-${messageId}`;
