@@ -14,6 +14,12 @@ import { deliverLocally } from '../clients/invalidation-bus.js';
 export interface AtomicWriteSpec {
   /** HGET key field must equal `expect` (null: the field must not exist). */
   checks: { key: string; field: string; expect: string | null }[];
+  /**
+   * GET key must equal `value` (null: the key must not exist). Used with the project's catalogue
+   * version, which every management write bumps: a writer that validated against many records
+   * (every treatment of a type) learns that none of them changed without checking each.
+   */
+  expectString?: { key: string; value: string | null };
   /** HSET (or HDEL when value is null) applied in order once every check passed. */
   writes: { key: string; field: string; value: string | null }[];
   /** Appended to a stream (the operator-readable change log). */
@@ -34,6 +40,12 @@ for _, c in ipairs(spec.checks) do
     if cur ~= c.expect then return 0 end
   end
 end
+if spec.expectString then
+  local cur = redis.call('GET', spec.expectString.key)
+  if spec.expectString.value == cjson.null then
+    if cur then return 0 end
+  elseif cur ~= spec.expectString.value then return 0 end
+end
 for _, w in ipairs(spec.writes) do
   if w.value == cjson.null then redis.call('HDEL', w.key, w.field)
   else redis.call('HSET', w.key, w.field, w.value) end
@@ -50,7 +62,14 @@ return 1
 
 /** Keys are passed inside ARGV; this script is not Redis Cluster-safe across projects by design (one project = one hash tag). */
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
-  const body = { checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })), writes: spec.writes, change: spec.change, versionKey: spec.versionKey, publish: spec.publish };
+  const body = {
+    checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })),
+    expectString: spec.expectString ? { key: spec.expectString.key, value: spec.expectString.value ?? null } : undefined,
+    writes: spec.writes,
+    change: spec.change,
+    versionKey: spec.versionKey,
+    publish: spec.publish,
+  };
   const res = await SCRIPT.run(redis, [], [JSON.stringify(body)]);
   if (res !== 1) return false;
   if (spec.publish) deliverLocally(spec.publish.channel, spec.publish.message);

@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
 import { normalizeDataFieldParams, type NormalizedParams } from '../../../shared/domain/data-field-params.js';
 import type { ContentFieldType, DataFieldRecord, TreatmentType } from '../../../shared/domain/types.js';
-import { ApiError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
+import { ApiError, FailedPreconditionError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
+import { typeChangeConflicts } from '../../../shared/domain/type-compatibility.js';
 import {
   GetAllSurfacesBody,
   GetAllSurfacesResponse,
@@ -85,6 +86,16 @@ function normalizeAll(entries: Static<typeof GetDataFieldsBody>['dataFieldParams
   return out;
 }
 
+/** Bounded, so a type used by thousands of treatments still gets a readable answer. */
+function storedContentConflict(details: ErrorDetail[]): FailedPreconditionError {
+  const MAX_DETAILS = 100;
+  const shown = details.slice(0, MAX_DETAILS);
+  if (details.length > MAX_DETAILS) shown.push({ field: shown[0].field, description: `and ${details.length - MAX_DETAILS} more problems of the same kind` });
+  const more = details.length > 3 ? ` (and ${details.length - 3} more, see details)` : '';
+  const summary = details.slice(0, 3).map((d) => d.description).join('; ');
+  return new FailedPreconditionError(`the change would leave stored treatment content invalid: ${summary}${more}`, shown);
+}
+
 const insertSurface = defineOperation({
   operation: 'InsertSurface',
   summary: 'Register a surface (idempotent: an existing name returns the stored surface)',
@@ -137,6 +148,10 @@ const updateTreatmentType = defineOperation({
       surfaces: body.clearSurfaces === true ? [] : given.length > 0 ? given : undefined,
       deliveryType: body.deliveryType,
       lastModifiedBy: body.lastModifiedBy,
+    }, async (before, after) => {
+      // D50: refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
+      const details = typeChangeConflicts(before, after, await ctx.treatments.list(body.projectId), ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
+      if (details.length > 0) throw storedContentConflict(details);
     });
     return { treatmentType: presentTreatmentType(type) };
   },
