@@ -3,7 +3,10 @@ import { normalizeDataFieldParams, type NormalizedParams } from '../../../shared
 import type { ContentFieldType, DataFieldRecord, TreatmentType } from '../../../shared/domain/types.js';
 import { ApiError, FailedPreconditionError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
 import { typeChangeConflicts } from '../../../shared/domain/type-compatibility.js';
+import { surfaceDataFieldParams } from '../../../shared/domain/surface-provisioning.js';
 import {
+  GetAllDataFieldsBody,
+  GetAllDataFieldsResponse,
   GetAllSurfacesBody,
   GetAllSurfacesResponse,
   GetAllTreatmentTypesBody,
@@ -102,7 +105,14 @@ const insertSurface = defineOperation({
   permissions: MANAGEMENT,
   body: InsertSurfaceBody,
   response: InsertSurfaceResponse,
-  handler: async (body, _auth, ctx) => ({ surface: await ctx.surfaces.insert(body.projectId, { name: body.name, description: body.description }, API_ACTOR) }),
+  handler: async (body, _auth, ctx) => {
+    const surface = await ctx.surfaces.insert(body.projectId, { name: body.name, description: body.description }, API_ACTOR);
+    // D47: run on every call, not only when the surface is new: resolving is idempotent, and a
+    // repeat then provisions what a crash between the two writes (or an older version) left out.
+    const entries = surfaceDataFieldParams(surface.name);
+    const fields = await ctx.dataFields.resolve(body.projectId, entries, API_ACTOR, 'InsertSurface');
+    return { surface, dataFields: fields.map((f, i) => ({ dataFieldId: f.dataFieldId, dataFieldParams: entries[i].echo, dataFieldType: f.dataFieldType })) };
+  },
 });
 
 const getAllSurfaces = defineOperation({
@@ -188,7 +198,23 @@ const getDataFields = defineOperation({
   },
 });
 
-/** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields. */
+/** A stored data field in the shape it was made with: InsertDataField's DataField, or GetDataFields' resolved entry. */
+function presentAnyDataField(f: DataFieldRecord) {
+  return f.params !== undefined && !('userAttributeDataFieldParams' in f.params)
+    ? { dataFieldId: f.dataFieldId, dataFieldParams: f.params, dataFieldType: f.dataFieldType }
+    : presentDataField(f);
+}
+
+const getAllDataFields = defineOperation({
+  operation: 'GetAllDataFields',
+  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type',
+  permissions: MANAGEMENT,
+  body: GetAllDataFieldsBody,
+  response: GetAllDataFieldsResponse,
+  handler: async (body, _auth, ctx) => ({ dataFields: (await ctx.dataFields.list(body.projectId)).map(presentAnyDataField) }),
+});
+
+/** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields, GetAllDataFields. */
 export const catalogOperations: V1Operation[] = [
   insertSurface,
   getAllSurfaces,
@@ -197,4 +223,5 @@ export const catalogOperations: V1Operation[] = [
   getAllTreatmentTypes,
   insertDataField,
   getDataFields,
+  getAllDataFields,
 ] as V1Operation[];
