@@ -14,6 +14,12 @@ import { deliverLocally } from '../clients/invalidation-bus.js';
 export interface AtomicWriteSpec {
   /** HGET key field must equal `expect` (null: the field must not exist). */
   checks: { key: string; field: string; expect: string | null }[];
+  /**
+   * GET key must equal `value` (null: the key must not exist). Used with the project's catalogue
+   * version, which every management write bumps: a writer that validated against many records
+   * (every treatment of a type) learns that none of them changed without checking each.
+   */
+  expectString?: { key: string; value: string | null };
   /** HSET (or HDEL when value is null) applied in order once every check passed. */
   writes: { key: string; field: string; value: string | null }[];
   /** Appended to a stream (the operator-readable change log). */
@@ -41,6 +47,12 @@ for _, c in ipairs(spec.checks) do
     if cur ~= c.expect then return 0 end
   end
 end
+if spec.expectString then
+  local cur = redis.call('GET', KEYS[spec.expectString.key])
+  if spec.expectString.value == cjson.null then
+    if cur then return 0 end
+  elseif cur ~= spec.expectString.value then return 0 end
+end
 for _, w in ipairs(spec.writes) do
   if w.value == cjson.null then redis.call('HDEL', KEYS[w.key], w.field)
   else redis.call('HSET', KEYS[w.key], w.field, w.value) end
@@ -65,6 +77,7 @@ export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<
   };
   const body = {
     checks: spec.checks.map((c) => ({ key: k(c.key), field: c.field, expect: c.expect ?? null })),
+    expectString: spec.expectString ? { key: k(spec.expectString.key), value: spec.expectString.value ?? null } : undefined,
     writes: spec.writes.map((w) => ({ key: k(w.key), field: w.field, value: w.value })),
     change: spec.change && { key: k(spec.change.key), entry: spec.change.entry, maxlen: String(CHANGE_LOG_MAX_ENTRIES) },
     versionKey: spec.versionKey === undefined ? undefined : k(spec.versionKey),
