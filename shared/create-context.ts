@@ -19,6 +19,8 @@ import { createIngestProducers } from './queues/ingest-producers.js';
 import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
+import { RequestLimits } from './limits/request-limits.js';
+import { IngestBacklog } from './limits/ingest-backlog.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -35,6 +37,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
+  const ingest = createIngestProducers(redis, config.redisPrefix);
   const ctx: ServiceContext = {
     config,
     log,
@@ -45,13 +48,24 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     projects,
     apiKeys,
     auth,
+    limits: new RequestLimits(config),
     lifecycle: { ready: false },
     surfaces: new SurfaceStore(redis, keys, now),
     treatmentTypes: new TreatmentTypeStore(redis, keys, now),
     dataFields: new DataFieldStore(redis, keys, now),
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
-    ingest: createIngestProducers(redis, config.redisPrefix),
+    ingest,
+    ingestBacklog: new IngestBacklog({
+      redis,
+      eventsQueue: ingest.eventsQueue,
+      eventsProducers: [ingest.logEvents, ingest.events],
+      interactionsQueue: ingest.interactionsQueue,
+      // one small hash per deployment (two counters), beside the queues it describes
+      mixKey: `${config.redisPrefix}:ingest:mix`,
+      maxEvents: config.ingestMaxBacklog,
+      log,
+    }),
     profiles: new ProfileStore(redis, keys),
     metrics: createMetrics({ now }),
   };
@@ -67,6 +81,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
+  ctx.ingestBacklog.close();
   await ctx.ingest.close();
   await ctx.bus.close();
   ctx.redis.disconnect();

@@ -11,6 +11,7 @@ import type { RankingPolicy } from './domain/ranking/ranking-policy.js';
 import type { RankingStatsStore } from './stores/ranking-stats.store.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
+import type { IngestBacklog } from './limits/ingest-backlog.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -30,6 +31,8 @@ export interface ServiceContext extends CoreContext {
   treatments: TreatmentStore;
   mutualExclusionGroups: MutualExclusionGroupStore;
   ingest: IngestProducers;
+  /** The ingestion backlog against INGEST_MAX_BACKLOG (D45 backpressure), polled while ingestion is asked about. */
+  ingestBacklog: IngestBacklog;
   profiles: ProfileStore;
   /** Counters and gauges of this process, served at `GET /metrics`. */
   metrics: Metrics;

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { ApiKeyRecord, Permission, Project } from '../domain/types.js';
 import type { InvalidationBus } from '../clients/invalidation-bus.js';
 import { PermissionDeniedError, UnauthenticatedError } from '../errors.js';
@@ -14,15 +15,28 @@ export interface AuthContext {
  * costs no Redis round trip for auth; the cache is only trusted while the invalidation
  * subscription is up, and a revocation empties it on every process at once.
  */
+/** Key records cached at most (issued keys in use; far more than a deployment issues). */
+export const MAX_CACHED_KEYS = 100_000;
+/** Unknown key ids remembered at most: a flood of random ids churns only this cache. */
+export const MAX_UNKNOWN_KEYS = 10_000;
+/** Projects (and project ids found missing) cached at most. */
+export const MAX_CACHED_PROJECTS = 100_000;
+
+/** lru-cache holds no null: the cached "does not exist". */
+const MISSING = Symbol('missing');
+type Missing = typeof MISSING;
+
 export class Authenticator {
-  private readonly keys = new Map<string, ApiKeyRecord | null>();
-  private readonly projects = new Map<string, Project | null>();
+  /** Issued keys by id. Unknown ids are kept apart, so random ids cannot evict the keys in use. */
+  private readonly keys = new LRUCache<string, ApiKeyRecord>({ max: MAX_CACHED_KEYS });
+  private readonly unknownKeys = new LRUCache<string, Missing>({ max: MAX_UNKNOWN_KEYS });
+  private readonly projects = new LRUCache<string, Project | Missing>({ max: MAX_CACHED_PROJECTS });
   /**
    * Presented keys that verified, to their record: the next call with the same key skips the
-   * secret's SHA-256. Only keys that verified get in (bounded by the keys issued), and a key's
+   * secret's SHA-256. Only keys that verified get in (one string per issued key), and a key's
    * entries go with its record on every invalidation.
    */
-  private readonly verified = new Map<string, ApiKeyRecord>();
+  private readonly verified = new LRUCache<string, ApiKeyRecord>({ max: MAX_CACHED_KEYS });
 
   constructor(
     private readonly apiKeys: ApiKeyStore,
@@ -32,29 +46,46 @@ export class Authenticator {
     bus.on((msg) => {
       if (msg.kind === 'all') {
         this.keys.clear();
+        this.unknownKeys.clear();
         this.projects.clear();
         this.verified.clear();
       } else if (msg.kind === 'apiKey' && msg.id) {
         this.keys.delete(msg.id);
-        for (const [raw, record] of this.verified) if (record.keyId === msg.id) this.verified.delete(raw);
+        this.unknownKeys.delete(msg.id);
+        for (const [raw, record] of this.verified.entries()) if (record.keyId === msg.id) this.verified.delete(raw);
       }
       else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
     });
   }
 
+  /** Entries held by each cache (tests: bounded whatever is presented). */
+  get cacheSizes(): { keys: number; unknownKeys: number; projects: number; verified: number } {
+    return { keys: this.keys.size, unknownKeys: this.unknownKeys.size, projects: this.projects.size, verified: this.verified.size };
+  }
+
   private async keyRecord(keyId: string): Promise<ApiKeyRecord | undefined> {
     const useCache = this.bus.isListening;
-    if (useCache && this.keys.has(keyId)) return this.keys.get(keyId) ?? undefined;
+    if (useCache) {
+      const cached = this.keys.get(keyId);
+      if (cached !== undefined) return cached;
+      if (this.unknownKeys.has(keyId)) return undefined;
+    }
     const r = await this.apiKeys.get(keyId);
-    if (useCache) this.keys.set(keyId, r ?? null);
+    if (useCache) {
+      if (r) this.keys.set(keyId, r);
+      else this.unknownKeys.set(keyId, MISSING);
+    }
     return r;
   }
 
   async project(projectId: string): Promise<Project | undefined> {
     const useCache = this.bus.isListening;
-    if (useCache && this.projects.has(projectId)) return this.projects.get(projectId) ?? undefined;
+    if (useCache) {
+      const cached = this.projects.get(projectId);
+      if (cached !== undefined) return cached === MISSING ? undefined : cached;
+    }
     const p = await this.projectStore.get(projectId);
-    if (useCache) this.projects.set(projectId, p ?? null);
+    if (useCache) this.projects.set(projectId, p ?? MISSING);
     return p;
   }
 
@@ -79,7 +110,7 @@ export class Authenticator {
   admitted(key: ApiKeyRecord, projectId: unknown, anyOf: readonly Permission[]): AuthContext | undefined {
     if (typeof projectId !== 'string' || projectId !== key.projectId || !this.bus.isListening) return undefined;
     const project = this.projects.get(projectId);
-    if (!project || !anyOf.some((p) => key.permissions.includes(p))) return undefined;
+    if (project === undefined || project === MISSING || !anyOf.some((p) => key.permissions.includes(p))) return undefined;
     return { key, project };
   }
 
