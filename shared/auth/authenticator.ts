@@ -52,7 +52,9 @@ export class Authenticator {
       } else if (msg.kind === 'apiKey' && msg.id) {
         this.keys.delete(msg.id);
         this.unknownKeys.delete(msg.id);
-        for (const [raw, record] of this.verified.entries()) if (record.keyId === msg.id) this.verified.delete(raw);
+        const presented: string[] = [];
+        for (const [raw, record] of this.verified.entries()) if (record.keyId === msg.id) presented.push(raw);
+        for (const raw of presented) this.verified.delete(raw);
       }
       else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
     });
