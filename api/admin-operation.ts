@@ -37,18 +37,15 @@ export function checkAdminToken(configured: string | undefined, header: string |
 
 /**
  * `checkAdminToken` under the failed-authentication limit of the client's address (D45): an
- * address over it gets 429 before the token is compared, and every wrong token counts.
+ * address over it gets 429 before the token is compared, and every wrong token counts (a right
+ * one gives its reserved attempt back).
  */
 export function guardAdminToken(ctx: ServiceContext, ip: string | undefined, header: string | undefined): void {
   if (!ctx.config.adminToken) throw new NotFoundError('no such operation');
-  const blocked = ctx.limits.unauthenticatedRequest(ip);
+  const blocked = ctx.limits.authenticationAttempt(ip);
   if (blocked) throw blocked;
-  try {
-    checkAdminToken(ctx.config.adminToken, header);
-  } catch (err) {
-    ctx.limits.authenticationFailed(ip);
-    throw err;
-  }
+  checkAdminToken(ctx.config.adminToken, header);
+  ctx.limits.authenticationSucceeded(ip);
 }
 
 export function registerAdminOperation(app: FastifyInstance, ctx: ServiceContext, op: AdminOperation): void {

@@ -68,15 +68,16 @@ export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op:
           (req as AuthedRequest).apiKey = known;
           return done(ctx.limits.keyRequest(known.keyId));
         }
-        const blocked = ctx.limits.unauthenticatedRequest(req.ip);
+        const blocked = ctx.limits.authenticationAttempt(req.ip);
         if (blocked) return done(blocked);
         ctx.auth.verifyKey(raw).then(
           (key) => {
+            ctx.limits.authenticationSucceeded(req.ip);
             (req as AuthedRequest).apiKey = key;
             done(ctx.limits.keyRequest(key.keyId));
           },
           (err: unknown) => {
-            if (err instanceof UnauthenticatedError) ctx.limits.authenticationFailed(req.ip);
+            if (!(err instanceof UnauthenticatedError)) ctx.limits.authenticationSucceeded(req.ip);
             done(err as Error);
           },
         );

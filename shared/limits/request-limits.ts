@@ -28,17 +28,19 @@ export class RequestLimits {
   }
 
   /**
-   * Before an authentication that may cost a Redis read: the 429 to answer when the address has
-   * used up its failed authentications, else undefined.
+   * Before an authentication that may cost a Redis read (the key is not known to this process,
+   * or an admin token): reserves one of the address's failed authentications. Undefined when
+   * reserved, else the 429 to answer. Reserving first bounds the Redis reads of an address even
+   * when its requests arrive all at once.
    */
-  unauthenticatedRequest(ip: string | undefined): ResourceExhaustedError | undefined {
-    const waitMs = this.failures.wait(clientAddressKey(ip));
+  authenticationAttempt(ip: string | undefined): ResourceExhaustedError | undefined {
+    const waitMs = this.failures.take(clientAddressKey(ip));
     return waitMs === 0 ? undefined : new ResourceExhaustedError('too many failed authentications from this address; retry after the time in Retry-After', waitMs);
   }
 
-  /** Counts a failed authentication (missing, malformed, unknown or revoked key; wrong admin token). */
-  authenticationFailed(ip: string | undefined): void {
-    this.failures.take(clientAddressKey(ip));
+  /** The reserved attempt did not fail authentication (a valid key, or a dependency error): given back. */
+  authenticationSucceeded(ip: string | undefined): void {
+    this.failures.refund(clientAddressKey(ip));
   }
 
   /** Buckets held, for tests: bounded whatever is presented. */

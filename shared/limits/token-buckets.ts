@@ -60,11 +60,10 @@ export class TokenBuckets {
     return (1 - b.tokens) / this.perMs;
   }
 
-  /** Without taking: 0 when a token is available, else the ms until one will be. */
-  wait(id: string): number {
-    if (!this.buckets.has(id)) return 0;
-    const b = this.refilled(id);
-    return b.tokens >= 1 ? 0 : (1 - b.tokens) / this.perMs;
+  /** Gives back a token taken for something that turned out not to count. */
+  refund(id: string): void {
+    const b = this.buckets.get(id);
+    if (b !== undefined) b.tokens = Math.min(this.capacity, b.tokens + 1);
   }
 
   /** Buckets held (for tests and metrics). */

@@ -141,6 +141,18 @@ describe('failed authentications per address (RATE_LIMIT_UNAUTHENTICATED=5)', ()
     expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, body, attacker)).status).toBe(401);
   });
 
+  it('bounds the Redis reads of a flood that arrives all at once', async () => {
+    const attacker = '10.7.7.7';
+    const before = redisCommands;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 300 }, () => post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, attacker)));
+    const elapsedS = (performance.now() - started) / 1000;
+    const allowed = 5 + Math.ceil(5 * elapsedS) + 1;
+    expect(redisCommands - before).toBeLessThanOrEqual(allowed);
+    expect(answers.filter((a) => a.status === 401).length).toBeLessThanOrEqual(allowed);
+    expect(answers.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(300 - allowed);
+  });
+
   it('counts wrong admin tokens too, and a blocked address cannot try more tokens', async () => {
     const attacker = '10.4.5.6';
     let refused: Res | undefined;
