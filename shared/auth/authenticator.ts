@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedLru } from '../limits/bounded-lru.js';
 import type { ApiKeyRecord, Permission, Project } from '../domain/types.js';
 import type { InvalidationBus } from '../clients/invalidation-bus.js';
 import { PermissionDeniedError, UnauthenticatedError } from '../errors.js';
@@ -28,15 +29,15 @@ type Missing = typeof MISSING;
 
 export class Authenticator {
   /** Issued keys by id. Unknown ids are kept apart, so random ids cannot evict the keys in use. */
-  private readonly keys = new LRUCache<string, ApiKeyRecord>({ max: MAX_CACHED_KEYS });
-  private readonly unknownKeys = new LRUCache<string, Missing>({ max: MAX_UNKNOWN_KEYS });
-  private readonly projects = new LRUCache<string, Project | Missing>({ max: MAX_CACHED_PROJECTS });
+  private readonly keys: LRUCache<string, ApiKeyRecord> = boundedLru(MAX_CACHED_KEYS);
+  private readonly unknownKeys: LRUCache<string, Missing> = boundedLru(MAX_UNKNOWN_KEYS);
+  private readonly projects: LRUCache<string, Project | Missing> = boundedLru(MAX_CACHED_PROJECTS);
   /**
    * Presented keys that verified, to their record: the next call with the same key skips the
    * secret's SHA-256. Only keys that verified get in (one string per issued key), and a key's
    * entries go with its record on every invalidation.
    */
-  private readonly verified = new LRUCache<string, ApiKeyRecord>({ max: MAX_CACHED_KEYS });
+  private readonly verified: LRUCache<string, ApiKeyRecord> = boundedLru(MAX_CACHED_KEYS);
 
   constructor(
     private readonly apiKeys: ApiKeyStore,

@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedLru } from './bounded-lru.js';
 
 interface Bucket {
   tokens: number;
@@ -29,7 +30,7 @@ export class TokenBuckets {
   private readonly now: () => number;
 
   constructor(opts: TokenBucketsOptions) {
-    this.buckets = new LRUCache({ max: opts.maxBuckets });
+    this.buckets = boundedLru(opts.maxBuckets);
     this.perMs = opts.ratePerSecond / 1000;
     this.capacity = opts.capacity;
     this.now = opts.now ?? (() => performance.now());
