@@ -3,10 +3,13 @@ import { ResourceExhaustedError } from '../errors.js';
 import { clientAddressKey } from './client-address.js';
 import { TokenBuckets } from './token-buckets.js';
 
-/** Keys with a bucket at most; issued keys in use are far fewer, so nobody is ever evicted while busy. */
-const MAX_KEY_BUCKETS = 100_000;
-/** Addresses whose failed authentications are counted at most (memory bound under a spread flood). */
-const MAX_ADDRESS_BUCKETS = 100_000;
+/** Keys with a bucket at most; only verified keys get one, so a busy key is never evicted. */
+export const MAX_KEY_BUCKETS = 100_000;
+/**
+ * Addresses whose failed authentications are counted at most: ~4 MB when full (measured ~210
+ * bytes per bucket). The least recently seen go first, and an address still flooding is seen.
+ */
+export const MAX_ADDRESS_BUCKETS = 20_000;
 
 /**
  * The request-rate limits of D45, per process (with N API processes a key may reach N times

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { MAX_CACHED_KEYS, MAX_UNKNOWN_KEYS } from '../../shared/auth/authenticator.js';
-import { RequestLimits } from '../../shared/limits/request-limits.js';
+import { MAX_ADDRESS_BUCKETS, MAX_KEY_BUCKETS, RequestLimits } from '../../shared/limits/request-limits.js';
 
 /** D45 "no store grows without bound": the in-memory key caches under a flood of random key ids. */
 let t: TestApp;
@@ -51,7 +51,7 @@ describe('key caches', () => {
     const limits = new RequestLimits({ rateLimitPerKey: 5, rateLimitUnauthenticated: 5 });
     for (let i = 0; i < 150_000; i++) limits.authenticationAttempt(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
     for (let i = 0; i < 150_000; i++) limits.keyRequest(`k${i}`);
-    expect(limits.sizes.addresses).toBeLessThanOrEqual(100_000);
-    expect(limits.sizes.keys).toBeLessThanOrEqual(100_000);
+    expect(limits.sizes.addresses).toBe(MAX_ADDRESS_BUCKETS);
+    expect(limits.sizes.keys).toBeLessThanOrEqual(MAX_KEY_BUCKETS);
   });
 });
