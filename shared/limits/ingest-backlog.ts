@@ -52,7 +52,7 @@ function pending(counts: Record<string, number>): number {
  */
 export class IngestBacklog {
   private timer: NodeJS.Timeout | undefined;
-  private polling = false;
+  private reading: Promise<void> | undefined;
   private closed = false;
   private readAt = 0;
   private events = 0;
@@ -89,15 +89,23 @@ export class IngestBacklog {
 
   private start(): void {
     if (this.timer || this.closed) return;
-    this.timer = setInterval(() => void this.poll(), this.pollMs);
+    // a tick while a reading is still out is skipped: at most one reading at a time
+    this.timer = setInterval(() => void (this.reading ?? this.poll()), this.pollMs);
     this.timer.unref();
     void this.poll();
   }
 
-  /** Reads now (tests; also the timer). */
+  /** A fresh reading: starts after the one in flight, if any (tests; also the timer). */
   async poll(): Promise<void> {
-    if (this.polling || this.closed) return;
-    this.polling = true;
+    while (this.reading) await this.reading;
+    if (this.closed) return;
+    this.reading = this.read().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async read(): Promise<void> {
     try {
       let jobs = 0;
       let weight = 0;
@@ -126,8 +134,6 @@ export class IngestBacklog {
       this.readAt = now;
     } catch (err) {
       this.o.log.debug({ err }, 'could not read the ingestion backlog');
-    } finally {
-      this.polling = false;
     }
   }
 
