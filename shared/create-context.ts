@@ -20,6 +20,8 @@ import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
 import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-rpc.js';
+import { RequestLimits } from './limits/request-limits.js';
+import { IngestBacklog } from './limits/ingest-backlog.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -36,6 +38,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
+  const ingest = createIngestProducers(redis, config.redisPrefix);
   const ctx: ServiceContext = {
     config,
     log,
@@ -46,13 +49,24 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     projects,
     apiKeys,
     auth,
+    limits: new RequestLimits(config),
     lifecycle: { ready: false },
     surfaces: new SurfaceStore(redis, keys, now),
     treatmentTypes: new TreatmentTypeStore(redis, keys, now),
     dataFields: new DataFieldStore(redis, keys, now),
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
-    ingest: createIngestProducers(redis, config.redisPrefix),
+    ingest,
+    ingestBacklog: new IngestBacklog({
+      redis,
+      eventsQueue: ingest.eventsQueue,
+      eventsProducers: [ingest.logEvents, ingest.events],
+      interactionsQueue: ingest.interactionsQueue,
+      // one small hash per deployment (two counters), beside the queues it describes
+      mixKey: `${config.redisPrefix}:ingest:mix`,
+      maxEvents: config.ingestMaxBacklog,
+      log,
+    }),
     profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
@@ -71,6 +85,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
+  ctx.ingestBacklog.close();
   await ctx.ingest.close();
   if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();
   await ctx.bus.close();

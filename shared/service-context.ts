@@ -12,6 +12,7 @@ import type { RankingStatsStore } from './stores/ranking-stats.store.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
 import type { WarehouseOps } from './queues/warehouse-rpc.js';
+import type { IngestBacklog } from './limits/ingest-backlog.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -31,6 +32,8 @@ export interface ServiceContext extends CoreContext {
   treatments: TreatmentStore;
   mutualExclusionGroups: MutualExclusionGroupStore;
   ingest: IngestProducers;
+  /** The ingestion backlog against INGEST_MAX_BACKLOG (D45 backpressure), polled while ingestion is asked about. */
+  ingestBacklog: IngestBacklog;
   profiles: ProfileStore;
   /** Counters and gauges of this thread, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
   metrics: Metrics;
