@@ -9,6 +9,7 @@
  */
 import { InvalidArgumentError, type ErrorDetail } from '../errors.js';
 import type { StoredProfile } from '../stores/profile.store.js';
+import type { Decision } from './decisions.js';
 import { compareIds, plannedTreatmentStatus, servedPlannedVersion, type CatalogPlan, type PlannedRule, type PlannedTreatment, type PlannedVersion } from './catalog-plan.js';
 import { renderContent } from './content-render.js';
 import { computeDataFieldValue } from './data-field-values.js';
@@ -128,6 +129,8 @@ export interface DeliveryExplanation {
 
 export interface DeliveryResult {
   response: DeliveryResponse;
+  /** what was returned or withheld, for the decision log (D36); in response order */
+  decisions: Decision[];
   explanation?: DeliveryExplanation;
 }
 
@@ -394,9 +397,11 @@ export function selectTreatments(
   }
   const userTreatments = perSurface.flatMap(({ surface, picked }) => picked.map((v) => present(v, surface.name, prep, profile, responseId)));
   const response: DeliveryResponse = userTreatments.length > 0 ? { responseId, userTreatments } : { responseId };
-  if (!explain) return { response };
+  const decisions = perSurface.flatMap(({ surface, picked }) => picked.map((v): Decision => ({ treatmentId: v.t.treatmentId, versionNumber: v.a.version!.versionNumber, surface: surface.name, rank: v.rank!, outcome: 'RETURNED' })));
+  if (!explain) return { response, decisions };
   return {
     response,
+    decisions,
     explanation: {
       languageCode: prep.language,
       rankingPolicy: ranking.policy.name,
