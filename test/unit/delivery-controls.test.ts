@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, type CatalogPlan } from '../../shared/domain/catalog-plan.js';
-import { selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/domain/delivery.js';
+import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/domain/delivery.js';
 import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/domain/ranking/ranking-policy.js';
 import type { Content, TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../shared/domain/types.js';
 import type { StoredProfile } from '../../shared/stores/profile.store.js';
@@ -104,5 +104,73 @@ describe('decisions', () => {
 
   it('is empty when nothing is returned', () => {
     expect(run(plan([])).decisions).toEqual([]);
+  });
+});
+
+describe('holdouts (D37)', () => {
+  it('buckets exactly as D37 says (fixed vectors)', () => {
+    for (const [key, bucket] of [['p1:1:u1', 5270], ['p1:global:u1', 3502], ['p1:1:alice', 1864], ['p1:global:bob', 6074], ['p1:1:ü', 5962]] as const) {
+      expect(holdoutBucket(key)).toBe(bucket);
+      expect(bucketOf(key)).toBe(bucket);
+    }
+  });
+
+  it('holds a user out exactly when the bucket is below percentage × 100, and the next treatment takes the place', () => {
+    const p = plan([treatment('1', { holdoutPercentage: 37.25 }), treatment('2')]);
+    let heldOut = 0;
+    for (let i = 0; i < 2000; i++) {
+      const userId = `user-${i}`;
+      const r = run(p, { userId }, { scores: { '1': 1 } });
+      const expectHeld = bucketOf(`p1:1:${userId}`) < 3725;
+      if (expectHeld) heldOut++;
+      expect(r.response.userTreatments?.map((u) => u.treatmentId)).toEqual([expectHeld ? '2' : '1']);
+      expect(r.decisions).toEqual(
+        expectHeld
+          ? [
+              { treatmentId: '1', versionNumber: 1, surface: 'home', rank: 0, outcome: 'HOLDOUT' },
+              { treatmentId: '2', versionNumber: 1, surface: 'home', rank: 1, outcome: 'RETURNED' },
+            ]
+          : [{ treatmentId: '1', versionNumber: 1, surface: 'home', rank: 1, outcome: 'RETURNED' }],
+      );
+    }
+    expect(heldOut / 2000).toBeGreaterThan(0.32);
+    expect(heldOut / 2000).toBeLessThan(0.42);
+  });
+
+  it('logs HOLDOUT only for a treatment that would have been returned', () => {
+    const p = plan([treatment('1', { holdoutPercentage: 100 }), treatment('2')]);
+    // treatment 2 scores higher and takes the only place: 1 would not have been returned anyway
+    expect(run(p, {}, { scores: { '2': 1 } }).decisions).toEqual([{ treatmentId: '2', versionNumber: 1, surface: 'home', rank: 1, outcome: 'RETURNED' }]);
+  });
+
+  it('gives a globally held-out user nothing and logs what would have been returned as GLOBAL_HOLDOUT', () => {
+    const p = plan([treatment('1'), treatment('2')], { globalHoldoutPercentage: 20 });
+    let held = 0;
+    for (let i = 0; i < 1000; i++) {
+      const userId = `g-${i}`;
+      const r = run(p, { userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }] });
+      if (bucketOf(`p1:global:${userId}`) < 2000) {
+        held++;
+        expect(r.response).toEqual({ responseId: 'resp1' });
+        expect(r.decisions).toEqual([
+          { treatmentId: '1', versionNumber: 1, surface: 'home', rank: 0, outcome: 'GLOBAL_HOLDOUT' },
+          { treatmentId: '2', versionNumber: 1, surface: 'home', rank: 0, outcome: 'GLOBAL_HOLDOUT' },
+        ]);
+      } else {
+        expect(r.response.userTreatments).toHaveLength(2);
+        expect(r.decisions.map((d) => d.outcome)).toEqual(['RETURNED', 'RETURNED']);
+      }
+    }
+    expect(held).toBeGreaterThan(150);
+    expect(held).toBeLessThan(250);
+  });
+
+  it('explains held out and globally held out', () => {
+    const heldUser = Array.from({ length: 200 }, (_, i) => `x${i}`).find((u) => bucketOf(`p1:1:${u}`) < 5000)!;
+    const e = runExplain(plan([treatment('1', { holdoutPercentage: 50 })]), { userId: heldUser }).explanation!;
+    expect(e.surfaces[0]!.treatments[0]).toMatchObject({ treatmentId: '1', returned: false, outcome: 'held out', reasons: ['HELD_OUT'] });
+    const globalUser = Array.from({ length: 200 }, (_, i) => `x${i}`).find((u) => bucketOf(`p1:global:${u}`) < 5000)!;
+    const g = runExplain(plan([treatment('1')], { globalHoldoutPercentage: 50 }), { userId: globalUser }).explanation!;
+    expect(g.surfaces[0]!.treatments[0]).toMatchObject({ treatmentId: '1', returned: false, outcome: 'globally held out', reasons: ['GLOBAL_HOLDOUT'] });
   });
 });

@@ -22,11 +22,12 @@ const TreatmentExplanationOut = Type.Object({
   name: Type.String(),
   returned: Type.Boolean(),
   rank: Type.Optional(Type.String()),
+  outcome: Type.String({ description: 'in words: returned, QA, fallback, held out, globally held out, "capped: 5 of 5 VIEWED in LAST_7D", not returned' }),
   status: Type.String(),
   servedVersionNumber: Type.Optional(Type.Integer()),
   reasons: Type.Array(Type.String(), {
     description:
-      'why it was not returned: TYPE_MISSING, TYPE_LACKS_SURFACE, NOT_LIVE, SURFACE_REMOVED, NO_CONTENT_FOR_LANGUAGE, RULE_NOT_MET, RETURNED_ON_EARLIER_SURFACE, MUTUAL_EXCLUSION, MAXIMUM_COUNT_REACHED, MINIMUM_COUNT_NOT_MET',
+      'why it was not returned: TYPE_MISSING, TYPE_LACKS_SURFACE, NOT_LIVE, SURFACE_REMOVED, NO_CONTENT_FOR_LANGUAGE, FREQUENCY_CAPPED, RULE_NOT_MET, RETURNED_ON_EARLIER_SURFACE, MUTUAL_EXCLUSION, MAXIMUM_COUNT_REACHED, HELD_OUT, MINIMUM_COUNT_NOT_MET, GLOBAL_HOLDOUT, FALLBACK_NOT_NEEDED',
   }),
   blockedBy: Type.Optional(Type.String({ description: 'the surface it was returned on, or the treatment of its mutual exclusion group that was' })),
   contentLanguageCode: Type.Optional(Type.String()),
