@@ -143,3 +143,31 @@ describe('holdouts (D37)', () => {
     expect(created.body.project.globalHoldoutPercentage).toBe(5.5);
   });
 });
+
+describe('QA users (D39)', () => {
+  it('a QA user sees a DRAFT while a normal user does not; qaUserIds is treatment-level and validated', async () => {
+    const p = await setupCatalog();
+    const id = await insertTreatment(p, { shouldPublish: false, qaUserIds: ['qa-ann'] });
+    const got = (await ok('GetTreatment', p.management, { projectId: p.projectId, treatmentId: id })).treatment;
+    expect(got.qaUserIds).toEqual(['qa-ann']);
+    expect(got.versions[0].status).toBe('DRAFT');
+    await until(p, { userId: 'qa-ann' }, [id]);
+    const r = await getTreatments(p, { userId: 'qa-ann' });
+    expect(r.body.userTreatments[0]).toMatchObject({ treatmentId: id, rank: '1', treatmentContent: JSON.stringify({ title: 'hello there' }) });
+    expect(await returnedIds(p, { userId: 'someone-else' })).toEqual([]);
+    // adding a QA user does not create a version; an edited draft is what the QA user sees next
+    const withBob = await update(p, id, { qaUserIds: ['qa-ann', 'qa-bob'] });
+    expect(withBob.versions).toHaveLength(1);
+    expect((await lastChange(p)).after.qaUserIds).toEqual(['qa-ann', 'qa-bob']);
+    await update(p, id, { content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'v2' }] } });
+    await waitUntil(async () => (await getTreatments(p, { userId: 'qa-bob' })).body.userTreatments?.[0]?.treatmentContent === JSON.stringify({ title: 'v2' }), 5000, 25);
+    // deleting it ends QA delivery too
+    await ok('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: id, lastModifiedBy: 'bob', shouldDelete: true });
+    await until(p, { userId: 'qa-ann' }, []);
+    for (const qaUserIds of [Array.from({ length: 101 }, (_, i) => `u${i}`), [''], ['x'.repeat(257)], 'qa-ann']) {
+      const bad = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { qaUserIds }));
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body.error.details)).toContain('qaUserIds');
+    }
+  });
+});

@@ -174,3 +174,56 @@ describe('holdouts (D37)', () => {
     expect(g.surfaces[0]!.treatments[0]).toMatchObject({ treatmentId: '1', returned: false, outcome: 'globally held out', reasons: ['GLOBAL_HOLDOUT'] });
   });
 });
+
+describe('QA users (D39)', () => {
+  const draft = { publishTime: undefined };
+  const rules = { eligibilityRules: [{ dataFieldId: '99', condition: 'EQUALS' as const, rhsValue: 'x', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' as const }] };
+
+  it('gives a QA user the newest version, a DRAFT, at rank 1, logged QA; nobody else gets it', () => {
+    const p = plan([treatment('5', { qaUserIds: ['qa1'], versionsIn: [{}, { ...draft, content: content('new') }] }), treatment('1')]);
+    const qa = run(p, { userId: 'qa1', surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }] });
+    expect(qa.response.userTreatments!.map((u) => [u.treatmentId, u.rank, u.treatmentContent])).toEqual([
+      ['5', '1', JSON.stringify({ title: 'new' })],
+      ['1', '2', JSON.stringify({ title: 'Hello' })],
+    ]);
+    expect(qa.decisions[0]).toEqual({ treatmentId: '5', versionNumber: 2, surface: 'home', rank: 1, outcome: 'QA' });
+    const other = run(p, { userId: 'u2', surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }] }, { scores: { '5': 1 } });
+    // the others get the LIVE version 1, never the draft
+    expect(other.response.userTreatments!.map((u) => [u.treatmentId, u.treatmentContent])).toEqual([
+      ['5', JSON.stringify({ title: 'Hello' })],
+      ['1', JSON.stringify({ title: 'Hello' })],
+    ]);
+    expect(other.decisions.map((d) => d.outcome)).toEqual(['RETURNED', 'RETURNED']);
+  });
+
+  it('serves DRAFT-only, SCHEDULED and PAUSED treatments to QA users but not ARCHIVED ones', () => {
+    const p = plan([
+      treatment('1', { qaUserIds: ['qa'], versionsIn: [draft] }),
+      treatment('2', { qaUserIds: ['qa'], versionsIn: [{ startTimestamp: iso(NOW + HOUR) }] }),
+      treatment('3', { qaUserIds: ['qa'], paused: true }),
+      treatment('4', { qaUserIds: ['qa'], versionsIn: [{ endTimestamp: iso(NOW - HOUR) }] }),
+    ]);
+    const r = run(p, { userId: 'qa', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
+    expect(r.response.userTreatments!.map((u) => u.treatmentId)).toEqual(['1', '2', '3']);
+    expect(r.decisions.every((d) => d.outcome === 'QA')).toBe(true);
+    expect(run(p, { userId: 'someone', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] }).response.userTreatments).toBeUndefined();
+  });
+
+  it('ignores rules, holdouts, caps and mutual exclusion for QA users; respects surfaces and removed surfaces', () => {
+    const p = plan(
+      [
+        treatment('1', { qaUserIds: ['qa'], holdoutPercentage: 100, mutualExclusionGroupId: 'g', frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'VIEWED' }, versionsIn: [{ ...rules, removedSurfaces: ['inbox'] }] }),
+        treatment('2', { qaUserIds: ['qa'], mutualExclusionGroupId: 'g' }),
+      ],
+      { globalHoldoutPercentage: 100 },
+    );
+    const profile: StoredProfile = { userProperties: {}, fields: { [`cap:v:1:${Math.floor(NOW / 86_400_000)}`]: '7' } };
+    const r = run(p, { userId: 'qa', surfaces: [{ surface: 'home' }, { surface: 'inbox' }] }, { profile });
+    expect(r.response.userTreatments!.map((u) => `${u.surface}:${u.treatmentId}:${u.rank}`)).toEqual(['home:1:1', 'home:2:2', 'inbox:2:1']);
+  });
+
+  it('explains QA deliveries', () => {
+    const e = runExplain(plan([treatment('1', { qaUserIds: ['qa'], versionsIn: [draft] })]), { userId: 'qa' }).explanation!;
+    expect(e.surfaces[0]!.treatments[0]).toMatchObject({ treatmentId: '1', returned: true, rank: '1', outcome: 'QA', servedVersionNumber: 1 });
+  });
+});
