@@ -171,3 +171,26 @@ describe('QA users (D39)', () => {
     }
   });
 });
+
+describe('fallback (D42)', () => {
+  it('appears exactly when nothing else qualifies; isFallback is treatment-level and validated', async () => {
+    const p = await setupCatalog();
+    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
+    const fallback = await insertTreatment(p, { isFallback: true });
+    expect((await ok('GetTreatment', p.management, { projectId: p.projectId, treatmentId: fallback })).treatment.isFallback).toBe(true);
+    const adults = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
+    const ctxAge = (n: number) => ({ contextualAttributes: [{ key: 'age', integerValue: n }] });
+    await until(p, ctxAge(30), [adults]);
+    expect(await returnedIds(p, ctxAge(12))).toEqual([fallback]);
+    expect(await returnedIds(p, { ...ctxAge(30), surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] })).toEqual([adults]);
+    // no longer a fallback: an ordinary treatment, returned beside the other
+    const plain = await update(p, fallback, { isFallback: false });
+    expect(plain.isFallback).toBe(false);
+    expect(plain.versions).toHaveLength(1);
+    expect((await lastChange(p)).before.isFallback).toBe(true);
+    await waitUntil(async () => (await returnedIds(p, { ...ctxAge(30), surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] })).length === 2, 5000, 25);
+    const bad = await call(t, 'UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: fallback, lastModifiedBy: 'bob', isFallback: 'yes' });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body.error.details)).toContain('isFallback');
+  });
+});

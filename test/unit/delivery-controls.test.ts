@@ -227,3 +227,31 @@ describe('QA users (D39)', () => {
     expect(e.surfaces[0]!.treatments[0]).toMatchObject({ treatmentId: '1', returned: true, rank: '1', outcome: 'QA', servedVersionNumber: 1 });
   });
 });
+
+describe('fallback (D42)', () => {
+  it('fills a surface only when nothing else would be returned there; obeys its own dates; logged RETURNED', () => {
+    const p = plan([treatment('1', { isFallback: true }), treatment('2', { versionsIn: [{ removedSurfaces: ['inbox'] }] }), treatment('3', { isFallback: true, versionsIn: [{ startTimestamp: iso(NOW + HOUR) }] })]);
+    const r = run(p, { surfaces: [{ surface: 'home' }, { surface: 'inbox' }] }, { scores: { '1': 5 } });
+    expect(r.response.userTreatments!.map((u) => `${u.surface}:${u.treatmentId}:${u.rank}`)).toEqual(['home:2:1', 'inbox:1:1']);
+    expect(r.decisions.map((d) => d.outcome)).toEqual(['RETURNED', 'RETURNED']);
+    // later: treatment 3 is live too, and on an empty surface the fallbacks are ranked among themselves
+    expect(run(p, { surfaces: [{ surface: 'inbox', maximumTreatmentCount: 3 }] }, { now: NOW + 2 * HOUR, scores: { '3': 1 } }).response.userTreatments!.map((u) => u.treatmentId)).toEqual(['3', '1']);
+  });
+
+  it('is never held out, and fills the place a held-out treatment left empty', () => {
+    const p = plan([treatment('1', { isFallback: true, holdoutPercentage: 100 }), treatment('2', { holdoutPercentage: 100 })]);
+    const r = run(p);
+    expect(r.response.userTreatments!.map((u) => u.treatmentId)).toEqual(['1']);
+    expect(r.decisions).toEqual([
+      { treatmentId: '2', versionNumber: 1, surface: 'home', rank: 0, outcome: 'HOLDOUT' },
+      { treatmentId: '1', versionNumber: 1, surface: 'home', rank: 1, outcome: 'RETURNED' },
+    ]);
+  });
+
+  it('explains fallback and FALLBACK_NOT_NEEDED', () => {
+    const p = plan([treatment('1', { isFallback: true }), treatment('2')]);
+    expect(runExplain(p).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({ returned: false, reasons: ['FALLBACK_NOT_NEEDED'], outcome: 'not returned' });
+    const alone = plan([treatment('1', { isFallback: true }), treatment('2', { paused: true })]);
+    expect(runExplain(alone).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({ returned: true, rank: '1', outcome: 'fallback' });
+  });
+});
