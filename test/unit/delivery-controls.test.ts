@@ -255,3 +255,48 @@ describe('fallback (D42)', () => {
     expect(runExplain(alone).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({ returned: true, rank: '1', outcome: 'fallback' });
   });
 });
+
+describe('frequency caps (D43)', () => {
+  const DAY = 86_400_000;
+  const today = Math.floor(NOW / DAY);
+  const capped = (countOf: 'VIEWED' | 'RETURNED' = 'VIEWED') => treatment('1', { frequencyCap: { maxCount: 3, windowName: 'LAST_7D', countOf } });
+  const profileOf = (fields: Record<string, string>): StoredProfile => ({ userProperties: {}, fields });
+
+  it('counts the counters of the last n UTC days, today included, and stops the treatment at maxCount', () => {
+    const p = plan([capped(), treatment('2')]);
+    const under = profileOf({ [`cap:v:1:${today}`]: '1', [`cap:v:1:${today - 6}`]: '1', [`cap:v:1:${today - 7}`]: '5' });
+    expect(run(p, {}, { profile: under, scores: { '1': 1 } }).response.userTreatments!.map((u) => u.treatmentId)).toEqual(['1']);
+    const reached = profileOf({ [`cap:v:1:${today}`]: '2', [`cap:v:1:${today - 3}`]: '1' });
+    expect(run(p, {}, { profile: reached, scores: { '1': 1 } }).response.userTreatments!.map((u) => u.treatmentId)).toEqual(['2']);
+    // a week later the window has passed
+    expect(run(p, {}, { profile: reached, scores: { '1': 1 }, now: NOW + 7 * DAY }).response.userTreatments!.map((u) => u.treatmentId)).toEqual(['1']);
+  });
+
+  it('counts the kind the cap names', () => {
+    const p = plan([capped('RETURNED')]);
+    expect(run(p, {}, { profile: profileOf({ [`cap:v:1:${today}`]: '9' }) }).response.userTreatments).toHaveLength(1);
+    expect(run(p, {}, { profile: profileOf({ [`cap:r:1:${today}`]: '3' }) }).response.userTreatments).toBeUndefined();
+  });
+
+  it('explains "capped: 3 of 3 VIEWED in LAST_7D", and a capped treatment needs the profile', async () => {
+    const p = plan([capped()]);
+    const e = runExplain(p, {}, { profile: profileOf({ [`cap:v:1:${today}`]: '3' }) }).explanation!;
+    expect(e.surfaces[0]!.treatments[0]).toMatchObject({ returned: false, reasons: ['FREQUENCY_CAPPED'], outcome: 'capped: 3 of 3 VIEWED in LAST_7D' });
+    const { prepareRequest, requestNeedsProfile } = await import('../../shared/domain/delivery.js');
+    const req: DeliveryRequest = { projectId: PROJECT, userId: 'u1', surfaces: [{ surface: 'home' }] };
+    expect(requestNeedsProfile(p, prepareRequest(p, req), NOW)).toBe(true);
+    const q = plan([treatment('1')]);
+    expect(requestNeedsProfile(q, prepareRequest(q, req), NOW)).toBe(false);
+  });
+});
+
+describe('VIEWED cap counters (interactions path)', () => {
+  it('adds one to the day of the interaction, only for VIEWED of a treatment with a VIEWED cap', async () => {
+    const { viewCapOps } = await import('../../workers/aggregate/cap-counters.js');
+    const job = (interactionType: string, treatmentId = '7') => ({ kind: 'interaction' as const, projectId: PROJECT, userId: 'u', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: String(NOW * 1000), receivedAt: NOW });
+    const capped = new Set(['7']);
+    expect(viewCapOps(capped, job('VIEWED'))).toEqual([['inc', `cap:v:7:${Math.floor(NOW / 86_400_000)}`, 1]]);
+    expect(viewCapOps(capped, job('CLICKED'))).toEqual([]);
+    expect(viewCapOps(capped, job('VIEWED', '8'))).toEqual([]);
+  });
+});
