@@ -194,3 +194,51 @@ describe('fallback (D42)', () => {
     expect(JSON.stringify(bad.body.error.details)).toContain('isFallback');
   });
 });
+
+describe('PreviewTreatment and /v1/ExplainTreatments (D40)', () => {
+  it('renders any version for any user as GetTreatments would, with the rule evaluation; nothing is counted', async () => {
+    const p = await setupCatalog();
+    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
+    await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'first_name', userProperty: { dataType: 'STRING' } });
+    await t.ctx.profiles.applyEvents(p.projectId, 'ann', `seed-${++seq}`, [{ ts: Date.now(), userProperties: { first_name: { stringValue: 'Ann' } } as never }]);
+    const id = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
+    // version 2: an unpublished draft, previewed at once (no wait for the delivery cache)
+    await update(p, id, { shouldPublish: false, content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'draft for {{first_name|you}}' }] } });
+    const draft = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, userId: 'ann', contextualAttributes: [{ key: 'age', integerValue: 30 }] });
+    expect(draft.status).toBe(200);
+    expect(draft.body.userTreatment).toEqual({ treatmentId: id, treatmentTrackingId: 'preview', surface: 'home', rank: '1', treatmentType: 'card', treatmentContent: JSON.stringify({ title: 'draft for Ann' }), contentLanguageCode: 'en' });
+    expect(draft.body.eligibility).toMatchObject({ eligible: true, versionNumber: 2, versionStatus: 'DRAFT', heldOut: false, globallyHeldOut: false });
+    expect(draft.body.eligibility.rules[0]).toMatchObject({ dataFieldName: 'age', value: '30', source: 'contextualAttribute', outcome: { result: true } });
+    const v1 = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, versionNumber: 1 });
+    expect(v1.body.userTreatment.treatmentContent).toBe(JSON.stringify({ title: 'hello there' }));
+    expect(v1.body.eligibility).toMatchObject({ eligible: false, versionNumber: 1, versionStatus: 'LIVE' });
+    expect(v1.body.eligibility.rules[0]).toMatchObject({ source: 'missing', outcome: { result: false } });
+    // errors: unknown treatment or version 404, delivery keys 403, bad fields 400
+    expect((await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: '999999' })).status).toBe(404);
+    expect((await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, versionNumber: 9 })).status).toBe(404);
+    expect((await call(t, 'PreviewTreatment', p.delivery, { projectId: p.projectId, treatmentId: id })).status).toBe(403);
+    const badLang = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, languageCode: '12 not a tag' });
+    expect(badLang.status).toBe(400);
+    expect(badLang.body.error.details[0].field).toBe('languageCode');
+    const badVersion = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, versionNumber: 0 });
+    expect(badVersion.status).toBe(400);
+    expect(JSON.stringify(badVersion.body.error.details)).toContain('versionNumber');
+    // nothing was logged or counted for ann
+    const profile = await t.ctx.profiles.get(p.projectId, 'ann');
+    expect(Object.keys(profile.fields).filter((f) => f.startsWith('cap:'))).toEqual([]);
+  });
+
+  it('ExplainTreatments answers on /v1 for management keys, with the controls in words', async () => {
+    const p = await setupCatalog();
+    const id = await insertTreatment(p, { holdoutPercentage: 100 });
+    const fb = await insertTreatment(p, { isFallback: true });
+    await until(p, {}, [fb]);
+    const r = await call(t, 'ExplainTreatments', p.management, { projectId: p.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] });
+    expect(r.status).toBe(200);
+    const byId = new Map(r.body.explanation.surfaces[0].treatments.map((x: any) => [x.treatmentId, x]));
+    expect(byId.get(id)).toMatchObject({ returned: false, outcome: 'held out', reasons: ['HELD_OUT'] });
+    expect(byId.get(fb)).toMatchObject({ returned: true, outcome: 'fallback' });
+    expect(r.body.response.userTreatments.map((u: any) => u.treatmentId)).toEqual([fb]);
+    expect((await call(t, 'ExplainTreatments', p.delivery, { projectId: p.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] })).status).toBe(403);
+  });
+});

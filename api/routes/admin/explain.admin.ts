@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { selectTreatments } from '../../../shared/domain/delivery.js';
 import { greedy } from '../../../shared/domain/ranking/thompson-sampling.js';
 import type { ServiceContext } from '../../../shared/service-context.js';
@@ -35,6 +35,8 @@ const TreatmentExplanationOut = Type.Object({
   rules: Type.Array(RuleExplanationOut),
 });
 
+export const RuleExplanationSchema = RuleExplanationOut;
+
 const ExplanationOut = Type.Object({
   languageCode: Type.String(),
   rankingPolicy: Type.String(),
@@ -53,23 +55,28 @@ const ExplanationOut = Type.Object({
  * treatment of the project with the reasons kept. Ranking uses the posterior mean of the current
  * counters (`greedy`) instead of a random draw, so the same question gets the same answer.
  */
+export const ExplainTreatmentsResponse = Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut });
+
+/** One handler for the admin operation and `/v1/ExplainTreatments` (D40); nothing is logged or counted. */
+export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: ServiceContext): Promise<Static<typeof ExplainTreatmentsResponse>> {
+  await ctx.projects.require(body.projectId);
+  const delivery = requireDelivery(ctx);
+  const [plan, profile, stats] = await Promise.all([
+    delivery.catalog.plan(body.projectId),
+    ctx.profiles.get(body.projectId, body.userId),
+    delivery.rankingStats.read(body.projectId),
+  ]);
+  const result = selectTreatments(plan, body, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
+  return { response: result.response, explanation: result.explanation! };
+}
+
 export const explainTreatments = defineAdminOperation({
   operation: 'ExplainTreatments',
   command: 'explain-treatments',
   summary: 'Per requested surface and treatment: returned or not, and why (GetTreatments request body)',
   body: GetTreatmentsRequest,
-  response: Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut }),
-  handler: async (body, ctx: ServiceContext) => {
-    await ctx.projects.require(body.projectId);
-    const delivery = requireDelivery(ctx);
-    const [plan, profile, stats] = await Promise.all([
-      delivery.catalog.plan(body.projectId),
-      ctx.profiles.get(body.projectId, body.userId),
-      delivery.rankingStats.read(body.projectId),
-    ]);
-    const result = selectTreatments(plan, body, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
-    return { response: result.response, explanation: result.explanation! };
-  },
+  response: ExplainTreatmentsResponse,
+  handler: async (body, ctx: ServiceContext) => explain(body, ctx),
 });
 
 export const explainAdminOperations = [explainTreatments];
