@@ -416,34 +416,36 @@ export function selectTreatments(
   const qaTreatments = plan.qaByUser.get(prep.userId);
   const perSurface: SurfaceSelection[] = [];
   for (const surface of prep.surfaces) {
-    const qa = qaTreatments === undefined ? [] : qaVerdicts(qaTreatments, surface.name, prep.language, nowMs);
-    const qaIds = new Set(qa.map((v) => v.t.treatmentId));
+    const qa = qaTreatments === undefined ? NO_VERDICTS : qaVerdicts(qaTreatments, surface.name, prep.language, nowMs);
+    const qaIds = qa.length === 0 ? NO_IDS : new Set(qa.map((v) => v.t.treatmentId));
     // QA deliveries come first; the others fill what remains of the surface's counts
     const rest: PreparedSurface = qa.length === 0 ? surface : { ...surface, max: Math.max(0, surface.max - qa.length), min: Math.max(0, surface.min - qa.length) };
     // Only explanations look beyond the surface's candidates: everything else fails TYPE_LACKS_SURFACE or NOT_LIVE.
-    const regular = explain ? plan.treatments.filter((t) => !t.isFallback && !qaIds.has(t.treatmentId)) : (plan.bySurface.get(surface.name) ?? []).filter((t) => qaIds.size === 0 || !qaIds.has(t.treatmentId));
+    const listed = plan.bySurface.get(surface.name) ?? NO_TREATMENTS;
+    const regular = explain ? plan.treatments.filter((t) => !t.isFallback && !qaIds.has(t.treatmentId)) : qaIds.size === 0 ? listed : listed.filter((t) => !qaIds.has(t.treatmentId));
     const main = selectAmong(regular, rest, prep, ranking, assessOf, state, true);
     const fallbackCandidates = explain ? plan.treatments.filter((t) => t.isFallback && !qaIds.has(t.treatmentId)) : (plan.fallbacksBySurface.get(surface.name) ?? []);
-    let fallback: { verdicts: Verdict[]; picked: Verdict[] } = { verdicts: [], picked: [] };
+    let fallback: { verdicts: Verdict[]; picked: Verdict[] } = NOTHING;
     if (main.picked.length === 0 && qa.length === 0) {
       fallback = selectAmong(fallbackCandidates, rest, prep, ranking, assessOf, state, false);
       for (const v of fallback.picked) v.label = 'fallback';
     } else if (explain) {
-      fallback.verdicts = fallbackCandidates.map((t) => ({ t, a: assessOf(t), reasons: ['FALLBACK_NOT_NEEDED'] }));
+      fallback = { verdicts: fallbackCandidates.map((t) => ({ t, a: assessOf(t), reasons: ['FALLBACK_NOT_NEEDED'] })), picked: [] };
     }
     qa.forEach((v, i) => {
       v.rank = i + 1;
       state.returnedOn.set(v.t.treatmentId, surface.name);
     });
-    const picked = [...qa, ...main.picked, ...fallback.picked];
+    const only = qa.length === 0 && fallback === NOTHING;
+    const picked = only ? main.picked : [...qa, ...main.picked, ...fallback.picked];
     for (const [i, v] of picked.entries()) v.rank = i + 1;
-    perSurface.push({ surface, verdicts: [...qa, ...main.verdicts, ...fallback.verdicts], picked });
+    perSurface.push({ surface, verdicts: only ? main.verdicts : [...qa, ...main.verdicts, ...fallback.verdicts], picked, withheld: main.withheld });
   }
   const globallyHeldOut = plan.globalHoldoutBasisPoints > 0 && holdoutBucket(`${plan.projectId}:global:${prep.userId}`) < plan.globalHoldoutBasisPoints;
   const decisions: Decision[] = [];
   const userTreatments: UserTreatment[] = [];
-  for (const { surface, verdicts, picked } of perSurface) {
-    for (const v of verdicts) if (v.reasons.includes('HELD_OUT')) decisions.push(decisionOf(v, surface.name, 0, 'HOLDOUT'));
+  for (const { surface, picked, withheld } of perSurface) {
+    for (const v of withheld) decisions.push(decisionOf(v, surface.name, 0, 'HOLDOUT'));
     for (const v of picked) {
       if (globallyHeldOut && v.label !== 'QA') {
         // D37: what would have been returned, withheld (QA deliveries are never held out)
@@ -482,6 +484,8 @@ interface SurfaceSelection {
   surface: PreparedSurface;
   verdicts: Verdict[];
   picked: Verdict[];
+  /** held out (D37): they would have been returned */
+  withheld: Verdict[];
 }
 
 /** Assess, rank and pick among `candidates` on one surface; `holdouts` false for fallbacks (D42). */
@@ -493,20 +497,25 @@ function selectAmong(
   assessOf: (t: PlannedTreatment) => Assessment,
   state: SelectionState,
   holdouts: boolean,
-): { verdicts: Verdict[]; picked: Verdict[] } {
+): { verdicts: Verdict[]; picked: Verdict[]; withheld: Verdict[] } {
   const verdicts = candidates.map((t) => verdictOf(t, assessOf(t), surface.name, state.returnedOn));
   const qualifying = verdicts.filter((v) => v.reasons.length === 0);
   for (const v of qualifying) v.score = ranking.policy.score({ projectId: prep.projectId, surface: surface.name, treatmentId: v.t.treatmentId, userId: prep.userId }, ranking.stats.get(surface.name, v.t.treatmentId));
   qualifying.sort((x, y) => y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId));
-  const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER);
+  const withheld: Verdict[] = [];
+  const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER, withheld);
   for (const v of picked) {
     state.returnedOn.set(v.t.treatmentId, surface.name);
     if (v.t.mutualExclusionGroupId !== undefined) state.groupWinners.set(v.t.mutualExclusionGroupId, v.t.treatmentId);
   }
-  return { verdicts, picked };
+  return { verdicts, picked, withheld };
 }
 
 const NEVER = (): boolean => false;
+const NOTHING: { verdicts: Verdict[]; picked: Verdict[] } = { verdicts: [], picked: [] };
+const NO_VERDICTS: Verdict[] = [];
+const NO_IDS: ReadonlySet<string> = new Set();
+const NO_TREATMENTS: readonly PlannedTreatment[] = [];
 
 /** D39: the treatments listing this QA user whose newest version serves the surface, whatever its status but ARCHIVED. */
 function qaVerdicts(treatments: readonly PlannedTreatment[], surface: string, language: string, nowMs: number): Verdict[] {
@@ -560,7 +569,7 @@ function verdictOf(t: PlannedTreatment, a: Assessment, surface: string, returned
  * Best ranked first: one per mutual exclusion group per response (a group taken on an earlier
  * surface stays taken), up to the surface's maximum; fewer than its minimum means none at all.
  */
-function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: ReadonlyMap<string, string>, heldOut: (t: PlannedTreatment) => boolean): Verdict[] {
+function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: ReadonlyMap<string, string>, heldOut: (t: PlannedTreatment) => boolean, withheld: Verdict[]): Verdict[] {
   const picked: Verdict[] = [];
   const groupsHere = new Map<string, string>();
   for (const v of ranked) {
@@ -574,6 +583,7 @@ function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: Readonl
     } else if (heldOut(v.t)) {
       // D37: it would have been returned; withheld, it leaves its place (and its group) to the next
       v.reasons.push('HELD_OUT');
+      withheld.push(v);
     } else {
       picked.push(v);
       if (group !== undefined) groupsHere.set(group, v.t.treatmentId);
