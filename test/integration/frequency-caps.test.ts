@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capCounterField } from '../../shared/domain/decisions.js';
 import type { InteractionJob } from '../../shared/queues/queues.js';
 import { ViewCapCache, viewCapInteractionOps } from '../../workers/aggregate/cap-counters.js';
+import { pruneCapCounters } from '../../workers/aggregate/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
@@ -122,5 +123,18 @@ describe('frequency caps (D43)', () => {
     await view('dan', id);
     const profile = await t.ctx.profiles.get(p.projectId, 'dan');
     expect(Object.keys(profile.fields).filter((f) => f.startsWith('cap:'))).toEqual([]);
+  });
+});
+
+describe('cap counter pruning', () => {
+  it('drops the days no window can read (older than 365 days) and nothing else', async () => {
+    const today = Math.floor(START / DAY);
+    const ops: ['inc', string, number][] = [today, today - 364, today - 365, today - 900].map((d) => ['inc', capCounterField('VIEWED', '42', d), 1]);
+    ops.push(['inc', capCounterField('RETURNED', '42', today - 400), 1], ['inc', 'dc:7:20260310', 3]);
+    await t.ctx.profiles.applyEvents(p.projectId, 'erin', `prune-${++seq}`, [{ ts: START, ops }]);
+    const removed = await pruneCapCounters(t.ctx.redis, t.ctx.keys.profile('*', '*'), START);
+    expect(removed).toBe(3);
+    const fields = Object.keys((await t.ctx.profiles.get(p.projectId, 'erin')).fields).sort();
+    expect(fields).toEqual([capCounterField('VIEWED', '42', today), capCounterField('VIEWED', '42', today - 364), 'dc:7:20260310'].sort());
   });
 });
