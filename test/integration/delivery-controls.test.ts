@@ -223,6 +223,10 @@ describe('PreviewTreatment and /v1/ExplainTreatments (D40)', () => {
     const badVersion = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, versionNumber: 0 });
     expect(badVersion.status).toBe(400);
     expect(JSON.stringify(badVersion.body.error.details)).toContain('versionNumber');
+    // the same for operators, on the admin API (and the CLI's preview-treatment)
+    const adm = await admin(t, 'PreviewTreatment', { projectId: p.projectId, treatmentId: id, userId: 'ann', versionNumber: 1, contextualAttributes: [{ key: 'age', integerValue: 30 }] });
+    expect(adm.status).toBe(200);
+    expect(adm.body.eligibility).toMatchObject({ eligible: true, versionNumber: 1 });
     // nothing was logged or counted for ann
     const profile = await t.ctx.profiles.get(p.projectId, 'ann');
     expect(Object.keys(profile.fields).filter((f) => f.startsWith('cap:'))).toEqual([]);

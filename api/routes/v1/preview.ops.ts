@@ -6,6 +6,7 @@ import { ProjectId, Strict } from '../../../shared/schemas/common.js';
 import type { ServiceContext } from '../../../shared/service-context.js';
 import type { StoredProfile } from '../../../shared/stores/profile.store.js';
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
+import { defineAdminOperation } from '../../admin-operation.js';
 import { explain, ExplainTreatmentsResponse, RuleExplanationSchema } from '../admin/explain.admin.js';
 import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from './delivery.ops.js';
 
@@ -50,13 +51,28 @@ async function preview(body: { projectId: string; treatmentId: string; userId?: 
   return previewTreatment(plan, body as never, profile, ctx.now());
 }
 
+const PreviewTreatmentResponse = Type.Object({ userTreatment: UserTreatmentOut, eligibility: EligibilityOut });
+
 export const previewTreatmentOperation = defineOperation({
   operation: 'PreviewTreatment',
   summary: 'Render any version of a treatment for any user as GetTreatments would (treatmentTrackingId "preview"), with the per-rule evaluation; nothing is logged or counted',
   permissions: ['TREATMENT_MANAGEMENT'],
   body: PreviewTreatmentRequest,
-  response: Type.Object({ userTreatment: UserTreatmentOut, eligibility: EligibilityOut }),
+  response: PreviewTreatmentResponse,
   handler: async (body, _auth, ctx) => preview(body, ctx),
+});
+
+/** The same for operators: `/admin/v1/PreviewTreatment` and `npm run admin -- preview-treatment`. */
+export const previewTreatmentAdmin = defineAdminOperation({
+  operation: 'PreviewTreatment',
+  command: 'preview-treatment',
+  summary: 'Render any version of a treatment for any user as GetTreatments would, with the rule evaluation (nothing logged or counted)',
+  body: PreviewTreatmentRequest,
+  response: PreviewTreatmentResponse,
+  handler: async (body, ctx: ServiceContext) => {
+    await ctx.projects.require(body.projectId);
+    return preview(body, ctx);
+  },
 });
 
 export const explainTreatmentsOperation = defineOperation({
