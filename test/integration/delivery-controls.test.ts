@@ -98,6 +98,10 @@ describe('holdouts (D37)', () => {
       expect(r.status).toBe(400);
       expect(r.body.error.details.map((d: any) => d.field)).toContain('holdoutPercentage');
     }
+    // D1: snake_case input names are accepted for the new fields too
+    const snake = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { holdout_percentage: 5, qa_user_ids: ['q'], is_fallback: true, frequency_cap: { max_count: 2, window_name: 'LAST_7D', count_of: 'VIEWED' } }));
+    expect(snake.status).toBe(200);
+    expect(snake.body.treatment).toMatchObject({ holdoutPercentage: 5, qaUserIds: ['q'], isFallback: true, frequencyCap: { maxCount: 2, windowName: 'LAST_7D', countOf: 'VIEWED' } });
     const r = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { holdoutPercentage: 0.001 }));
     expect(r.status).toBe(400);
     expect(r.body.error.details[0].field).toBe('holdoutPercentage');
