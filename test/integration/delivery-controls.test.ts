@@ -250,3 +250,12 @@ describe('PreviewTreatment and /v1/ExplainTreatments (D40)', () => {
     expect((await call(t, 'ExplainTreatments', p.delivery, { projectId: p.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] })).status).toBe(403);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents every new field and operation', async () => {
+    const doc = JSON.stringify((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json());
+    for (const name of ['holdoutPercentage', 'globalHoldoutPercentage', 'qaUserIds', 'isFallback', 'frequencyCap', 'clearFrequencyCap', 'countOf', '/v1/PreviewTreatment', '/v1/ExplainTreatments', '/admin/v1/PreviewTreatment']) {
+      expect(doc, name).toContain(`"${name}"`);
+    }
+  });
+});
