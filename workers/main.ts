@@ -12,6 +12,8 @@ import { startAggregationWorker } from './aggregate/scheduler.js';
 import { startPubSubIntake } from './ingest/pubsub-intake.js';
 import { RankingCounterStore, rankingOps } from '../shared/stores/ranking-stats.store.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
+import { TreatmentStore } from '../shared/stores/treatment.store.js';
+import { ViewCapCache, viewCapInteractionOps } from './aggregate/cap-counters.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -38,7 +40,9 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
+  const treatments = new TreatmentStore(connection, ctx.keys, ctx.now);
+  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
   const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
   const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
   const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
@@ -60,6 +64,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
       // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
       closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close()])).then(() => {
         fieldCache.close();
+        viewCaps.close();
         connection.disconnect();
       });
       return closing;

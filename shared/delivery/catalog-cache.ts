@@ -4,6 +4,7 @@ import type { InvalidationBus } from '../clients/invalidation-bus.js';
 import { compileCatalogPlan, type CatalogPlan } from '../domain/catalog-plan.js';
 import type { RedisKeys } from '../redis-keys.js';
 import type { DataFieldStore } from '../stores/data-field.store.js';
+import type { ProjectStore } from '../stores/project.store.js';
 import type { SurfaceStore } from '../stores/surface.store.js';
 import type { TreatmentTypeStore } from '../stores/treatment-type.store.js';
 import type { TreatmentStore } from '../stores/treatment.store.js';
@@ -16,6 +17,8 @@ export interface CatalogCacheDeps {
   treatmentTypes: Pick<TreatmentTypeStore, 'list'>;
   surfaces: Pick<SurfaceStore, 'names'>;
   dataFields: Pick<DataFieldStore, 'list'>;
+  /** the project's global holdout (D37) is compiled into the plan */
+  projects: Pick<ProjectStore, 'get'>;
   log: Logger;
 }
 
@@ -74,7 +77,7 @@ export class CatalogCache {
     this.clock = opts.clock ?? (() => performance.now());
     this.unsubscribe = deps.bus.on((msg) => {
       if (msg.kind === 'all') for (const projectId of this.entries.keys()) this.invalidate(projectId);
-      else if (msg.kind === 'catalog' && msg.projectId !== undefined) this.invalidate(msg.projectId);
+      else if ((msg.kind === 'catalog' || msg.kind === 'project') && msg.projectId !== undefined) this.invalidate(msg.projectId);
     });
   }
 
@@ -144,13 +147,14 @@ export class CatalogCache {
     // Read before the records: a change racing this compile leaves a newer version behind, so the
     // version check recompiles rather than trusting a plan that may have missed it.
     const version = await this.deps.redis.get(this.deps.keys.catalogVersion(projectId));
-    const [treatments, types, surfaces, dataFields] = await Promise.all([
+    const [treatments, types, surfaces, dataFields, project] = await Promise.all([
       this.deps.treatments.list(projectId),
       this.deps.treatmentTypes.list(projectId),
       this.deps.surfaces.names(projectId),
       this.deps.dataFields.list(projectId),
+      this.deps.projects.get(projectId),
     ]);
-    entry.plan = compileCatalogPlan({ projectId, treatments, types, surfaces, dataFields });
+    entry.plan = compileCatalogPlan({ projectId, treatments, types, surfaces, dataFields, globalHoldoutPercentage: project?.globalHoldoutPercentage });
     entry.version = version;
     entry.compiledGeneration = generation;
   }

@@ -12,6 +12,14 @@ import { canonicalizeLanguageTag } from './language.js';
 import type { TreatmentStatus, VersionStatus } from './treatment-status.js';
 import type { ContentField, DataFieldRecord, DeliveryType, EligibilityRule, TreatmentRecord, TreatmentType } from './types.js';
 
+/** A frequency cap ready for request time: the window as a day count. */
+export interface PlannedCap {
+  maxCount: number;
+  windowName: string;
+  days: number;
+  countOf: 'VIEWED' | 'RETURNED';
+}
+
 export interface PlannedRule {
   rule: EligibilityRule;
   /** undefined when the data field is not (or no longer) in the project: the rule reads no value */
@@ -53,6 +61,12 @@ export interface PlannedTreatment {
   type: PlannedType | undefined;
   /** every version; published ones by publish time, newest first (the first LIVE one is served) */
   versions: PlannedVersion[];
+  /** the highest version number: what QA users get (D39) */
+  newestVersion: PlannedVersion | undefined;
+  /** D37: percentage × 100 (0–10,000); 0 = never held out, and no hash is computed */
+  holdoutBasisPoints: number;
+  isFallback: boolean;
+  cap: PlannedCap | undefined;
 }
 
 export interface CatalogPlan {
@@ -64,9 +78,15 @@ export interface CatalogPlan {
   treatmentsById: ReadonlyMap<string, PlannedTreatment>;
   /**
    * Per surface, the treatments whose type lists it, neither paused nor unpublished, ascending
-   * treatmentId. Version windows and removed surfaces are checked at request time.
+   * treatmentId. Version windows and removed surfaces are checked at request time. Fallbacks
+   * (D42) are not in it: they are in `fallbacksBySurface`, under the same conditions.
    */
   bySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
+  fallbacksBySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
+  /** D37: the project's global holdout, percentage × 100 */
+  globalHoldoutBasisPoints: number;
+  /** D39: QA user id → the treatments (with a type) that list them, ascending treatmentId */
+  qaByUser: ReadonlyMap<string, readonly PlannedTreatment[]>;
   /** data fields usable as contextual attribute keys (registered by InsertDataField) */
   dataFieldsByName: ReadonlyMap<string, DataFieldRecord>;
   dataFieldsById: ReadonlyMap<string, DataFieldRecord>;
@@ -78,6 +98,8 @@ export interface CatalogInput {
   types: TreatmentType[];
   surfaces: Iterable<string>;
   dataFields: DataFieldRecord[];
+  /** the project's (D37); absent = 0 */
+  globalHoldoutPercentage?: number;
 }
 
 export function compileCatalogPlan(input: CatalogInput): CatalogPlan {
@@ -86,12 +108,16 @@ export function compileCatalogPlan(input: CatalogInput): CatalogPlan {
   for (const f of input.dataFields) if (f.name !== undefined) dataFieldsByName.set(f.name, f);
   const types = new Map(input.types.map((t) => [t.treatmentTypeId, planType(t)]));
   const treatments = [...input.treatments].sort((a, b) => compareIds(a.treatmentId, b.treatmentId)).map((t) => planTreatment(t, types, dataFieldsById));
+  const treatmentsById = new Map(treatments.map((t) => [t.treatmentId, t]));
   return {
     projectId: input.projectId,
     surfaces: new Set(input.surfaces),
     treatments,
-    treatmentsById: new Map(treatments.map((t) => [t.treatmentId, t])),
-    bySurface: indexBySurface(treatments),
+    treatmentsById,
+    bySurface: indexBySurface(treatments, false),
+    fallbacksBySurface: indexBySurface(treatments, true),
+    globalHoldoutBasisPoints: basisPoints(input.globalHoldoutPercentage),
+    qaByUser: indexQaUsers(input.treatments, treatmentsById),
     dataFieldsByName,
     dataFieldsById,
   };
@@ -136,8 +162,32 @@ function planTreatment(t: TreatmentRecord, types: ReadonlyMap<string, PlannedTyp
     paused: t.paused,
     mutualExclusionGroupId: t.mutualExclusionGroupId,
     type: types.get(t.treatmentTypeId),
+    newestVersion: versions.reduce<PlannedVersion | undefined>((a, b) => (a === undefined || b.versionNumber > a.versionNumber ? b : a), undefined),
     versions: versions.sort(servedFirst),
+    holdoutBasisPoints: basisPoints(t.holdoutPercentage),
+    isFallback: t.isFallback === true,
+    cap: t.frequencyCap === undefined ? undefined : { ...t.frequencyCap, days: Number(/^LAST_(\d+)D$/.exec(t.frequencyCap.windowName)?.[1] ?? 1) },
   };
+}
+
+/** A stored percentage (validated: 0–100, two decimals) as an integer number of basis points. */
+export function basisPoints(percentage: number | undefined): number {
+  return percentage === undefined ? 0 : Math.round(percentage * 100);
+}
+
+function indexQaUsers(records: TreatmentRecord[], byId: ReadonlyMap<string, PlannedTreatment>): Map<string, PlannedTreatment[]> {
+  const byUser = new Map<string, PlannedTreatment[]>();
+  for (const r of records) {
+    const t = byId.get(r.treatmentId)!;
+    if (t.type === undefined || t.newestVersion === undefined) continue;
+    for (const userId of new Set(r.qaUserIds ?? [])) {
+      const list = byUser.get(userId) ?? [];
+      list.push(t);
+      byUser.set(userId, list);
+    }
+  }
+  for (const list of byUser.values()) list.sort((a, b) => compareIds(a.treatmentId, b.treatmentId));
+  return byUser;
 }
 
 /** Published before drafts; the latest publish first, the higher version number on a tie. */
@@ -151,10 +201,10 @@ function servedFirst(a: PlannedVersion, b: PlannedVersion): number {
  * paused or was never published cannot be served by this plan and is left out of the per-surface
  * lists. Time-based exclusion is left to request time, so the plan never depends on its clock.
  */
-function indexBySurface(treatments: PlannedTreatment[]): Map<string, PlannedTreatment[]> {
+function indexBySurface(treatments: PlannedTreatment[], fallbacks: boolean): Map<string, PlannedTreatment[]> {
   const bySurface = new Map<string, PlannedTreatment[]>();
   for (const t of treatments) {
-    if (t.type === undefined || t.paused) continue;
+    if (t.type === undefined || t.paused || t.isFallback !== fallbacks) continue;
     if (!t.versions.some((v) => v.publishMs !== undefined)) continue;
     for (const surface of t.type.surfaces) {
       const list = bySurface.get(surface) ?? [];

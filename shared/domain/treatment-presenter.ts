@@ -33,6 +33,10 @@ export function presentTreatment(
     modificationSource: t.modificationSource,
     ...(t.externalTreatmentId !== undefined ? { externalTreatmentId: t.externalTreatmentId } : {}),
     ...(refs.group !== undefined ? { mutualExclusionGroup: { ...refs.group } } : {}),
+    holdoutPercentage: t.holdoutPercentage ?? 0,
+    qaUserIds: [...(t.qaUserIds ?? [])],
+    isFallback: t.isFallback === true,
+    ...(t.frequencyCap !== undefined ? { frequencyCap: { ...t.frequencyCap } } : {}),
   };
 }
 

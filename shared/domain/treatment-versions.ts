@@ -1,6 +1,6 @@
 import { FailedPreconditionError } from '../errors.js';
 import { treatmentStatus, versionStatus } from './treatment-status.js';
-import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord } from './types.js';
+import type { Content, EligibilityRule, FrequencyCap, TreatmentRecord, TreatmentVersionRecord } from './types.js';
 
 /**
  * Treatment state transitions (decisions D15, D17, D19). Every function returns a new record and
@@ -36,6 +36,18 @@ export interface NewTreatment {
   mutualExclusionGroupId?: string;
   shouldPublish?: boolean;
   version: VersionFields;
+  controls?: TreatmentControls;
+}
+
+/**
+ * Delivery controls (D37, D39, D42, D43): treatment-level, so a change never creates a version.
+ * On update, unset = unchanged; `frequencyCap: null` removes the cap, `qaUserIds: []` clears them.
+ */
+export interface TreatmentControls {
+  holdoutPercentage?: number;
+  qaUserIds?: string[];
+  isFallback?: boolean;
+  frequencyCap?: FrequencyCap | null;
 }
 
 /**
@@ -59,6 +71,7 @@ export interface TreatmentUpdate {
   removedSurfaces?: string[];
   targetActionEventId?: string | null;
   shouldPublish?: boolean;
+  controls?: TreatmentControls;
 }
 
 export function createTreatment(input: NewTreatment, nowMs: number): TreatmentRecord {
@@ -84,7 +97,29 @@ export function createTreatment(input: NewTreatment, nowMs: number): TreatmentRe
     modificationSource: 'API',
     createTime: now,
     versions: [version],
+    ...withControls({}, input.controls),
   };
+}
+
+/** Stored sparsely: a default value (0, [], false, no cap) is an absent field. */
+function withControls<T extends Partial<TreatmentRecord>>(t: T, c: TreatmentControls | undefined): T {
+  if (c === undefined) return t;
+  const next = { ...t };
+  if (c.holdoutPercentage !== undefined) {
+    if (c.holdoutPercentage === 0) delete next.holdoutPercentage;
+    else next.holdoutPercentage = c.holdoutPercentage;
+  }
+  if (c.qaUserIds !== undefined) {
+    if (c.qaUserIds.length === 0) delete next.qaUserIds;
+    else next.qaUserIds = [...new Set(c.qaUserIds)];
+  }
+  if (c.isFallback !== undefined) {
+    if (!c.isFallback) delete next.isFallback;
+    else next.isFallback = true;
+  }
+  if (c.frequencyCap === null) delete next.frequencyCap;
+  else if (c.frequencyCap !== undefined) next.frequencyCap = { ...c.frequencyCap };
+  return next;
 }
 
 /**
@@ -98,8 +133,8 @@ export function applyUpdate(
   update: TreatmentUpdate,
   nowMs: number,
 ): { treatment: TreatmentRecord; changed: boolean } {
-  let next = applyTreatmentFields(t, update);
-  let changed = TREATMENT_LEVEL_FIELDS.some((k) => next[k] !== t[k]);
+  let next = withControls(applyTreatmentFields(t, update), update.controls);
+  let changed = TREATMENT_LEVEL_FIELDS.some((k) => next[k] !== t[k]) || CONTROL_FIELDS.some((k) => stableJson(next[k]) !== stableJson(t[k]));
   const newest = newestVersion(t);
   const edited = editedBody(newest, update);
   if (edited !== undefined) {
@@ -138,6 +173,7 @@ export function deleteTreatment(t: TreatmentRecord, lastModifiedBy: string, nowM
 }
 
 const TREATMENT_LEVEL_FIELDS = ['name', 'description', 'externalTreatmentId', 'mutualExclusionGroupId'] as const;
+const CONTROL_FIELDS = ['holdoutPercentage', 'qaUserIds', 'isFallback', 'frequencyCap'] as const;
 
 type VersionBody = Omit<TreatmentVersionRecord, 'versionNumber' | 'publishTime' | 'createTime' | 'lastModifiedTimestamp'>;
 

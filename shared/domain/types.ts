@@ -14,6 +14,8 @@ export interface Project {
   displayName: string;
   deliveryEndpoint: DeliveryEndpoint;
   createTime: string;
+  /** D37: 0–100 (two decimals); absent = 0 */
+  globalHoldoutPercentage?: number;
 }
 
 export interface ApiKeyRecord {
@@ -128,6 +130,22 @@ export interface TreatmentRecord {
   modificationSource: 'API' | 'MODIFICATION_SOURCE_UNSPECIFIED';
   createTime: string;
   versions: TreatmentVersionRecord[];
+  // Delivery controls (D37, D39, D42, D43): treatment-level, so changing them creates no version.
+  /** 0–100 (two decimals); absent = 0 */
+  holdoutPercentage?: number;
+  /** absent = none */
+  qaUserIds?: string[];
+  /** absent = false */
+  isFallback?: boolean;
+  frequencyCap?: FrequencyCap;
+}
+
+/** D43: a user whose count of `countOf` for the treatment in the window reached `maxCount` does not qualify. */
+export interface FrequencyCap {
+  maxCount: number;
+  /** LAST_<n>D (D22) */
+  windowName: string;
+  countOf: 'VIEWED' | 'RETURNED';
 }
 
 export interface MutualExclusionGroup {

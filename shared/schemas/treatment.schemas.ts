@@ -75,6 +75,23 @@ const versionFieldsIn = {
   eligibilityRules: Type.Optional(EligibilityRulesIn),
 };
 
+/**
+ * Delivery controls (D37, D39, D42, D43). Treatment-level: setting them changes the treatment,
+ * never creates a version, and applies to whichever version is served.
+ */
+export const PercentageIn = Type.Number({ minimum: 0, maximum: 100, description: '0–100, at most two decimals' });
+export const FrequencyCapIn = Strict({
+  maxCount: Type.Integer({ minimum: 1, maximum: 1000 }),
+  windowName: Type.String({ maxLength: 16, description: 'LAST_<n>D, 1 ≤ n ≤ 365' }),
+  countOf: Type.Union([Type.Literal('VIEWED'), Type.Literal('RETURNED')]),
+});
+const controlFieldsIn = {
+  holdoutPercentage: Type.Optional(PercentageIn),
+  qaUserIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'users who get the newest version whatever its status (D39); [] clears' })),
+  isFallback: Type.Optional(Type.Boolean()),
+  frequencyCap: Type.Optional(FrequencyCapIn),
+};
+
 // ------------------------------------------------------------------------------------------------
 // Requests
 
@@ -90,6 +107,7 @@ export const InsertTreatmentRequest = Strict({
   externalTreatmentId: Type.Optional(ExternalIdIn),
   shouldPublish: Type.Optional(Type.Boolean()),
   mutualExclusionGroup: Type.Optional(GroupName),
+  ...controlFieldsIn,
 });
 export type InsertTreatmentBody = Static<typeof InsertTreatmentRequest>;
 
@@ -109,6 +127,8 @@ export const UpdateTreatmentRequest = Strict({
   mutualExclusionGroup: Type.Optional(GroupName),
   shouldDelete: Type.Optional(Type.Boolean()),
   shouldPause: Type.Optional(Type.Boolean()),
+  ...controlFieldsIn,
+  clearFrequencyCap: Type.Optional(Type.Boolean({ description: 'true removes the frequency cap' })),
 });
 export type UpdateTreatmentBody = Static<typeof UpdateTreatmentRequest>;
 
@@ -192,6 +212,10 @@ export const TreatmentOut = Type.Object({
   modificationSource: Type.String(),
   externalTreatmentId: Type.Optional(Type.String()),
   mutualExclusionGroup: Type.Optional(MutualExclusionGroupOut),
+  holdoutPercentage: Type.Number(),
+  qaUserIds: Type.Array(Type.String()),
+  isFallback: Type.Boolean(),
+  frequencyCap: Type.Optional(Type.Object({ maxCount: Type.Integer(), windowName: Type.String(), countOf: Type.String() })),
 });
 export type TreatmentWire = Static<typeof TreatmentOut>;
 export type TreatmentVersionWire = Static<typeof TreatmentVersionOut>;

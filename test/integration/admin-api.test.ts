@@ -25,7 +25,7 @@ describe('CreateProject', () => {
     const r = await admin(t, 'CreateProject', { projectId });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body)).toEqual(['project']);
-    expect(Object.keys(r.body.project).sort()).toEqual(['createTime', 'deliveryEndpoint', 'displayName', 'projectId']);
+    expect(Object.keys(r.body.project).sort()).toEqual(['createTime', 'deliveryEndpoint', 'displayName', 'globalHoldoutPercentage', 'projectId']);
     expect(r.body.project).toMatchObject({ projectId, displayName: projectId, deliveryEndpoint: 'BASE' });
     expect(r.body.project.createTime).toMatch(RFC3339_UTC);
   });
@@ -97,7 +97,7 @@ describe('UpdateProject, GetProject, ListProjects', () => {
     const ids = r.body.projects.map((p: any) => p.projectId);
     expect(ids).toEqual([...ids].sort());
     expect(ids).toEqual(expect.arrayContaining([a, b]));
-    expect(r.body.projects.find((p: any) => p.projectId === a)).toEqual({ projectId: a, displayName: a, deliveryEndpoint: 'BASE', createTime: expect.stringMatching(RFC3339_UTC) });
+    expect(r.body.projects.find((p: any) => p.projectId === a)).toEqual({ projectId: a, displayName: a, deliveryEndpoint: 'BASE', createTime: expect.stringMatching(RFC3339_UTC), globalHoldoutPercentage: 0 });
   });
 });
 

@@ -52,7 +52,7 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     const r = await cli(['create-project', '--project-id', projectId, '--display-name', 'CLI shop']);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ project: { projectId, displayName: 'CLI shop', deliveryEndpoint: 'BASE', createTime: expect.any(String) } });
+    expect(JSON.parse(r.stdout)).toEqual({ project: { projectId, displayName: 'CLI shop', deliveryEndpoint: 'BASE', createTime: expect.any(String), globalHoldoutPercentage: 0 } });
     expect(await t.ctx.projects.get(projectId)).toMatchObject({ displayName: 'CLI shop' });
   });
 

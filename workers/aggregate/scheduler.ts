@@ -7,6 +7,7 @@ import { bullPrefix, QUEUE, type AggregationJob } from '../../shared/queues/queu
 import type { RedisKeys } from '../../shared/redis-keys.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord, Project } from '../../shared/domain/types.js';
+import { pruneCapCounters } from './cap-prune.js';
 import { recomputeDataFields, type RecomputeCursor, type RecomputeResult } from './recompute.js';
 import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
 import type { Metrics } from '../../shared/metrics.js';
@@ -183,6 +184,8 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number
     await queue.add('recompute', data, { ...RECOMPUTE_JOB_OPTS, priority: SCHEDULED_RECOMPUTE_PRIORITY, deduplication: { id: `recompute-${p.projectId}` } });
   }
   o.log.info({ projects: projects.length }, 'scheduled recompute enqueued per project');
+  // once a day (the 00:00 UTC run): cap counters older than any window are dropped (D43)
+  if (new Date(o.now()).getUTCHours() === 0) await pruneCapCounters(o.connection, o.keys.profile('*', '*'), o.now(), o.log);
   return projects.length;
 }
 

@@ -3,9 +3,23 @@ import { invalidField } from '../../../shared/errors.js';
 import { listChanges } from '../../../shared/stores/change-log.js';
 import { ProjectId, Strict, TimestampOut } from '../../../shared/schemas/common.js';
 import { defineAdminOperation } from '../../admin-operation.js';
+import type { Project } from '../../../shared/domain/types.js';
+import { percentageProblem } from '../v1/treatments.ops.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
-const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut });
+const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
+/** D37: users held out of every treatment of the project (0–100, two decimals). */
+const GlobalHoldoutIn = Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'D37: percentage of users who get no treatment (0–100, at most two decimals)' }));
+
+function checkHoldout(body: { globalHoldoutPercentage?: number }): void {
+  if (body.globalHoldoutPercentage === undefined) return;
+  const why = percentageProblem(body.globalHoldoutPercentage);
+  if (why !== null) throw invalidField('globalHoldoutPercentage', why);
+}
+
+function presentProject(p: Project) {
+  return { ...p, globalHoldoutPercentage: p.globalHoldoutPercentage ?? 0 };
+}
 const PermissionT = Type.Union([Type.Literal('DELIVERY'), Type.Literal('LOG_EVENTS'), Type.Literal('TREATMENT_MANAGEMENT')]);
 const ApiKeyOut = Type.Object({
   keyId: Type.String(),
@@ -20,18 +34,24 @@ export const createProject = defineAdminOperation({
   operation: 'CreateProject',
   command: 'create-project',
   summary: 'Create a project (409 if it exists)',
-  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint) }),
+  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint), globalHoldoutPercentage: GlobalHoldoutIn }),
   response: Type.Object({ project: ProjectOut }),
-  handler: async (body, ctx, actor) => ({ project: await ctx.projects.create(body, actor) }),
+  handler: async (body, ctx, actor) => {
+    checkHoldout(body);
+    return { project: presentProject(await ctx.projects.create(body, actor)) };
+  },
 });
 
 export const updateProject = defineAdminOperation({
   operation: 'UpdateProject',
   command: 'update-project',
-  summary: 'Change a project’s display name or delivery address',
-  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint) }),
+  summary: 'Change a project’s display name, delivery address or global holdout',
+  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint), globalHoldoutPercentage: GlobalHoldoutIn }),
   response: Type.Object({ project: ProjectOut }),
-  handler: async (body, ctx, actor) => ({ project: await ctx.projects.update(body, actor) }),
+  handler: async (body, ctx, actor) => {
+    checkHoldout(body);
+    return { project: presentProject(await ctx.projects.update(body, actor)) };
+  },
 });
 
 export const getProject = defineAdminOperation({
@@ -40,7 +60,7 @@ export const getProject = defineAdminOperation({
   summary: 'Read a project',
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ project: ProjectOut }),
-  handler: async (body, ctx) => ({ project: await ctx.projects.require(body.projectId) }),
+  handler: async (body, ctx) => ({ project: presentProject(await ctx.projects.require(body.projectId)) }),
 });
 
 export const listProjects = defineAdminOperation({
@@ -49,7 +69,7 @@ export const listProjects = defineAdminOperation({
   summary: 'List every project',
   body: Strict({}),
   response: Type.Object({ projects: Type.Array(ProjectOut) }),
-  handler: async (_body, ctx) => ({ projects: await ctx.projects.list() }),
+  handler: async (_body, ctx) => ({ projects: (await ctx.projects.list()).map(presentProject) }),
 });
 
 export const createApiKey = defineAdminOperation({

@@ -12,7 +12,7 @@ import type { DeliveryStats } from '../../../shared/metrics.js';
 // Wire shapes (spec GetTreatments, UserTreatment; D26a, D28)
 
 /** D26a: exactly one value member; that rule (and duplicate keys) is checked by the domain so the 400 names the attribute. */
-const ContextualAttributeIn = Strict({
+export const ContextualAttributeIn = Strict({
   key: Type.String({ minLength: 1, maxLength: 256 }),
   stringValue: Type.Optional(Type.String({ maxLength: 65_536 })),
   integerValue: Type.Optional(Int64In),
@@ -40,7 +40,7 @@ export const GetTreatmentsRequest = Strict({
 });
 export type GetTreatmentsBody = Static<typeof GetTreatmentsRequest>;
 
-const UserTreatmentOut = Type.Object({
+export const UserTreatmentOut = Type.Object({
   treatmentId: Type.String(),
   treatmentTrackingId: Type.String(),
   surface: Type.String(),

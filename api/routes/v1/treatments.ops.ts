@@ -4,7 +4,8 @@ import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyEx
 import { int64String } from '../../../shared/wire/values.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../../shared/domain/content-validation.js';
 import { conditionFitsType, parseRfc3339ToMs, validateRhs } from '../../../shared/domain/eligibility.js';
-import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentUpdate, type VersionFields } from '../../../shared/domain/treatment-versions.js';
+import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentControls, type TreatmentUpdate, type VersionFields } from '../../../shared/domain/treatment-versions.js';
+import { parseWindowDays } from '../../../shared/domain/data-field-params.js';
 import { filterTreatments } from '../../../shared/domain/treatment-filter.js';
 import { presentTreatment } from '../../../shared/domain/treatment-presenter.js';
 import type { Content, DataFieldType, EligibilityRule, TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../../shared/domain/types.js';
@@ -101,6 +102,45 @@ async function rulesOf(ctx: ServiceContext, projectId: string, input: RuleInput[
   return { rules, problems };
 }
 
+// ------------------------------------------------------------------------------------------------
+// Delivery controls (D37, D39, D42, D43): treatment-level fields, checked beyond their schema.
+
+type ControlInput = Pick<UpdateTreatmentBody, 'holdoutPercentage' | 'qaUserIds' | 'isFallback' | 'frequencyCap' | 'clearFrequencyCap'>;
+
+function controlsOf(body: ControlInput): TreatmentControls {
+  const problems: ErrorDetail[] = [];
+  const out: TreatmentControls = {};
+  if (body.holdoutPercentage !== undefined) {
+    const why = percentageProblem(body.holdoutPercentage);
+    if (why !== null) problems.push({ field: 'holdoutPercentage', description: why });
+    out.holdoutPercentage = body.holdoutPercentage;
+  }
+  if (body.qaUserIds !== undefined) out.qaUserIds = unique(body.qaUserIds);
+  if (body.isFallback !== undefined) out.isFallback = body.isFallback;
+  if (body.frequencyCap !== undefined) {
+    try {
+      parseWindowDays(body.frequencyCap.windowName, 'frequencyCap.windowName');
+    } catch (err) {
+      if (!(err instanceof InvalidArgumentError)) throw err;
+      problems.push(...(err.details.length > 0 ? err.details : [{ field: 'frequencyCap.windowName', description: err.message }]));
+    }
+    out.frequencyCap = { maxCount: body.frequencyCap.maxCount, windowName: body.frequencyCap.windowName, countOf: body.frequencyCap.countOf };
+  }
+  if (body.clearFrequencyCap === true) {
+    if (body.frequencyCap !== undefined) problems.push({ field: 'clearFrequencyCap', description: 'cannot be combined with frequencyCap' });
+    out.frequencyCap = null;
+  }
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid treatment: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  return out;
+}
+
+/** D37: a number from 0 to 100 with at most two decimals; null when valid. */
+export function percentageProblem(value: number): string | null {
+  if (!Number.isFinite(value) || value < 0 || value > 100) return 'must be a number from 0 to 100';
+  if (Math.abs(value * 100 - Math.round(value * 100)) > 1e-6) return 'must have at most two decimals';
+  return null;
+}
+
 function unique(values: string[]): string[] {
   return [...new Set(values)];
 }
@@ -127,6 +167,7 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): 
   const { projectId, lastModifiedBy } = body;
   const type = await ctx.treatmentTypes.getByName(projectId, body.treatmentTypeName);
   if (!type) throw invalidField('treatmentTypeName', `treatment type "${body.treatmentTypeName}" does not exist in project ${projectId}`);
+  const controls = controlsOf(body);
   const f = await versionFieldsOf(ctx, projectId, type, body);
   if (body.externalTreatmentId !== undefined && (await ctx.treatments.idByExternalId(projectId, body.externalTreatmentId)) !== undefined) {
     throw new AlreadyExistsError(`externalTreatmentId "${body.externalTreatmentId}" is already used by another treatment of the project`);
@@ -157,6 +198,7 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): 
         mutualExclusionGroupId: groupId ?? undefined,
         shouldPublish: body.shouldPublish,
         version,
+        controls,
       },
       ctx.now(),
     );
@@ -229,6 +271,7 @@ async function editTransition(ctx: ServiceContext, body: UpdateTreatmentBody, ta
   const type = await ctx.treatmentTypes.get(projectId, target.record.treatmentTypeId);
   if (!type) throw new FailedPreconditionError(`the treatment's type ${target.record.treatmentTypeId} no longer exists`);
   const newest = target.record.versions.reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
+  const controls = controlsOf(body);
   const fields = await versionFieldsOf(ctx, projectId, type, body, newest);
   const update: TreatmentUpdate = {
     lastModifiedBy,
@@ -240,6 +283,7 @@ async function editTransition(ctx: ServiceContext, body: UpdateTreatmentBody, ta
     ...(body.clearEndTimestamp === true ? { endTimestamp: null } : {}),
     ...(body.clearTargetAction === true ? { targetActionEventId: null } : {}),
     shouldPublish: body.shouldPublish,
+    controls,
   };
   // Re-run on every optimistic retry against the freshest record and type, so no concurrent change is lost.
   return (current, currentType) => {
@@ -302,7 +346,7 @@ export const insertTreatmentOperation = defineOperation({
 
 export const updateTreatmentOperation = defineOperation({
   operation: 'UpdateTreatment',
-  summary: 'Update, publish, pause or delete a treatment; version-level changes create a new version',
+  summary: 'Update, publish, pause or delete a treatment; version-level changes create a new version (holdoutPercentage, qaUserIds, isFallback and frequencyCap are treatment-level and do not)',
   permissions: ['TREATMENT_MANAGEMENT'],
   body: UpdateTreatmentRequest,
   response: TreatmentResponse,
