@@ -20,6 +20,9 @@ import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
 import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-rpc.js';
+import { Queue } from 'bullmq';
+import { bullPrefix, QUEUE } from './queues/queues.js';
+import { DecisionLogProducer } from './queues/decision-log.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -56,10 +59,18 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     profiles: new ProfileStore(redis, keys),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
+    decisionLog: decisionLog(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
+}
+
+/** The decision log's producer on the fail-fast connection: a Redis outage never holds a response. */
+function decisionLog(redis: ReturnType<typeof createRedis>, redisPrefix: string, log: Logger): DecisionLogProducer {
+  const queue = new Queue(QUEUE.decisions, { connection: redis, prefix: bullPrefix(redisPrefix), skipVersionCheck: true, skipMetasUpdate: true });
+  queue.on('error', () => undefined);
+  return new DecisionLogProducer(queue, log.child({ component: 'decision-log' }));
 }
 
 /** Delivery's in-memory state; the cache only opens its timer once a project is asked for. */
@@ -70,6 +81,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
   await ctx.ingest.close();
+  if (ctx.decisionLog instanceof DecisionLogProducer) await ctx.decisionLog.close();
   if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();
   await ctx.bus.close();
   ctx.redis.disconnect();

@@ -12,6 +12,7 @@ import type { RankingStatsStore } from './stores/ranking-stats.store.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
 import type { WarehouseOps } from './queues/warehouse-rpc.js';
+import type { DecisionSink } from './domain/decisions.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -41,6 +42,8 @@ export interface ServiceContext extends CoreContext {
    * else a request/reply call to the workers role over the rpc queue.
    */
   warehouse: WarehouseOps;
+  /** The decision log (D36): GetTreatments hands it every response's decisions, off the request path. */
+  decisionLog: DecisionSink;
   /** GetTreatments' caches and ranking policy (set by `createServiceContext`). */
   delivery?: DeliveryRuntime;
   /** Computed data-field values of a profile, by dataFieldId (set by the delivery area). */

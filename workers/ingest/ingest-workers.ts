@@ -3,7 +3,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
-import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
+import { bullPrefix, cappedExponentialBackoff, QUEUE, type DecisionsJob, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
+import { processDecisionsJob } from './decisions.processor.js';
 import type { ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
@@ -49,7 +50,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const deps = { writer, profiles: o.profiles, now: o.now };
 
   const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
-    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
+    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : input.source === 'decision_log' ? 'Decisions' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
     await insertRows(o.clickhouse, 'dead_letters', [row]);
   };
   const eventDeps = {
@@ -69,6 +70,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, (job) => asPermanent(() => processEventsJob(job, eventDeps)), common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
 
+  const decisions = new Worker<DecisionsJob, number>(QUEUE.decisions, (job) => asPermanent(() => processDecisionsJob(job, deps)), common);
+
   const onFailed = (source: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
     if (!job) return;
     const final = err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
@@ -79,22 +82,23 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     o.log.error({ jobId: job.id, queue: source, errMessage: err.message }, 'job failed permanently; stored as a dead letter');
     o.onMetric?.('deadLetters', 1);
     try {
-      await storeDeadLetter({ projectId: String(job.data?.projectId ?? job.data?.requests?.[0]?.projectId ?? ''), messageId: String(job.id), source, reason: err.message, payload: job.data });
+      await storeDeadLetter({ projectId: String(job.data?.projectId ?? job.data?.requests?.[0]?.projectId ?? job.data?.records?.[0]?.projectId ?? ''), messageId: String(job.id), source, reason: err.message, payload: job.data });
     } catch (e) {
       o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');
     }
   };
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
-  for (const w of [events, interactions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  decisions.on('failed', onFailed('decision_log'));
+  for (const w of [events, interactions, decisions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
 
   let closing: Promise<void> | undefined;
   return {
     writer,
-    workers: [events, interactions],
+    workers: [events, interactions, decisions],
     close: () => {
       // Workers finish their active jobs (which await their inserts) before close resolves.
-      closing ??= Promise.all([events.close(), interactions.close()]).then(() => writer.drain());
+      closing ??= Promise.all([events.close(), interactions.close(), decisions.close()]).then(() => writer.drain());
       return closing;
     },
   };
