@@ -23,6 +23,7 @@ import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from './queues/queues.js';
 import { DecisionLogProducer } from './queues/decision-log.js';
+import { EventSchemaStore } from './stores/event-schema.store.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -55,6 +56,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     dataFields: new DataFieldStore(redis, keys, now),
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
+    eventSchemas: new EventSchemaStore(redis, keys, now),
     ingest: createIngestProducers(redis, config.redisPrefix),
     profiles: new ProfileStore(redis, keys),
     metrics: createMetrics({ now }),

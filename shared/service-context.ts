@@ -13,6 +13,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
 import type { WarehouseOps } from './queues/warehouse-rpc.js';
 import type { DecisionSink } from './domain/decisions.js';
+import type { EventSchemaStore } from './stores/event-schema.store.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -31,6 +32,7 @@ export interface ServiceContext extends CoreContext {
   dataFields: DataFieldStore;
   treatments: TreatmentStore;
   mutualExclusionGroups: MutualExclusionGroupStore;
+  eventSchemas: EventSchemaStore;
   ingest: IngestProducers;
   profiles: ProfileStore;
   /** Counters and gauges of this process, served at `GET /metrics`. */

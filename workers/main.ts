@@ -11,6 +11,8 @@ import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './ag
 import { startAggregationWorker } from './aggregate/scheduler.js';
 import { startPubSubIntake } from './ingest/pubsub-intake.js';
 import { rankingOps } from '../shared/stores/ranking-stats.store.js';
+import { EventSchemaStore } from '../shared/stores/event-schema.store.js';
+import { eventSchemaRegistrar } from './ingest/event-schema-registrar.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -34,7 +36,8 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const profiles = new ProfileStore(connection, ctx.keys);
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
+  const eventSchemas = new EventSchemaStore(connection, ctx.keys, ctx.now);
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, ctx.log.child({ role: 'workers' }))]);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), async (job) => rankingOps(job, ctx.keys)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus });
   const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });

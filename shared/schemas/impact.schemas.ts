@@ -22,3 +22,11 @@ export const DecisionOut = Type.Object({
 });
 
 export const ListDecisionsResponse = Type.Object({ decisions: Type.Array(DecisionOut, { description: 'newest first' }) });
+
+/** Event schemas (D35). */
+export const EventName = Type.String({ minLength: 1, maxLength: 256 });
+export const EventSchemaOut = Type.Object({ eventId: Int64Out, eventName: Type.String(), createTime: TimestampOut });
+export const InsertEventSchemaBody = Strict({ projectId: ProjectId, eventName: EventName });
+export const InsertEventSchemaResponse = Type.Object({ eventSchema: EventSchemaOut });
+export const GetEventSchemasBody = Strict({ projectId: ProjectId });
+export const GetEventSchemasResponse = Type.Object({ eventSchemas: Type.Array(EventSchemaOut, { description: 'ascending eventId' }) });
