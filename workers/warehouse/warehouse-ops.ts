@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { DeadLetter, DecisionOut, WarehouseOps } from '../../shared/queues/warehouse-rpc.js';
+import { treatmentReport } from './treatment-report.js';
 import { recomputeDataFields, type RecomputeDeps } from '../aggregate/recompute.js';
 
 /** The warehouse operations run against this process's own ClickHouse (the workers role). */
@@ -7,6 +8,7 @@ export function directWarehouseOps(deps: RecomputeDeps & { clickhouse: ClickHous
   return {
     listDeadLetters: (projectId, limit) => listDeadLetters(deps.clickhouse, projectId, limit),
     listDecisions: (projectId, userId, limit) => listDecisions(deps.clickhouse, projectId, userId, limit),
+    treatmentReport: (q) => treatmentReport(deps.clickhouse, q),
     runAggregations: async (projectId) => {
       const r = await recomputeDataFields({ ...deps, log: deps.log.child({ operation: 'RunAggregations' }) }, { projectId });
       return { dataFieldsRecomputed: r.dataFieldsRecomputed, usersUpdated: r.usersUpdated };

@@ -1,4 +1,10 @@
+import { conversionRate, upliftOf } from '../../../shared/domain/report-stats.js';
+import { parseRfc3339ToMs } from '../../../shared/domain/eligibility.js';
+import { InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../../shared/errors.js';
+import { int64String } from '../../../shared/wire/values.js';
 import {
+  GetTreatmentReportBody,
+  GetTreatmentReportResponse,
   GetEventSchemasBody,
   GetEventSchemasResponse,
   InsertEventSchemaBody,
@@ -42,5 +48,65 @@ export const getEventSchemas = defineOperation({
   handler: async (body, _auth, ctx) => ({ eventSchemas: await ctx.eventSchemas.list(body.projectId) }),
 });
 
+function periodOf(body: { startTimestamp?: string; endTimestamp?: string }, nowMs: number): { startMs: number; endMs: number } {
+  const problems: ErrorDetail[] = [];
+  const parse = (field: 'startTimestamp' | 'endTimestamp', dflt: number): number => {
+    const text = body[field];
+    if (text === undefined) return dflt;
+    const ms = parseRfc3339ToMs(text);
+    if (ms === undefined) {
+      problems.push({ field, description: `"${text}" is not a valid RFC 3339 timestamp` });
+      return dflt;
+    }
+    return Math.floor(ms);
+  };
+  const startMs = parse('startTimestamp', 0);
+  const endMs = parse('endTimestamp', nowMs);
+  if (problems.length === 0 && endMs <= startMs) problems.push({ field: 'endTimestamp', description: 'must be after startTimestamp' });
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid report period: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  return { startMs, endMs };
+}
+
+/**
+ * D38: TREATED vs HOLDOUT for one treatment over a period (default: everything up to now),
+ * counted in ClickHouse (through the workers role); rates and uplift only with a target action.
+ */
+export const getTreatmentReport = defineOperation({
+  operation: 'GetTreatmentReport',
+  summary: 'Users, impressions, clicks and conversions of a treatment’s TREATED and HOLDOUT groups, with the uplift and its 95 % interval',
+  permissions: MANAGEMENT,
+  body: GetTreatmentReportBody,
+  response: GetTreatmentReportResponse,
+  handler: async (body, _auth, ctx) => {
+    const treatmentId = int64String('treatmentId', body.treatmentId);
+    const nowMs = ctx.now();
+    const { startMs, endMs } = periodOf(body, nowMs);
+    const treatment = await ctx.treatments.get(body.projectId, treatmentId);
+    if (!treatment) throw new NotFoundError(`treatment ${treatmentId} does not exist in project ${body.projectId}`);
+    // The target action of the newest version is the treatment's current goal.
+    const eventId = treatment.versions[treatment.versions.length - 1]?.targetActionEventId;
+    const conversionEventName = eventId === undefined ? undefined : (await ctx.eventSchemas.getById(body.projectId, eventId))?.eventName;
+    const attributionWindowDays = body.attributionWindowDays ?? 7;
+    const counts = await ctx.warehouse.treatmentReport({ projectId: body.projectId, treatmentId, startMs, endMs, attributionWindowDays, conversionEventName });
+    const withGoal = conversionEventName !== undefined;
+    const groups = counts.map((g) => {
+      const rate = conversionRate(g);
+      return { group: g.group, users: g.users, impressions: g.impressions, clicks: g.clicks, ...(withGoal ? { conversions: g.conversions } : {}), ...(withGoal && rate !== undefined ? { conversionRate: rate } : {}) };
+    });
+    const treated = counts.find((g) => g.group === 'TREATED')!;
+    const holdout = counts.find((g) => g.group === 'HOLDOUT')!;
+    const uplift = withGoal ? upliftOf(treated, holdout) : undefined;
+    return {
+      report: {
+        treatmentId,
+        ...(withGoal ? { conversionEventName } : {}),
+        groups,
+        ...(uplift ? { uplift } : {}),
+        computeTime: new Date(ctx.now()).toISOString(),
+      },
+    };
+  },
+});
+
 /** The measuring-impact operations (D35, D36, D38). */
-export const impactOperations = [insertEventSchema, getEventSchemas, listDecisions] as unknown as V1Operation[];
+export const impactOperations = [insertEventSchema, getEventSchemas, listDecisions, getTreatmentReport] as unknown as V1Operation[];
