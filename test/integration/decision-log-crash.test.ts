@@ -98,6 +98,15 @@ describe('decision-log workers killed mid-batch', () => {
 
     child = spawnService(childEnv);
     await waitUntil(async () => (await pending()) === 0, 120_000, 100);
+    // This process has no ClickHouse: ListDecisions and GetTreatmentReport reach the workers
+    // process over the rpc queue.
+    const listed = (await ok('ListDecisions', k.management, { userId: 'user-0' })).decisions;
+    expect(listed).toHaveLength(20);
+    expect(listed.every((d: any) => d.userId === 'user-0' && d.outcome === 'RETURNED')).toBe(true);
+    const [someTreatment] = [...expected.keys()][0].split('/').slice(1);
+    const { report } = await ok('GetTreatmentReport', k.management, { treatmentId: someTreatment });
+    expect(report.groups[0]).toMatchObject({ group: 'TREATED', users: USERS });
+    expect(report.groups[1]).toMatchObject({ group: 'HOLDOUT', users: 0 });
     child.proc.kill('SIGTERM');
     await child.exited;
     child = undefined;
