@@ -14,22 +14,36 @@ import type { EventOpsProvider } from './events.processor.js';
  */
 export function eventSchemaRegistrar(schemas: EventSchemaStore, log: Logger, opts: { maxNames?: number } = {}): EventOpsProvider {
   const known = new LRUCache<string, true>({ max: opts.maxNames ?? 100_000 });
+  // Concurrent jobs with the same new name share one registration.
+  const inFlight = new Map<string, Promise<void>>();
+  const register = (projectId: string, name: string, key: string): Promise<void> => {
+    let p = inFlight.get(key);
+    if (!p) {
+      p = schemas
+        .ensure(projectId, name, 'ingestion')
+        .then(
+          () => undefined,
+          (err) => {
+            // The project is at its bound of event schemas: the events are stored, the name gets no id.
+            if (!(err instanceof ApiError)) throw err;
+            log.warn({ projectId, errMessage: err.message }, 'event name not registered as an event schema');
+          },
+        )
+        .then(() => {
+          known.set(key, true);
+        })
+        .finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+    }
+    return p;
+  };
   return async (projectId, _userId, events) => {
-    const fresh = new Set<string>();
+    const fresh = new Map<string, string>();
     for (const e of events) {
       const key = `${projectId}\n${e.eventName}`;
-      if (!known.has(key)) fresh.add(e.eventName);
+      if (!known.has(key)) fresh.set(key, e.eventName);
     }
-    for (const name of fresh) {
-      try {
-        await schemas.ensure(projectId, name, 'ingestion');
-      } catch (err) {
-        // The project is at its bound of event schemas: the events are stored, the name gets no id.
-        if (!(err instanceof ApiError)) throw err;
-        log.warn({ projectId, errMessage: err.message }, 'event name not registered as an event schema');
-      }
-      known.set(`${projectId}\n${name}`, true);
-    }
+    if (fresh.size > 0) await Promise.all([...fresh].map(([key, name]) => register(projectId, name, key)));
     return events.map(() => []);
   };
 }
