@@ -72,6 +72,8 @@ describe('decision log', () => {
     expect([...times].sort((a, b) => b - a)).toEqual(times);
     // default limit 20, explicit limit honoured
     expect((await ok('ListDecisions', k.management, { userId: 'alice', limit: 2 })).decisions).toHaveLength(2);
+    // the same through the admin API (and the CLI)
+    expect((await s.admin('ListDecisions', { projectId: k.projectId, userId: 'alice', limit: 100 })).body.decisions).toEqual(got);
     // another user sees nothing of alice's
     expect((await ok('ListDecisions', k.management, { userId: 'bob' })).decisions).toEqual([]);
 

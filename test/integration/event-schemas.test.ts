@@ -63,6 +63,9 @@ describe('event schemas', () => {
     expect([...ids].sort((x, y) => (x < y ? -1 : 1))).toEqual(ids);
     // another project has its own names
     expect((await v1('GetEventSchemas', other.management, {}, other.projectId)).body.eventSchemas).toEqual([]);
+    // operators (and the CLI, same code) read them with the admin token
+    expect((await s.admin('GetEventSchemas', { projectId: k.projectId })).body.eventSchemas).toEqual(list);
+    expect((await s.admin('GetEventSchemas', { projectId: 'absent' })).status).toBe(404);
     // recorded in the change log
     const changes = await s.admin('ListChanges', { projectId: k.projectId, pageSize: 100 });
     const entries = changes.body.changes.filter((c: any) => c.operation === 'InsertEventSchema');

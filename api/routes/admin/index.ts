@@ -6,9 +6,10 @@ import { ingestAdminOperations } from './ingest.admin.js';
 import { explainAdminOperations } from './explain.admin.js';
 import { aggregationAdminOperations } from './aggregations.admin.js';
 import { pubSubAdminOperations } from './pubsub.admin.js';
+import { impactAdminOperations } from './impact.admin.js';
 
 /** Every admin operation, for the HTTP routes and the CLI alike. */
-export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, ...aggregationAdminOperations, ...pubSubAdminOperations] as AdminOperation[];
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations] as AdminOperation[];
 
 export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);
