@@ -17,12 +17,15 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
 import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
 import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
+import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface RunningService {
   ctx: ServiceContext;
   apps: FastifyInstance[];
+  /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
+  ops: OpsServer;
   /** Ordered, idempotent shutdown (conventions point 8). */
   stop(): Promise<void>;
 }
@@ -54,9 +57,9 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       log.fatal({ err }, 'the workers thread died; exiting');
       process.exit(1);
     };
-    const thread = await startWorkersThread(config, log, ctx.metrics, onFatal);
+    const thread = await startWorkersThread(config, log, onFatal);
     clickhouse = thread.clickhouse;
-    roles.push({ name: 'workers-thread', close: () => thread.close() });
+    roles.push({ name: 'workers-thread', close: () => thread.close(), ops: thread.ops });
   } else if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
@@ -84,6 +87,8 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     await alt.listen({ port: config.altPort, host: config.host });
     apps.push(base, alt);
   }
+  // Observability: every process kind serves /healthz, /readyz, /metrics on OPS_PORT; the roles add their checks.
+  const ops = await startOpsServer({ config, log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles });
   ctx.lifecycle.ready = true;
   log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
 
@@ -93,6 +98,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       ctx.lifecycle.ready = false;
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
+      await ops.close();
       await closeContext(ctx);
       await clickhouse?.close();
       if (redisChild) {
@@ -102,7 +108,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     })();
     return stopping;
   };
-  return { ctx, apps, stop };
+  return { ctx, apps, ops, stop };
 }
 
 async function main(): Promise<void> {
@@ -117,38 +123,43 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  let service: RunningService;
-  try {
-    service = await startService(config, log);
-  } catch (err) {
-    log.fatal({ err }, 'start-up failed');
-    process.exit(1);
-  }
+  // Handlers go in before start-up: a stop asked for while the process is still starting (a
+  // supervisor stopping everything at once) waits for the start to finish, then stops in order,
+  // instead of the default action killing the process half-started. `on`, not `once`: a process
+  // group's signal and the supervisor's may both arrive, and a second one must not kill the
+  // process in the middle of its ordered stop.
+  let started: Promise<RunningService> | undefined;
+  let signalled = false;
   const onSignal = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       log.error('shutdown deadline passed; exiting');
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     timer.unref();
-    service.stop().then(
-      () => process.exit(0),
-      (err) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    (started ?? Promise.reject(new Error('not started')))
+      .then((service) => service.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  // `on`, not `once`: a process group's signal and the supervisor's may both arrive; a second
-  // one must not kill the process in the middle of its ordered stop.
-  let signalled = false;
-  const once = (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    onSignal(signal);
-  };
-  process.on('SIGTERM', () => once('SIGTERM'));
-  process.on('SIGINT', () => once('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  started = startService(config, log);
+  try {
+    await started;
+    // A supervisor (api/supervisor.ts) holds its stop signal until its children said this.
+    process.send?.({ type: 'tds-ready' });
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    process.exit(1);
+  }
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

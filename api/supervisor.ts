@@ -28,8 +28,11 @@ export interface ChildSpec {
 
 /** The children of a configuration: background first (it migrates ClickHouse), then the API processes. */
 export function childSpecs(config: Readonly<Config>): ChildSpec[] {
-  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT_OFFSET: '0' } }];
-  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT_OFFSET: String(i + 1) } });
+  // Each process has an ops listener of its own (metrics are per process): OPS_PORT for the
+  // background process, the next ports for the API processes (0: each picks a free port).
+  const opsPort = (i: number) => String(config.opsPort === 0 ? 0 : config.opsPort + i);
+  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) } }];
+  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) } });
   return specs;
 }
 
@@ -39,6 +42,9 @@ interface Slot {
   startedAt: number;
   failures: number;
   exited?: Promise<number | null>;
+  /** Resolves once the child has started (its handlers for an ordered stop are in place). */
+  ready?: Promise<void>;
+  started?: boolean;
 }
 
 function serverEntry(): string {
@@ -57,6 +63,14 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
     const worker = cluster.fork(slot.spec.env);
     slot.worker = worker;
     slot.exited = new Promise((resolve) => worker.once('exit', (code, signal) => resolve(signal ? null : code)));
+    slot.ready = new Promise((resolve) => {
+      worker.on('message', (m: { type?: string }) => {
+        if (m?.type !== 'tds-ready') return;
+        slot.started = true;
+        resolve();
+      });
+      worker.once('exit', () => resolve());
+    });
     worker.once('exit', (code, signal) => {
       if (stopping) return;
       if (Date.now() - slot.startedAt > HEALTHY_AFTER_MS) slot.failures = 0;
@@ -74,9 +88,17 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
 
   const stopSlot = async (slot: Slot): Promise<boolean> => {
     const w = slot.worker;
-    if (!w || w.isDead()) return (await slot.exited) === 0;
-    w.process.kill('SIGTERM');
+    if (!w || w.isDead()) {
+      const code = await slot.exited;
+      return code === 0 || (code === null && !slot.started);
+    }
+    // A child still starting has no ordered stop yet: let it finish starting, then stop it.
+    await slot.ready;
+    if (!w.isDead()) w.process.kill('SIGTERM');
     const code = await slot.exited;
+    // A process group's signal can reach a child before it ran any code of ours: it had nothing
+    // in flight, so that is a clean stop too.
+    if (code === null && !slot.started) return true;
     if (code !== 0) log.error({ child: slot.spec.name, code }, 'a child did not stop cleanly');
     return code === 0;
   };

@@ -58,12 +58,14 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
     eventSchemas: new EventSchemaStore(redis, keys, now),
     ingest: createIngestProducers(redis, config.redisPrefix),
-    profiles: new ProfileStore(redis, keys),
+    profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
     decisionLog: decisionLog(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
+  ctx.metrics.watchCache('api_key', auth.cacheStats);
+  if (ctx.delivery.catalog instanceof CatalogCache) ctx.metrics.watchCache('catalog', ctx.delivery.catalog.cacheStats);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
 }

@@ -35,7 +35,7 @@ export interface ServiceContext extends CoreContext {
   eventSchemas: EventSchemaStore;
   ingest: IngestProducers;
   profiles: ProfileStore;
-  /** Counters and gauges of this process, served at `GET /metrics`. */
+  /** Counters and gauges of this thread, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
   metrics: Metrics;
   /** Set by the composition root when this process talks to ClickHouse (one chDB engine per process). */
   clickhouse?: ClickHouseClient;

@@ -20,6 +20,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 interface Started {
   npm: ChildProcess;
   port: number;
+  opsPort: number;
   prefix: string;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -28,13 +29,15 @@ interface Started {
 
 const running: Started[] = [];
 
-async function startNpm(env: Record<string, string> = {}): Promise<Started> {
+async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: boolean } = {}): Promise<Started> {
   const port = await freePort();
+  // ops listeners: the background process on opsPort, API process i on opsPort + i
+  const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
   const prefix = uniquePrefix('sup');
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true, // its own process group, so a test can signal the group as systemd does
-    env: { ...process.env, PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-')), REDIS_PREFIX: prefix, ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', ...env },
+    env: { ...process.env, PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-')), REDIS_PREFIX: prefix, OPS_PORT: String(opsPort), ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -46,8 +49,9 @@ async function startNpm(env: Record<string, string> = {}): Promise<Started> {
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   };
-  const s: Started = { npm, port, prefix, output: () => out.slice(-6000), exited, post };
+  const s: Started = { npm, port, opsPort, prefix, output: () => out.slice(-6000), exited, post };
   running.push(s);
+  if (opts.waitReady === false) return s;
   await waitUntil(async () => {
     try {
       return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
@@ -111,6 +115,12 @@ describe('npm start (the supervisor)', () => {
     expect((await admin(s, 'CreateProject', { projectId: 'sup' })).status).toBe(200);
     const letters = await admin(s, 'ListDeadLetters', { projectId: 'sup' });
     expect(letters).toMatchObject({ status: 200, body: { deadLetters: [] } });
+    // each process answers on its own ops listener: readiness of its own dependencies, its own metrics
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`).catch(() => undefined))?.status === 200, 30_000, 200);
+    const background = await (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`)).json();
+    expect(JSON.stringify(background)).toContain('clickhouse');
+    expect((await fetch(`http://127.0.0.1:${s.opsPort + 1}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`http://127.0.0.1:${s.opsPort + 1}/metrics`)).text()).toContain('tds_http_requests_total');
     const agg = await admin(s, 'RunAggregations', { projectId: 'sup' });
     expect(agg).toMatchObject({ status: 200, body: { dataFieldsRecomputed: 0 } });
     expect((await admin(s, 'RunAggregations', { projectId: 'nope' })).status).toBe(404);
@@ -160,6 +170,15 @@ describe('npm start (the supervisor)', () => {
     expect(code, s.output()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(30_000);
     expect(s.output()).not.toMatch(/SIGSEGV|did not stop cleanly|deadline passed/);
+  });
+
+  it('a stop asked for while the children are still starting is clean too', async () => {
+    const s = await startNpm({}, { waitReady: false });
+    await waitUntil(() => /supervisor started/.test(s.output()), 60_000);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code } = await s.exited;
+    expect(code, s.output()).toBe(0);
+    expect(s.output()).not.toMatch(/did not stop cleanly|deadline passed/);
   });
 
   it('restarts a child that died unexpectedly', async () => {

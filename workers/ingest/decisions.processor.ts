@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { capCounterField, type DecisionRecord } from '../../shared/domain/decisions.js';
 import type { DecisionsJob } from '../../shared/queues/queues.js';
-import type { ProfileEvent, ProfileOp, ProfileStore } from '../../shared/stores/profile.store.js';
+import type { AppliedUnit, ProfileEvent, ProfileOp, ProfileStore } from '../../shared/stores/profile.store.js';
 import { toClickhouseDateTime64 } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 
@@ -28,6 +28,17 @@ export function returnedCapOps(rec: DecisionRecord): ProfileOp[] {
 function isRecord(r: unknown): r is DecisionRecord {
   const x = r as DecisionRecord;
   return typeof x?.projectId === 'string' && typeof x.userId === 'string' && typeof x.responseId === 'string' && Number.isFinite(x.decideTimeMs) && Array.isArray(x.decisions);
+}
+
+/** The users whose profile a decisions job changes (their RETURNED counters): the identities of its markers. */
+export function decisionsJobUnits(data: DecisionsJob | undefined, jobId: string): AppliedUnit[] {
+  if (!Array.isArray(data?.records)) return [];
+  const units = new Map<string, AppliedUnit>();
+  for (const rec of data.records) {
+    if (!isRecord(rec) || returnedCapOps(rec).length === 0) continue;
+    units.set(JSON.stringify([rec.projectId, rec.userId]), { projectId: rec.projectId, userId: rec.userId, id: jobId });
+  }
+  return [...units.values()];
 }
 
 /**

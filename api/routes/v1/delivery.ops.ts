@@ -8,6 +8,7 @@ import { Int64In, Int64Out, ProjectId, Strict, TimestampIn } from '../../../shar
 import type { DeliveryRuntime, ServiceContext } from '../../../shared/service-context.js';
 import type { StoredProfile } from '../../../shared/stores/profile.store.js';
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
+import type { DeliveryStats } from '../../../shared/metrics.js';
 
 // ------------------------------------------------------------------------------------------------
 // Wire shapes (spec GetTreatments, UserTreatment; D26a, D28)
@@ -89,11 +90,21 @@ export const getTreatments = defineOperation({
       delivery.rankingStats.view(body.projectId),
     ]);
     const result = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    const { response } = result;
+    countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.decisionLog.record({ projectId: body.projectId, userId: body.userId, responseId: result.response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
-    return result.response;
+    ctx.decisionLog.record({ projectId: body.projectId, userId: body.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
+    return response;
   },
 });
+
+/** Plain increments: the figures are read only when Prometheus scrapes. */
+function countOutcome(stats: DeliveryStats, returned: number): void {
+  if (returned > 0) {
+    stats.withTreatments++;
+    stats.treatmentsReturned += returned;
+  } else stats.empty++;
+}
 
 /**
  * The decisions of a response. Delivery itself returns them (`result.decisions`, with the
