@@ -35,12 +35,25 @@ export function checkAdminToken(configured: string | undefined, header: string |
   if (!m || !timingSafeEqual(digest(m[1]), digest(configured))) throw new UnauthenticatedError('missing or wrong admin token');
 }
 
+/**
+ * `checkAdminToken` under the failed-authentication limit of the client's address (D45): an
+ * address over it gets 429 before the token is compared, and every wrong token counts (a right
+ * one gives its reserved attempt back).
+ */
+export function guardAdminToken(ctx: ServiceContext, ip: string | undefined, header: string | undefined): void {
+  if (!ctx.config.adminToken) throw new NotFoundError('no such operation');
+  const blocked = ctx.limits.authenticationAttempt(ip);
+  if (blocked) throw blocked;
+  checkAdminToken(ctx.config.adminToken, header);
+  ctx.limits.authenticationSucceeded(ip);
+}
+
 export function registerAdminOperation(app: FastifyInstance, ctx: ServiceContext, op: AdminOperation): void {
   app.post(
     `/admin/v1/${op.operation}`,
     {
       schema: { operationId: `admin.${op.operation}`, summary: op.summary, tags: ['admin'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ adminToken: [] }] },
-      onRequest: async (req) => checkAdminToken(ctx.config.adminToken, req.headers.authorization),
+      onRequest: async (req) => guardAdminToken(ctx, req.ip, req.headers.authorization),
     },
     async (req) => op.handler(req.body as never, ctx, 'admin-api'),
   );

@@ -45,10 +45,10 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
     if (req.body && typeof req.body === 'object') req.body = camelizeKeys(req.body);
     done();
   });
-  // Access log: successes at debug (delivery and ingestion run thousands per second; metrics
-  // count them), everything else at info.
+  // Access log: successes and 429s at debug (delivery and ingestion run thousands per second, a
+  // flood over a limit as many; metrics count them), everything else at info.
   app.addHook('onResponse', (req, reply, done) => {
-    const level = reply.statusCode < 400 ? 'debug' : 'info';
+    const level = reply.statusCode < 400 || reply.statusCode === 429 ? 'debug' : 'info';
     if (level === 'info' || (req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
       req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
     }

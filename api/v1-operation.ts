@@ -58,17 +58,29 @@ export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op:
       // is 401 too), and against the body's projectId before the body is validated.
       // Callback hooks: a call whose key and project are cached (nearly every call) passes both
       // without a promise; the others wait for the stores.
+      // D45: a verified key spends a token of its own bucket; anything else first needs its
+      // address to be under the failed-authentication limit, so floods of unknown keys are
+      // refused before they can cost a Redis read.
       onRequest: (req, _reply, done) => {
         const raw = presentedKey(req, op.keyParam);
         const known = ctx.auth.knownKey(raw);
         if (known !== undefined) {
           (req as AuthedRequest).apiKey = known;
-          return done();
+          return done(ctx.limits.keyRequest(known.keyId));
         }
-        ctx.auth.verifyKey(raw).then((key) => {
-          (req as AuthedRequest).apiKey = key;
-          done();
-        }, done);
+        const blocked = ctx.limits.authenticationAttempt(req.ip);
+        if (blocked) return done(blocked);
+        ctx.auth.verifyKey(raw).then(
+          (key) => {
+            ctx.limits.authenticationSucceeded(req.ip);
+            (req as AuthedRequest).apiKey = key;
+            done(ctx.limits.keyRequest(key.keyId));
+          },
+          (err: unknown) => {
+            if (!(err instanceof UnauthenticatedError)) ctx.limits.authenticationSucceeded(req.ip);
+            done(err as Error);
+          },
+        );
       },
       preValidation: (req, _reply, done) => {
         const key = (req as AuthedRequest).apiKey;

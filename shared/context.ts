@@ -6,6 +6,7 @@ import type { RedisKeys } from './redis-keys.js';
 import type { Authenticator } from './auth/authenticator.js';
 import type { ProjectStore } from './stores/project.store.js';
 import type { ApiKeyStore } from './stores/api-key.store.js';
+import type { RequestLimits } from './limits/request-limits.js';
 
 /**
  * The typed dependency object built once by a composition root and passed down.
@@ -23,6 +24,8 @@ export interface CoreContext {
   projects: ProjectStore;
   apiKeys: ApiKeyStore;
   auth: Authenticator;
+  /** Per-key and per-address request limits of this process (D45). */
+  limits: RequestLimits;
   /** Readiness: false while starting and once shutdown began. */
   lifecycle: { ready: boolean };
 }

@@ -24,6 +24,8 @@ import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from './queues/queues.js';
 import { DecisionLogProducer } from './queues/decision-log.js';
 import { EventSchemaStore } from './stores/event-schema.store.js';
+import { RequestLimits } from './limits/request-limits.js';
+import { IngestBacklog } from './limits/ingest-backlog.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -40,6 +42,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
+  const ingest = createIngestProducers(redis, config.redisPrefix);
   const ctx: ServiceContext = {
     config,
     log,
@@ -50,6 +53,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     projects,
     apiKeys,
     auth,
+    limits: new RequestLimits(config),
     lifecycle: { ready: false },
     surfaces: new SurfaceStore(redis, keys, now),
     treatmentTypes: new TreatmentTypeStore(redis, keys, now),
@@ -57,7 +61,17 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
     eventSchemas: new EventSchemaStore(redis, keys, now),
-    ingest: createIngestProducers(redis, config.redisPrefix),
+    ingest,
+    ingestBacklog: new IngestBacklog({
+      redis,
+      eventsQueue: ingest.eventsQueue,
+      eventsProducers: [ingest.logEvents, ingest.events],
+      interactionsQueue: ingest.interactionsQueue,
+      // one small hash per deployment (two counters), beside the queues it describes
+      mixKey: `${config.redisPrefix}:ingest:mix`,
+      maxEvents: config.ingestMaxBacklog,
+      log,
+    }),
     profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
@@ -84,6 +98,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
+  ctx.ingestBacklog.close();
   await ctx.ingest.close();
   if (ctx.decisionLog instanceof DecisionLogProducer) await ctx.decisionLog.close();
   if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();

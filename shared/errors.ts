@@ -86,6 +86,18 @@ export class UnavailableError extends ApiError {
   }
 }
 
+/**
+ * A limit was reached (rate limit, ingestion backlog; D45): 429 with `Retry-After`, in whole
+ * seconds (at least 1), after which the same request is likely to be admitted.
+ */
+export class ResourceExhaustedError extends ApiError {
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterMs: number) {
+    super(429, 'RESOURCE_EXHAUSTED', message);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  }
+}
+
 export function errorBody(err: ApiError): { error: { code: number; status: string; message: string; details: ErrorDetail[] } } {
   return { error: { code: err.httpStatus, status: err.code, message: err.message, details: err.details } };
 }

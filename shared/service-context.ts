@@ -14,6 +14,7 @@ import type { Metrics } from './metrics.js';
 import type { WarehouseOps } from './queues/warehouse-rpc.js';
 import type { DecisionSink } from './domain/decisions.js';
 import type { EventSchemaStore } from './stores/event-schema.store.js';
+import type { IngestBacklog } from './limits/ingest-backlog.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -34,6 +35,8 @@ export interface ServiceContext extends CoreContext {
   mutualExclusionGroups: MutualExclusionGroupStore;
   eventSchemas: EventSchemaStore;
   ingest: IngestProducers;
+  /** The ingestion backlog against INGEST_MAX_BACKLOG (D45 backpressure), polled while ingestion is asked about. */
+  ingestBacklog: IngestBacklog;
   profiles: ProfileStore;
   /** Counters and gauges of this thread, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
   metrics: Metrics;

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.js';
+import { ApiError, errorBody, ResourceExhaustedError, type ErrorDetail } from '../../shared/errors.js';
 import { scrubString } from '../../shared/logger.js';
 
 interface AjvError {
@@ -70,8 +70,11 @@ export function registerErrorHandler(app: FastifyInstance): void {
     // `err` goes through the logger's error serializer (no command arguments, no secrets); a
     // rejection's message may quote the body (a JSON parse error shows a fragment of it).
     if (apiErr.httpStatus >= 500) req.log.error({ err }, 'request failed');
+    // A flood over a limit must stay cheap to refuse: its 429s are counted in /metrics, logged at debug.
+    else if (apiErr.httpStatus === 429) req.log.debug({ status: apiErr.code, errMessage: scrubString(apiErr.message) }, 'request rejected');
     else req.log.warn({ status: apiErr.code, errMessage: scrubString(apiErr.message) }, 'request rejected');
     if (apiErr.httpStatus === 503) void reply.header('retry-after', '1');
+    else if (apiErr.httpStatus === 429) void reply.header('retry-after', String(apiErr instanceof ResourceExhaustedError ? apiErr.retryAfterSeconds : 1));
     void reply.code(apiErr.httpStatus).send(errorBody(apiErr));
   });
   app.setNotFoundHandler((req, reply) => {

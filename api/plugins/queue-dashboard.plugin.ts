@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { ApiError, errorBody } from '../../shared/errors.js';
+import { ApiError, errorBody, ResourceExhaustedError } from '../../shared/errors.js';
 import { openQueueHandles } from '../../shared/metrics.js';
 import type { ServiceContext } from '../../shared/service-context.js';
-import { checkAdminToken } from '../admin-operation.js';
+import { guardAdminToken } from '../admin-operation.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -27,12 +27,13 @@ export function bearerFromAuthorization(header: string | undefined): string | un
 function guard(ctx: ServiceContext) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     try {
-      checkAdminToken(ctx.config.adminToken, bearerFromAuthorization(req.headers.authorization));
+      guardAdminToken(ctx, req.ip, bearerFromAuthorization(req.headers.authorization));
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       // Answered here, not thrown: bull-board installs its own error handler in its scope, which
       // would turn our ApiError into a 500.
       if (err.httpStatus === 401) void reply.header('www-authenticate', 'Basic realm="tds"');
+      if (err instanceof ResourceExhaustedError) void reply.header('retry-after', String(err.retryAfterSeconds));
       req.log.warn({ status: err.code }, 'queue dashboard request rejected');
       return reply.code(err.httpStatus).send(errorBody(err));
     }

@@ -1,3 +1,5 @@
+import type { LRUCache } from 'lru-cache';
+import { boundedLru } from '../limits/bounded-lru.js';
 import type { ApiKeyRecord, Permission, Project } from '../domain/types.js';
 import type { InvalidationBus } from '../clients/invalidation-bus.js';
 import { PermissionDeniedError, UnauthenticatedError } from '../errors.js';
@@ -14,15 +16,28 @@ export interface AuthContext {
  * costs no Redis round trip for auth; the cache is only trusted while the invalidation
  * subscription is up, and a revocation empties it on every process at once.
  */
+/** Key records cached at most (issued keys in use; far more than a deployment issues). */
+export const MAX_CACHED_KEYS = 100_000;
+/** Unknown key ids remembered at most: a flood of random ids churns only this cache. */
+export const MAX_UNKNOWN_KEYS = 10_000;
+/** Projects (and project ids found missing) cached at most. */
+export const MAX_CACHED_PROJECTS = 100_000;
+
+/** lru-cache holds no null: the cached "does not exist". */
+const MISSING = Symbol('missing');
+type Missing = typeof MISSING;
+
 export class Authenticator {
-  private readonly keys = new Map<string, ApiKeyRecord | null>();
-  private readonly projects = new Map<string, Project | null>();
+  /** Issued keys by id. Unknown ids are kept apart, so random ids cannot evict the keys in use. */
+  private readonly keys: LRUCache<string, ApiKeyRecord> = boundedLru(MAX_CACHED_KEYS);
+  private readonly unknownKeys: LRUCache<string, Missing> = boundedLru(MAX_UNKNOWN_KEYS);
+  private readonly projects: LRUCache<string, Project | Missing> = boundedLru(MAX_CACHED_PROJECTS);
   /**
    * Presented keys that verified, to their record: the next call with the same key skips the
-   * secret's SHA-256. Only keys that verified get in (bounded by the keys issued), and a key's
+   * secret's SHA-256. Only keys that verified get in (one string per issued key), and a key's
    * entries go with its record on every invalidation.
    */
-  private readonly verified = new Map<string, ApiKeyRecord>();
+  private readonly verified: LRUCache<string, ApiKeyRecord> = boundedLru(MAX_CACHED_KEYS);
   /** Presented keys answered from `verified` (hits) or verified afresh (misses); read by /metrics. */
   readonly cacheStats = { hits: 0, misses: 0 };
 
@@ -34,29 +49,48 @@ export class Authenticator {
     bus.on((msg) => {
       if (msg.kind === 'all') {
         this.keys.clear();
+        this.unknownKeys.clear();
         this.projects.clear();
         this.verified.clear();
       } else if (msg.kind === 'apiKey' && msg.id) {
         this.keys.delete(msg.id);
-        for (const [raw, record] of this.verified) if (record.keyId === msg.id) this.verified.delete(raw);
+        this.unknownKeys.delete(msg.id);
+        const presented: string[] = [];
+        for (const [raw, record] of this.verified.entries()) if (record.keyId === msg.id) presented.push(raw);
+        for (const raw of presented) this.verified.delete(raw);
       }
       else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
     });
   }
 
+  /** Entries held by each cache (tests: bounded whatever is presented). */
+  get cacheSizes(): { keys: number; unknownKeys: number; projects: number; verified: number } {
+    return { keys: this.keys.size, unknownKeys: this.unknownKeys.size, projects: this.projects.size, verified: this.verified.size };
+  }
+
   private async keyRecord(keyId: string): Promise<ApiKeyRecord | undefined> {
     const useCache = this.bus.isListening;
-    if (useCache && this.keys.has(keyId)) return this.keys.get(keyId) ?? undefined;
+    if (useCache) {
+      const cached = this.keys.get(keyId);
+      if (cached !== undefined) return cached;
+      if (this.unknownKeys.has(keyId)) return undefined;
+    }
     const r = await this.apiKeys.get(keyId);
-    if (useCache) this.keys.set(keyId, r ?? null);
+    if (useCache) {
+      if (r) this.keys.set(keyId, r);
+      else this.unknownKeys.set(keyId, MISSING);
+    }
     return r;
   }
 
   async project(projectId: string): Promise<Project | undefined> {
     const useCache = this.bus.isListening;
-    if (useCache && this.projects.has(projectId)) return this.projects.get(projectId) ?? undefined;
+    if (useCache) {
+      const cached = this.projects.get(projectId);
+      if (cached !== undefined) return cached === MISSING ? undefined : cached;
+    }
     const p = await this.projectStore.get(projectId);
-    if (useCache) this.projects.set(projectId, p ?? null);
+    if (useCache) this.projects.set(projectId, p ?? MISSING);
     return p;
   }
 
@@ -83,7 +117,7 @@ export class Authenticator {
   admitted(key: ApiKeyRecord, projectId: unknown, anyOf: readonly Permission[]): AuthContext | undefined {
     if (typeof projectId !== 'string' || projectId !== key.projectId || !this.bus.isListening) return undefined;
     const project = this.projects.get(projectId);
-    if (!project || !anyOf.some((p) => key.permissions.includes(p))) return undefined;
+    if (project === undefined || project === MISSING || !anyOf.some((p) => key.permissions.includes(p))) return undefined;
     return { key, project };
   }
 

@@ -38,6 +38,8 @@ export class EnqueueBatcher<T> {
   private scheduled = false;
   private readonly maxBatch: number;
   private readonly timeoutMs: number;
+  /** Jobs and item weights (events) Redis accepted from this batcher: the backlog monitor's mix. */
+  readonly accepted = { jobs: 0, weight: 0 };
 
   constructor(
     private readonly queue: Queue,
@@ -99,7 +101,10 @@ export class EnqueueBatcher<T> {
       timer = setTimeout(() => reject(new UnavailableError('the ingestion queue did not answer in time; retry the request')), this.timeoutMs);
     });
     try {
-      await Promise.race([this.queue.addBulk(this.jobsOf(batch)), timeout]);
+      const jobs = this.jobsOf(batch);
+      await Promise.race([this.queue.addBulk(jobs), timeout]);
+      this.accepted.jobs += jobs.length;
+      for (const p of batch) this.accepted.weight += p.weight;
       for (const p of batch) p.resolve();
     } catch (err) {
       const e = err instanceof UnavailableError ? err : new UnavailableError('the ingestion queue is unavailable; retry the request');

@@ -16,8 +16,15 @@ export function uniquePrefix(label = 't'): string {
   return `test-${label}-${randomBytes(4).toString('hex')}`;
 }
 
+/**
+ * Tests send hundreds of deliberately failed authentications from one address (inject's
+ * 127.0.0.1), so the request-rate limits of D45 are lifted unless a test sets them
+ * (test/security/rate-limits.test.ts does).
+ */
+const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000' };
+
 export function testConfig(overrides: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...overrides });
+  return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...UNLIMITED, ...overrides });
 }
 
 export interface TestApp {

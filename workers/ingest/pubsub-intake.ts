@@ -186,7 +186,9 @@ export interface PubSubIntakeDeps {
   pubsub: PubSub;
   sources: { list(): Promise<PubSubSource[]> };
   /** Resolves once the job is durably in Redis (EnqueueBatcher). */
-  events: { enqueue(data: SingleEventsJob, opts: { jobId: string }): Promise<void> };
+  events: { enqueue(data: SingleEventsJob, opts: { jobId: string; weight?: number }): Promise<void> };
+  /** D45 backpressure: while it says so, messages are nacked (after `backlogNackDelayMs`) instead of queued. */
+  backlog?: { overLimit(): boolean };
   clickhouse: ClickHouseClient;
   /** Change notifications (`pubsubSource`, `all`) from the invalidation bus. */
   bus: { on(listener: (msg: Invalidation) => void): () => void };
@@ -209,6 +211,12 @@ export interface PubSubIntakeOptions {
   closeTimeoutMs?: number;
   /** Deadline of the create-or-reuse calls. @defaultValue 10000 */
   pubsubTimeoutMs?: number;
+  /**
+   * While the ingestion backlog is full, a message is held this long before it is nacked: an
+   * immediate nack would be redelivered at once, a busy loop; held messages also count against
+   * `maxMessages`, which slows the pull. @defaultValue 1000
+   */
+  backlogNackDelayMs?: number;
 }
 
 interface Active {
@@ -235,12 +243,14 @@ export class PubSubIntake {
   private timer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
+  /** Messages held before their nack while the backlog is full. */
+  private readonly deferred = new Map<NodeJS.Timeout, Message>();
 
   constructor(
     private readonly deps: PubSubIntakeDeps,
     opts: PubSubIntakeOptions = {},
   ) {
-    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, ...opts };
+    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, backlogNackDelayMs: 1000, ...opts };
   }
 
   /** Resolves after the first reconcile; a source that cannot be subscribed yet is retried later. */
@@ -336,12 +346,13 @@ export class PubSubIntake {
     if (this.closed) return settle(message, 'nack');
     const { projectId } = source;
     this.deps.metrics?.pubsubReceived(projectId);
+    if (this.deps.backlog?.overLimit()) return this.deferNack(message);
     const log = this.deps.log.child({ projectId, messageId: message.id });
     let outcome: MessageOutcome;
     try {
       const nowMs = this.deps.now();
       outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs });
-      if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId });
+      if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
       else await this.storeDeadLetter(projectId, message, outcome.reason, nowMs);
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.
@@ -351,6 +362,15 @@ export class PubSubIntake {
     if (outcome.kind === 'dead_letter') log.warn({ reason: outcome.reason }, 'Pub/Sub message stored as a dead letter');
     settle(message, 'ack');
     this.deps.metrics?.pubsubAcked(projectId, outcome.kind === 'queue' ? 'queued' : 'dead_letter');
+  }
+
+  /** Backlog full: not queued, nacked after a pause (at once when the intake closes); redelivered later. */
+  private deferNack(message: Message): void {
+    const timer = setTimeout(() => {
+      this.deferred.delete(timer);
+      settle(message, 'nack');
+    }, this.opts.backlogNackDelayMs);
+    this.deferred.set(timer, message);
   }
 
   private async storeDeadLetter(projectId: string, message: Message, reason: string, nowMs: number): Promise<void> {
@@ -366,6 +386,11 @@ export class PubSubIntake {
       clearInterval(this.timer);
       clearTimeout(this.retryTimer);
       this.unsubscribe?.();
+      for (const [timer, message] of this.deferred) {
+        clearTimeout(timer);
+        settle(message, 'nack');
+      }
+      this.deferred.clear();
       await Promise.all([...this.active.values()].map((a) => this.stop(a)));
       await this.deps.pubsub.close();
     })();
@@ -390,6 +415,7 @@ export async function startPubSubIntake(ctx: ServiceContext, clickhouse: ClickHo
       pubsub: createPubSub(ctx.config),
       sources: new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now),
       events: ctx.ingest.events,
+      backlog: ctx.ingestBacklog,
       clickhouse,
       bus: ctx.bus,
       codec: createProtoCodec(),

@@ -14,6 +14,8 @@ export const logEvents = defineOperation({
   body: LogEventsRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
+    const full = ctx.ingestBacklog.admission();
+    if (full) throw full;
     const events = normalizeEvents(body.events, ctx.now());
     await ctx.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, { weight: events.length });
     return {};
@@ -53,6 +55,8 @@ export const logTreatmentInteraction = defineOperation({
   body: LogTreatmentInteractionRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
+    const full = ctx.ingestBacklog.admission();
+    if (full) throw full;
     checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
     if (BigInt(micros) < 0n || !storableTime(Number(BigInt(micros) / 1000n))) throw invalidField('interactionTimeMicros', 'must be a time between 1970 and 2299 in microseconds since the epoch');

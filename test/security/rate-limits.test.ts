@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
+import { clientAddressKey } from '../../shared/limits/client-address.js';
+
+/**
+ * D45 request-rate limits: per API key (RATE_LIMIT_PER_KEY, burst 2×) and failed
+ * authentications per client address (RATE_LIMIT_UNAUTHENTICATED), both 429 RESOURCE_EXHAUSTED
+ * with Retry-After. Assertions allow for any slowness of the machine: the number admitted is
+ * bounded by burst + rate × elapsed time, never by a wall-clock deadline.
+ */
+
+interface Res {
+  status: number;
+  body: any;
+  retryAfter: string | undefined;
+}
+
+async function post(t: TestApp, url: string, headers: Record<string, string>, payload: object, remoteAddress = '127.0.0.1', app = t.app): Promise<Res> {
+  const res = await app.inject({ method: 'POST', url, headers, payload, remoteAddress });
+  return { status: res.statusCode, body: res.json(), retryAfter: res.headers['retry-after'] as string | undefined };
+}
+
+function expect429(r: Res): void {
+  expect(r.status, JSON.stringify(r.body)).toBe(429);
+  expect(r.body).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: expect.any(String), details: [] } });
+  expect(r.retryAfter).toMatch(/^\d+$/);
+  expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+}
+
+const randomKey = () => `tds_${randomBytes(8).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('per API key (RATE_LIMIT_PER_KEY=5, burst 10)', () => {
+  let t: TestApp;
+  let p: ProjectKeys;
+  let q: ProjectKeys;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_KEY: '5' });
+    p = await createProjectWithKeys(t);
+    q = await createProjectWithKeys(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const surfaces = (key: string, projectId: string, app?: TestApp['app']) => post(t, '/v1/GetAllSurfaces', { 'x-api-key': key }, { projectId }, '127.0.0.1', app);
+
+  it('answers 429 with Retry-After and the D4 body past the burst, leaves other keys alone, and recovers', async () => {
+    const started = performance.now();
+    let admitted = 0;
+    let refused: Res | undefined;
+    for (let i = 0; i < 500 && !refused; i++) {
+      const r = await surfaces(p.management, p.projectId);
+      if (r.status === 200) admitted++;
+      else refused = r;
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    expect(refused).toBeDefined();
+    expect429(refused!);
+    expect(admitted).toBeGreaterThanOrEqual(10);
+    expect(admitted).toBeLessThanOrEqual(10 + Math.ceil(5 * elapsedS) + 1);
+
+    // other keys, of the same project and of another one, have buckets of their own
+    expect((await surfaces(q.management, q.projectId)).status).toBe(200);
+    expect((await post(t, '/v1/LogEvents', { 'x-api-key': p.logEvents }, { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] })).status).toBe(200);
+
+    // after Retry-After the key is admitted again
+    await sleep(Number(refused!.retryAfter) * 1000 + 100);
+    expect((await surfaces(p.management, p.projectId)).status).toBe(200);
+  });
+
+  it('counts a key on both listeners together', async () => {
+    const alt = await createProjectWithKeys(t, undefined, 'ALT');
+    const body = { projectId: alt.projectId, userId: 'u', surfaces: [{ surface: 'none' }] };
+    let refused: Res | undefined;
+    for (let i = 0; i < 500 && !refused; i++) {
+      // the alternate listener serves delivery; the base one answers 401 for this project, but counts the key
+      const r = await post(t, '/v1/GetTreatments', { 'x-api-key': alt.delivery }, body, '127.0.0.1', i % 2 ? t.alt : t.app);
+      if (r.status === 429) refused = r;
+    }
+    expect(refused).toBeDefined();
+    expect429(refused!);
+  });
+});
+
+describe('failed authentications per address (RATE_LIMIT_UNAUTHENTICATED=5)', () => {
+  let t: TestApp;
+  let p: ProjectKeys;
+  let redisCommands = 0;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_UNAUTHENTICATED: '5' });
+    p = await createProjectWithKeys(t);
+    // A spy on the request-path connection: every command the API sends to Redis passes here.
+    const redis = t.ctx.redis as unknown as { sendCommand: (...a: unknown[]) => unknown };
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = (...a: unknown[]) => {
+      redisCommands++;
+      return send(...a);
+    };
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('refuses a flood of unknown keys from one address with 429 without reading Redis, while a valid key from there works', async () => {
+    const attacker = '10.1.2.3';
+    const body = { projectId: p.projectId };
+    // the valid key is used once before the flood (verified, then known to this process)
+    expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': p.management }, body, attacker)).status).toBe(200);
+
+    const before = redisCommands;
+    const started = performance.now();
+    const statuses: number[] = [];
+    let last429: Res | undefined;
+    for (let i = 0; i < 300; i++) {
+      const r = await post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, body, attacker);
+      statuses.push(r.status);
+      if (r.status === 429) last429 = r;
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    const lookups = redisCommands - before;
+    const failures = statuses.filter((s) => s === 401).length;
+    // at most the bucket (5) plus what refilled meanwhile got to Redis, one key read each
+    const allowed = 5 + Math.ceil(5 * elapsedS) + 1;
+    expect(failures).toBeGreaterThanOrEqual(5);
+    expect(failures).toBeLessThanOrEqual(allowed);
+    expect(lookups).toBeGreaterThan(0); // the spy sees the reads of the first few
+    expect(lookups).toBeLessThanOrEqual(allowed);
+    expect(statuses.filter((s) => s === 429).length).toBe(300 - failures);
+    expect429(last429!);
+
+    // the valid key keeps working from the blocked address, as does anyone elsewhere
+    expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': p.management }, body, attacker)).status).toBe(200);
+    expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, body, '10.9.9.9')).status).toBe(401);
+    // missing and malformed keys count too
+    expect((await post(t, '/v1/GetAllSurfaces', {}, body, attacker)).status).toBe(429);
+
+    // the address recovers once its bucket refills
+    await sleep(Number(last429!.retryAfter) * 1000 + 100);
+    expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, body, attacker)).status).toBe(401);
+  });
+
+  it('bounds the Redis reads of a flood that arrives all at once', async () => {
+    const attacker = '10.7.7.7';
+    const before = redisCommands;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 300 }, () => post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, attacker)));
+    const elapsedS = (performance.now() - started) / 1000;
+    const allowed = 5 + Math.ceil(5 * elapsedS) + 1;
+    expect(redisCommands - before).toBeLessThanOrEqual(allowed);
+    expect(answers.filter((a) => a.status === 401).length).toBeLessThanOrEqual(allowed);
+    expect(answers.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(300 - allowed);
+  });
+
+  it('counts wrong admin tokens too, and a blocked address cannot try more tokens', async () => {
+    const attacker = '10.4.5.6';
+    let refused: Res | undefined;
+    for (let i = 0; i < 100 && !refused; i++) {
+      const r = await post(t, '/admin/v1/ListProjects', { authorization: `Bearer wrong-token-${i}-0123456789` }, {}, attacker);
+      if (r.status === 429) refused = r;
+      else expect(r.status).toBe(401);
+    }
+    expect429(refused!);
+    // the right token is refused too while blocked: no guessing continues, whatever the guess
+    expect((await post(t, '/admin/v1/ListProjects', { authorization: `Bearer ${ADMIN_TOKEN}` }, {}, attacker)).status).toBe(429);
+    expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, attacker)).status).toBe(429);
+    // elsewhere the admin API works
+    expect((await post(t, '/admin/v1/ListProjects', { authorization: `Bearer ${ADMIN_TOKEN}` }, {}, '10.4.5.7')).status).toBe(200);
+  });
+});
+
+describe('client address key', () => {
+  it('groups IPv6 by /64 and unwraps IPv4-mapped addresses', () => {
+    expect(clientAddressKey('10.0.0.1')).toBe('10.0.0.1');
+    expect(clientAddressKey('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(clientAddressKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientAddressKey('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
+    expect(clientAddressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientAddressKey('::1')).toBe('0:0:0:0::/64');
+    expect(clientAddressKey(undefined)).toBe('unknown');
+  });
+});
