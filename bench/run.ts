@@ -11,9 +11,10 @@ import { logEventsScenario } from './scenarios/log-events.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { freshnessScenario } from './scenarios/freshness.js';
 import { backfillScenario } from './scenarios/backfill.js';
+import { reportScenario } from './scenarios/report.js';
 
 /** In run order: freshness reuses the capacity log-events measured before it. */
-export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario];
+export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario, reportScenario];
 
 export interface CliOptions {
   scenarios: Scenario[];

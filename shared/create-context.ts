@@ -20,6 +20,10 @@ import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
 import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-rpc.js';
+import { Queue } from 'bullmq';
+import { bullPrefix, QUEUE } from './queues/queues.js';
+import { DecisionLogProducer } from './queues/decision-log.js';
+import { EventSchemaStore } from './stores/event-schema.store.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { IngestBacklog } from './limits/ingest-backlog.js';
 
@@ -56,6 +60,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     dataFields: new DataFieldStore(redis, keys, now),
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
+    eventSchemas: new EventSchemaStore(redis, keys, now),
     ingest,
     ingestBacklog: new IngestBacklog({
       redis,
@@ -70,12 +75,20 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
     warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
+    decisionLog: decisionLog(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
   ctx.metrics.watchCache('api_key', auth.cacheStats);
   if (ctx.delivery.catalog instanceof CatalogCache) ctx.metrics.watchCache('catalog', ctx.delivery.catalog.cacheStats);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
+}
+
+/** The decision log's producer on the fail-fast connection: a Redis outage never holds a response. */
+function decisionLog(redis: ReturnType<typeof createRedis>, redisPrefix: string, log: Logger): DecisionLogProducer {
+  const queue = new Queue(QUEUE.decisions, { connection: redis, prefix: bullPrefix(redisPrefix), skipVersionCheck: true, skipMetasUpdate: true });
+  queue.on('error', () => undefined);
+  return new DecisionLogProducer(queue, log.child({ component: 'decision-log' }));
 }
 
 /** Delivery's in-memory state; the cache only opens its timer once a project is asked for. */
@@ -87,6 +100,7 @@ export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
   ctx.ingestBacklog.close();
   await ctx.ingest.close();
+  if (ctx.decisionLog instanceof DecisionLogProducer) await ctx.decisionLog.close();
   if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();
   await ctx.bus.close();
   ctx.redis.disconnect();

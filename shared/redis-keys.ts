@@ -17,7 +17,7 @@ export interface RedisKeys {
   project(projectId: string): string;
   apiKey(keyId: string): string;
   projectApiKeys(projectId: string): string;
-  seq(kind: 'treatment' | 'treatmentType' | 'dataField' | 'mutualExclusionGroup'): string;
+  seq(kind: 'treatment' | 'treatmentType' | 'dataField' | 'mutualExclusionGroup' | 'eventSchema'): string;
   surfaces(projectId: string): string;
   treatmentTypes(projectId: string): string;
   treatmentTypeNames(projectId: string): string;
@@ -27,6 +27,10 @@ export interface RedisKeys {
   dataFields(projectId: string): string;
   dataFieldNames(projectId: string): string;
   dataFieldParams(projectId: string): string;
+  /** Event schemas (D35): event name → EventSchema JSON. */
+  eventSchemas(projectId: string): string;
+  /** Event schemas by id: eventId → event name. */
+  eventSchemaIds(projectId: string): string;
   catalogVersion(projectId: string): string;
   changes(projectId: string): string;
   pubSubSources(): string;
@@ -79,6 +83,8 @@ export function redisKeys(prefix: string): RedisKeys {
     dataFields: (id) => `${proj(id)}:datafields`,
     dataFieldNames: (id) => `${proj(id)}:datafield-names`,
     dataFieldParams: (id) => `${proj(id)}:datafield-params`,
+    eventSchemas: (id) => `${proj(id)}:event-schemas`,
+    eventSchemaIds: (id) => `${proj(id)}:event-schema-ids`,
     catalogVersion: (id) => `${proj(id)}:version`,
     changes: (id) => `${proj(id)}:changes`,
     pubSubSources: () => `${p}pubsub-sources`,

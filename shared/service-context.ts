@@ -12,6 +12,8 @@ import type { RankingStatsStore } from './stores/ranking-stats.store.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
 import type { WarehouseOps } from './queues/warehouse-rpc.js';
+import type { DecisionSink } from './domain/decisions.js';
+import type { EventSchemaStore } from './stores/event-schema.store.js';
 import type { IngestBacklog } from './limits/ingest-backlog.js';
 
 /**
@@ -31,6 +33,7 @@ export interface ServiceContext extends CoreContext {
   dataFields: DataFieldStore;
   treatments: TreatmentStore;
   mutualExclusionGroups: MutualExclusionGroupStore;
+  eventSchemas: EventSchemaStore;
   ingest: IngestProducers;
   /** The ingestion backlog against INGEST_MAX_BACKLOG (D45 backpressure), polled while ingestion is asked about. */
   ingestBacklog: IngestBacklog;
@@ -44,6 +47,8 @@ export interface ServiceContext extends CoreContext {
    * else a request/reply call to the workers role over the rpc queue.
    */
   warehouse: WarehouseOps;
+  /** The decision log (D36): GetTreatments hands it every response's decisions, off the request path. */
+  decisionLog: DecisionSink;
   /** GetTreatments' caches and ranking policy (set by `createServiceContext`). */
   delivery?: DeliveryRuntime;
   /** Computed data-field values of a profile, by dataFieldId (set by the delivery area). */

@@ -14,6 +14,8 @@ import { RankingCounterStore, rankingOps } from '../shared/stores/ranking-stats.
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 import { TreatmentStore } from '../shared/stores/treatment.store.js';
 import { ViewCapCache, viewCapInteractionOps } from './aggregate/cap-counters.js';
+import { EventSchemaStore } from '../shared/stores/event-schema.store.js';
+import { eventSchemaRegistrar } from './ingest/event-schema-registrar.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -39,7 +41,8 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
+  const eventSchemas = new EventSchemaStore(connection, ctx.keys, ctx.now);
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, ctx.log.child({ role: 'workers' }))]);
   const treatments = new TreatmentStore(connection, ctx.keys, ctx.now);
   const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);

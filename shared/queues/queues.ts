@@ -1,5 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { EventAttributes, PropertyValue } from '../domain/types.js';
+import type { DecisionRecord } from '../domain/decisions.js';
 
 /**
  * Queue names and job payloads, shared by the API (producers) and the workers (consumers).
@@ -9,6 +10,8 @@ export const QUEUE = {
   events: 'events',
   interactions: 'interactions',
   aggregations: 'aggregations',
+  /** The decision log (D36): GetTreatments decisions on their way to ClickHouse. */
+  decisions: 'decisions',
   /** Request/reply calls from API processes to the process that owns ClickHouse (warehouse-rpc.ts). */
   rpc: 'rpc',
   /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
@@ -75,6 +78,15 @@ export interface InteractionJob {
   interactionTimeMicros: string;
   actionName?: string;
   receivedAt: number;
+}
+
+/**
+ * The GetTreatments responses of one event-loop turn (up to MAX_DECISION_RECORDS_PER_JOB), each
+ * with its decisions. Identity of a stored row: (projectId, responseId, treatmentId, surface).
+ */
+export interface DecisionsJob {
+  kind: 'decisions';
+  records: DecisionRecord[];
 }
 
 /** Recompute (or backfill) data-field values from ClickHouse. */

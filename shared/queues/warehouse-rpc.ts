@@ -3,6 +3,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from './queues.js';
+import type { DecisionOutcome } from '../domain/decisions.js';
+import type { GroupCounts } from '../domain/report-stats.js';
 
 /**
  * The operations that need ClickHouse but are asked for through the API (admin routes, the CLI).
@@ -19,8 +21,36 @@ export interface DeadLetter {
   payloadBase64: string;
 }
 
+/** One row of the decision log as ListDecisions answers it (D36; rank as an int64 string, D2). */
+export interface DecisionOut {
+  projectId: string;
+  userId: string;
+  responseId: string;
+  treatmentId: string;
+  versionNumber: number;
+  surface: string;
+  rank: string;
+  outcome: DecisionOutcome;
+  decideTime: string;
+}
+
+/** What GetTreatmentReport asks ClickHouse (D38); times in epoch ms, the period is [startMs, endMs). */
+export interface ReportQuery {
+  projectId: string;
+  treatmentId: string;
+  startMs: number;
+  endMs: number;
+  attributionWindowDays: number;
+  /** the target action's event name; conversions are 0 without one */
+  conversionEventName?: string;
+}
+
 export interface WarehouseOps {
   listDeadLetters(projectId: string, limit: number): Promise<DeadLetter[]>;
+  /** A user's decisions, newest first. */
+  listDecisions(projectId: string, userId: string, limit: number): Promise<DecisionOut[]>;
+  /** Per group (TREATED, HOLDOUT, both always present): users, impressions, clicks, conversions. */
+  treatmentReport(q: ReportQuery): Promise<GroupCounts[]>;
   runAggregations(projectId: string): Promise<{ dataFieldsRecomputed: number; usersUpdated: number }>;
 }
 
@@ -34,7 +64,7 @@ type RpcReply = { ok: true; value: unknown } | { ok: false; status: number; code
 
 /** A job nobody picked up within this long means no workers process runs: 503 rather than a hang. */
 const PICKUP_TIMEOUT_MS = 10_000;
-const ANSWER_TIMEOUT_MS: Record<Method, number> = { listDeadLetters: 30_000, runAggregations: 15 * 60_000 };
+const ANSWER_TIMEOUT_MS: Record<Method, number> = { listDeadLetters: 30_000, listDecisions: 30_000, treatmentReport: 60_000, runAggregations: 15 * 60_000 };
 
 class RemoteError extends ApiError {
   constructor(status: number, code: string, message: string) {
@@ -103,6 +133,8 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
   };
   return {
     listDeadLetters: (projectId, limit) => call('listDeadLetters', [projectId, limit]) as Promise<DeadLetter[]>,
+    listDecisions: (projectId, userId, limit) => call('listDecisions', [projectId, userId, limit]) as Promise<DecisionOut[]>,
+    treatmentReport: (q) => call('treatmentReport', [q]) as Promise<GroupCounts[]>,
     runAggregations: (projectId) => call('runAggregations', [projectId]) as ReturnType<WarehouseOps['runAggregations']>,
     close: async () => {
       await events?.close();
@@ -118,7 +150,7 @@ export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, 
     QUEUE.rpc,
     async (job: Job<RpcJob>) => {
       const { method, args } = job.data;
-      if (method !== 'listDeadLetters' && method !== 'runAggregations') return { ok: false, status: 400, code: 'INVALID_ARGUMENT', message: 'unknown method' };
+      if (!Object.hasOwn(ANSWER_TIMEOUT_MS, method)) return { ok: false, status: 400, code: 'INVALID_ARGUMENT', message: 'unknown method' };
       try {
         const value = await (impl[method] as (...a: unknown[]) => Promise<unknown>)(...args);
         return { ok: true, value };

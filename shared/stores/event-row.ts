@@ -10,7 +10,7 @@ import type { EventAttributes, PropertyValue } from '../domain/types.js';
  */
 
 export type EventSource = 'api' | 'pubsub';
-export type DeadLetterSource = 'pubsub' | 'log_events' | 'log_treatment_interaction';
+export type DeadLetterSource = 'pubsub' | 'log_events' | 'log_treatment_interaction' | 'decision_log';
 
 export interface EventRow {
   project_id: string;
@@ -73,11 +73,26 @@ export interface UserAttributeUpdateRow {
   ingest_ts: string;
 }
 
+/** One decision of the decision log (D36); see infra/clickhouse/migrations/0005_decisions.sql. */
+export interface DecisionRow {
+  project_id: string;
+  user_id: string;
+  response_id: string;
+  treatment_id: string;
+  version_number: number;
+  surface: string;
+  rank: number;
+  outcome: string;
+  decide_time: string;
+  ingest_ts: string;
+}
+
 export interface TableRows {
   events: EventRow;
   interactions: InteractionRow;
   dead_letters: DeadLetterRow;
   user_attribute_updates: UserAttributeUpdateRow;
+  decisions: DecisionRow;
 }
 export type ClickhouseTable = keyof TableRows;
 
@@ -335,6 +350,7 @@ export const TABLE_COLUMNS: { [T in ClickhouseTable]: readonly (keyof TableRows[
   interactions: ['project_id', 'user_id', 'treatment_id', 'treatment_tracking_id', 'surface', 'interaction_type', 'interaction_time', 'action_name', 'dedup_key', 'ingest_ts'],
   dead_letters: ['project_id', 'message_id', 'source', 'reason', 'receive_time', 'data_type', 'payload_base64'],
   user_attribute_updates: ['project_id', 'user_id', 'dedup_key', 'update_ts', 'user_properties', 'source', 'ingest_ts'],
+  decisions: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
 };
 
 /** The JSONCompactEachRow line of a row object. */

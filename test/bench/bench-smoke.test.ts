@@ -16,6 +16,7 @@ const EXPECTED_FIGURES: Record<string, string[]> = {
   ingest: ['eventsPerSec', 'peakRssMb'],
   freshness: ['p50Ms', 'p99Ms', 'peakRssMb'],
   backfill: ['seconds', 'peakRssMb'],
+  report: ['seconds', 'peakRssMb'],
 };
 
 let workDir: string;

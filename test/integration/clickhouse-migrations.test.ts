@@ -65,11 +65,11 @@ function migrationsCopy(extra: Record<string, string>): URL {
 describe('runMigrations', () => {
   it('applies every migration file on a fresh chDB path, in version order', async () => {
     const files = await loadMigrations();
-    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
     expect(firstRun.applied).toEqual(files.map((m) => ({ version: m.version, name: m.name })));
     expect(firstRunMs).toBeLessThan(10_000);
     const recorded = await rows<{ version: number }>('SELECT version FROM schema_migrations FINAL ORDER BY version');
-    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4]);
+    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('creates ReplacingMergeTree tables whose sorting key is the de-duplication key', async () => {
@@ -79,6 +79,7 @@ describe('runMigrations', () => {
     );
     expect(tables).toEqual([
       { name: 'dead_letters', engine: 'ReplacingMergeTree', sorting_key: 'project_id, source, message_id', partition_key: '' },
+      { name: 'decisions', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, response_id, treatment_id, surface', partition_key: 'toYYYYMM(decide_time)' },
       { name: 'events', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(client_event_ts)' },
       { name: 'interactions', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(interaction_time)' },
       { name: 'user_attribute_updates', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(update_ts)' },
@@ -88,24 +89,24 @@ describe('runMigrations', () => {
   it('is a no-op when re-run, and applies only a new file later', async () => {
     expect((await runMigrations(client)).applied).toEqual([]);
     const dir = migrationsCopy({
-      '0005_probe.sql': '-- a later migration\nCREATE TABLE IF NOT EXISTS probe_a (x UInt8)\nENGINE = MergeTree ORDER BY x;\n',
+      '0901_probe.sql': '-- a later migration\nCREATE TABLE IF NOT EXISTS probe_a (x UInt8)\nENGINE = MergeTree ORDER BY x;\n',
     });
-    expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 5, name: 'probe' }]);
+    expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 901, name: 'probe' }]);
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([]);
     expect(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'probe_a'")).toBe(1);
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(5);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(6);
   });
 
   it('records a migration only after all of its statements succeeded', async () => {
     const good = 'CREATE TABLE IF NOT EXISTS probe_b (x UInt8) ENGINE = MergeTree ORDER BY x;\n';
-    const broken = migrationsCopy({ '0006_probe_b.sql': `${good}CREATE TABLE probe_c (x NoSuchType) ENGINE = Memory;\n` });
+    const broken = migrationsCopy({ '0902_probe_b.sql': `${good}CREATE TABLE probe_c (x NoSuchType) ENGINE = Memory;\n` });
     const err = await runMigrations(client, undefined, { dir: broken }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(classifyClickhouseError(err)).toBe('permanent');
     expect(await count('SELECT count() AS n FROM schema_migrations FINAL WHERE version = 6')).toBe(0);
     // The fixed file re-runs from its first statement, which IF NOT EXISTS makes harmless.
-    const fixed = migrationsCopy({ '0006_probe_b.sql': good });
-    expect((await runMigrations(client, undefined, { dir: fixed })).applied).toEqual([{ version: 6, name: 'probe_b' }]);
+    const fixed = migrationsCopy({ '0902_probe_b.sql': good });
+    expect((await runMigrations(client, undefined, { dir: fixed })).applied).toEqual([{ version: 902, name: 'probe_b' }]);
   });
 
   it('splits statements at a trailing semicolon and drops comment lines', () => {
@@ -250,7 +251,7 @@ describe('a named database with chDB', () => {
   it('is created and used by a second client on the same path', async () => {
     const other = createClickhouse({ dataDir, database: 'tds_other' });
     try {
-      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
       const rs = await other.query({ query: 'SELECT currentDatabase() AS db, count() AS n FROM events', format: 'JSONEachRow' });
       expect((await rs.json<{ db: string; n: number }>()).map((r) => ({ db: r.db, n: Number(r.n) }))).toEqual([{ db: 'tds_other', n: 0 }]);
     } finally {

@@ -237,13 +237,15 @@ describe('UpdateTreatment clearEndTimestamp / clearTargetAction (D50)', () => {
 
   it('clearTargetAction removes the target action in a new draft version; targetAction with it is 400', async () => {
     const type = await insertType();
-    const tid = await insertTreatment(type.name, { targetAction: { eventId: '77' } });
-    expectError(await updateTreatment(tid, { clearTargetAction: true, targetAction: { eventId: '78' } }), 400, 'INVALID_ARGUMENT', 'clearTargetAction');
+    // D35: a target action names an event schema of the project
+    const eventId = ok(await mgmt('InsertEventSchema', { eventName: 'purchase' })).eventSchema.eventId;
+    const tid = await insertTreatment(type.name, { targetAction: { eventId } });
+    expectError(await updateTreatment(tid, { clearTargetAction: true, targetAction: { eventId } }), 400, 'INVALID_ARGUMENT', 'clearTargetAction');
     const r = ok(await updateTreatment(tid, { clearTargetAction: true }));
     expect(r.treatment.versions).toHaveLength(2);
     expect(r.treatment.versions[0].targetAction).toBeUndefined();
     expect(r.treatment.versions[0].status).toBe('DRAFT');
-    expect(r.treatment.versions[1].targetAction).toEqual({ eventId: '77' });
+    expect(r.treatment.versions[1].targetAction).toEqual({ eventId });
   });
 
   it('both flags at once with their values name both fields; with shouldPause or shouldDelete: 400', async () => {

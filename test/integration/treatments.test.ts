@@ -22,6 +22,7 @@ beforeEach(() => {
 
 interface Catalog extends ProjectKeys {
   dataFields: { age: string; vip: string; country: string };
+  purchaseEventId: string;
 }
 
 async function ok(operation: string, key: string, body: unknown): Promise<any> {
@@ -55,7 +56,9 @@ async function setupCatalog(deliveryEndpoint: 'BASE' | 'ALT' = 'BASE'): Promise<
     contentFieldTypes: [{ fieldName: 'subject', maximumLengthAllowed: 50, isPerLanguage: true }],
   });
   const field = async (name: string, dataType: string) => (await ok('InsertDataField', m, { projectId: p.projectId, name, userProperty: { dataType } })).dataField.dataFieldId as string;
-  return { ...p, dataFields: { age: await field('age', 'INTEGER'), vip: await field('vip', 'BOOLEAN'), country: await field('country', 'STRING') } };
+  // D35: a target action names an event schema of the project
+  const purchase = (await ok('InsertEventSchema', m, { projectId: p.projectId, eventName: 'purchase' })).eventSchema.eventId as string;
+  return { ...p, purchaseEventId: purchase, dataFields: { age: await field('age', 'INTEGER'), vip: await field('vip', 'BOOLEAN'), country: await field('country', 'STRING') } };
 }
 
 const content = (title = 'Hi') => ({
@@ -172,7 +175,7 @@ describe('InsertTreatment', () => {
         ],
       },
       tags: [{ name: 'promo' }, { name: 'spring' }],
-      targetAction: { eventId: 123 },
+      targetAction: { eventId: Number(p.purchaseEventId) },
       removedSurfaces: { surfaces: [{ name: 'inbox' }] },
       eligibilityRules: {
         rules: [
@@ -188,7 +191,7 @@ describe('InsertTreatment', () => {
     expect(v.content.contentByLanguage.map((c: any) => c.languageCode.languageCode)).toEqual(['en-US', 'de']);
     expect(v.content.languageAgnosticContentFields).toEqual([]);
     expect(v.tags).toEqual([{ name: 'promo' }, { name: 'spring' }]);
-    expect(v.targetAction).toEqual({ eventId: '123' });
+    expect(v.targetAction).toEqual({ eventId: p.purchaseEventId });
     expect(v.removedSurfaces).toEqual({ surfaces: [{ name: 'inbox' }] });
     expect(v.eligibilityRules.rules).toEqual([
       { dataFieldId: p.dataFields.age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' },
@@ -197,7 +200,7 @@ describe('InsertTreatment', () => {
     expect(tr.externalTreatmentId).toBe('ext-1');
   });
 
-  it('accepts snake_case field names and int64 values given as strings beyond 2^53', async () => {
+  it('accepts snake_case field names and int64 values given as strings', async () => {
     const p = await setupCatalog();
     const res = await call(t, 'InsertTreatment', p.management, {
       project_id: p.projectId,
@@ -208,7 +211,7 @@ describe('InsertTreatment', () => {
       start_timestamp: iso(T0 - HOUR),
       should_publish: true,
       content: { content_by_language: [{ language_code: { language_code: 'en' }, content_fields: [{ field_name: 'title', string_value: 'Hi' }] }] },
-      target_action: { event_id: '9007199254740993' },
+      target_action: { event_id: p.purchaseEventId },
       eligibility_rules: { rules: [{ data_field_id: p.dataFields.country, condition: 'ANY_OF', rhs_value: '["DE","FR"]', data_missing_behaviour: 'EVALUATE_TO_ELIGIBLE' }] },
       removed_surfaces: { surfaces: [{ name: 'home' }] },
       mutual_exclusion_group: 'snakes',
@@ -219,7 +222,7 @@ describe('InsertTreatment', () => {
     expect(tr.status).toBe('LIVE');
     expect(tr.externalTreatmentId).toBe('snake-1');
     expect(tr.mutualExclusionGroup.name).toBe('snakes');
-    expect(tr.versions[0].targetAction).toEqual({ eventId: '9007199254740993' });
+    expect(tr.versions[0].targetAction).toEqual({ eventId: p.purchaseEventId });
     expect(tr.versions[0].eligibilityRules.rules[0]).toMatchObject({ dataFieldId: p.dataFields.country, rhsValue: '["DE","FR"]', dataMissingBehaviour: 'EVALUATE_TO_ELIGIBLE' });
     expect(tr.versions[0].removedSurfaces.surfaces).toEqual([{ name: 'home' }]);
   });

@@ -3,8 +3,9 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
-import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
+import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE, type DecisionsJob, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/stores/profile.store.js';
+import { decisionsJobUnits, processDecisionsJob } from './decisions.processor.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
@@ -24,7 +25,7 @@ const ISOLATED_MAX_STALLS = 1;
 
 interface IsolatedJob {
   queue: DeadLetterSource;
-  data: EventsQueueJob | InteractionJob;
+  data: EventsQueueJob | InteractionJob | DecisionsJob;
 }
 
 export interface IngestWorkersOptions {
@@ -79,7 +80,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const deps = { writer, profiles: o.profiles, now: o.now };
 
   const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
-    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
+    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : input.source === 'decision_log' ? 'Decisions' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
     await insertRows(o.clickhouse, 'dead_letters', [row]);
   };
   const eventDeps = {
@@ -101,6 +102,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
+  const runDecisions = (job: Job<DecisionsJob>) => asPermanent(() => processDecisionsJob(job, deps));
+  const decisions = new Worker<DecisionsJob, number>(QUEUE.decisions, runDecisions, common);
+
   // Suspects run one at a time with this process's other workers paused (they finish their
   // active jobs first), so if a suspect kills the process it takes no other job with it, and a
   // suspect that stalls here is the culprit. Its identity is its original job id (or
@@ -110,12 +114,14 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const isolated = new Worker<IsolatedJob, number>(
     ISOLATION_QUEUE,
     async (job) => {
-      await Promise.all([events.pause(), interactions.pause()]);
+      await Promise.all([events.pause(), interactions.pause(), decisions.pause()]);
       try {
         const inner = { id: job.id, data: job.data.data } as Job;
-        return job.data.queue === 'log_events' ? await runEvents(inner as Job<EventsQueueJob>) : await runInteraction(inner as Job<InteractionJob>);
+        if (job.data.queue === 'log_events') return await runEvents(inner as Job<EventsQueueJob>);
+        if (job.data.queue === 'decision_log') return await runDecisions(inner as Job<DecisionsJob>);
+        return await runInteraction(inner as Job<InteractionJob>);
       } finally {
-        if (!closing) for (const w of [events, interactions]) void w.resume();
+        if (!closing) for (const w of [events, interactions, decisions]) void w.resume();
       }
     },
     { ...common, concurrency: 1, maxStalledCount: ISOLATED_MAX_STALLS },
@@ -134,7 +140,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     if (!job) return;
     const inIsolation = fixedSource === undefined;
     const source: DeadLetterSource = fixedSource ?? (job.data as IsolatedJob).queue;
-    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as (EventsQueueJob | InteractionJob) | undefined;
+    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as (EventsQueueJob | InteractionJob | DecisionsJob) | undefined;
     const stalledOut = err.message === STALLED_OUT;
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
@@ -155,7 +161,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       // A merged job holds requests of many projects: each is a dead letter of its own project.
       const letters = requests
         ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
-        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? ''), messageId: String(job.id), payload: data }];
+        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? (data as DecisionsJob | undefined)?.records?.[0]?.projectId ?? ''), messageId: String(job.id), payload: data }];
       for (const l of letters) await storeDeadLetter({ ...l, source, reason });
       o.onMetric?.('deadLetters', letters.length);
     } catch (e) {
@@ -164,9 +170,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
+  decisions.on('failed', onFailed('decision_log'));
   isolated.on('failed', onFailed());
-  for (const w of [events, interactions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
-  if (o.metrics) for (const w of [events, interactions, isolated]) instrumentWorker(w, o.metrics);
+  for (const w of [events, interactions, decisions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  if (o.metrics) for (const w of [events, interactions, decisions, isolated]) instrumentWorker(w, o.metrics);
   // A completed job is never retried: its markers only have to outlive a duplicate execution
   // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
   // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
@@ -181,17 +188,19 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
   interactions.on('completed', (job) => interactionDone(job, job.data));
+  decisions.on('completed', (job) => dropMarkers(job, decisionsJobUnits(job.data, job.id!)));
   isolated.on('completed', (job) => {
     if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
+    else if (job.data.queue === 'decision_log') dropMarkers(job, decisionsJobUnits(job.data.data as DecisionsJob, job.id!));
     else interactionDone(job, job.data.data as InteractionJob);
   });
 
   return {
     writer,
-    workers: [events, interactions],
+    workers: [events, interactions, decisions],
     close: () => {
       // Workers finish their active jobs (which await their inserts) before close resolves.
-      closing ??= Promise.all([events.close(), interactions.close(), isolated.close()])
+      closing ??= Promise.all([events.close(), interactions.close(), decisions.close(), isolated.close()])
         .then(() => Promise.all([writer.drain(), isolationQueue.close()]))
         .then(() => undefined);
       return closing;

@@ -194,6 +194,9 @@ const getDataFields = defineOperation({
   handler: async (body, _auth, ctx) => {
     const entries = normalizeAll(body.dataFieldParams);
     const fields = await ctx.dataFields.resolve(body.projectId, entries, API_ACTOR);
+    // D35: an event name used by an aggregation is an event schema from now on.
+    const names = new Set(body.dataFieldParams.flatMap((p) => (p.eventDataFieldParams ? [p.eventDataFieldParams.eventSchemaName] : [])));
+    for (const name of names) await ctx.eventSchemas.ensure(body.projectId, name, API_ACTOR);
     return { dataFields: fields.map((f, i) => ({ dataFieldId: f.dataFieldId, dataFieldParams: entries[i].echo, dataFieldType: f.dataFieldType })) };
   },
 });

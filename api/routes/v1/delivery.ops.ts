@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
-import { prepareRequest, requestNeedsProfile, selectTreatments } from '../../../shared/domain/delivery.js';
+import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryResult } from '../../../shared/domain/delivery.js';
+import { servedPlannedVersion, type CatalogPlan } from '../../../shared/domain/catalog-plan.js';
+import type { Decision } from '../../../shared/domain/decisions.js';
 import { UnavailableError } from '../../../shared/errors.js';
 import { Int64In, Int64Out, ProjectId, Strict, TimestampIn } from '../../../shared/schemas/common.js';
 import type { DeliveryRuntime, ServiceContext } from '../../../shared/service-context.js';
@@ -87,8 +89,11 @@ export const getTreatments = defineOperation({
       requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
       delivery.rankingStats.view(body.projectId),
     ]);
-    const { response } = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    const result = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
+    // Off the request path: `record` only buffers; the records of this turn go to Redis together.
+    ctx.decisionLog.record({ projectId: body.projectId, userId: body.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
     return response;
   },
 });
@@ -99,6 +104,23 @@ function countOutcome(stats: DeliveryStats, returned: number): void {
     stats.withTreatments++;
     stats.treatmentsReturned += returned;
   } else stats.empty++;
+}
+
+/**
+ * The decisions of a response. Delivery itself returns them (`result.decisions`, with the
+ * withheld ones) once holdouts land; until then the RETURNED ones are read off the response,
+ * with the version that was served at `nowMs`.
+ */
+function decisionsOf(result: DeliveryResult, plan: CatalogPlan, nowMs: number): Decision[] {
+  const given = (result as DeliveryResult & { decisions?: Decision[] }).decisions;
+  if (given !== undefined) return given;
+  const out: Decision[] = [];
+  for (const ut of result.response.userTreatments ?? []) {
+    const t = plan.treatmentsById.get(ut.treatmentId);
+    const version = t === undefined ? undefined : servedPlannedVersion(t, nowMs);
+    out.push({ treatmentId: ut.treatmentId, versionNumber: version?.versionNumber ?? 0, surface: ut.surface, rank: Number(ut.rank), outcome: 'RETURNED' });
+  }
+  return out;
 }
 
 /** GetTreatments. */

@@ -46,7 +46,13 @@ async function versionFieldsOf(ctx: ServiceContext, projectId: string, type: Tre
     problems.push(...validateRemovedSurfaces(out.removedSurfaces, type));
   }
   if (body.tags !== undefined) out.tags = unique(body.tags.map((t) => t.name));
-  if (body.targetAction !== undefined) out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
+  if (body.targetAction !== undefined) {
+    out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
+    // D35: the target action is an event of the project (its conversion event in reports).
+    if ((await ctx.eventSchemas.getById(projectId, out.targetActionEventId)) === undefined) {
+      problems.push({ field: 'targetAction.eventId', description: `no event schema ${out.targetActionEventId} in project ${projectId} (register the event name with InsertEventSchema, or log it)` });
+    }
+  }
   problems.push(...timestampsOf(body, out, base));
   if (problems.length > 0) throw new InvalidArgumentError(`invalid treatment: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
   return out;

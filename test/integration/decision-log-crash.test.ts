@@ -1,0 +1,140 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { Queue } from 'bullmq';
+import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { capCounterField } from '../../shared/domain/decisions.js';
+import { createTestApp, createProjectWithKeys, call, uniquePrefix, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
+import { spawnService, type ChildService } from '../helpers/child-service.js';
+
+/**
+ * D36 with D34's guarantees: the workers process is SIGKILLed twice while it stores decision
+ * jobs, then restarted. Every (responseId, treatmentId, surface) is stored exactly once and the
+ * RETURNED frequency-cap counters of every user equal their decisions (a retried job never counts
+ * twice). The API (the decision log's producer) runs in this process.
+ */
+const USERS = 20;
+const RESPONSES = 600;
+const DAY = 86_400_000;
+
+let t: TestApp;
+let k: ProjectKeys;
+let queue: Queue;
+const prefix = uniquePrefix('deccrash');
+const dataDir = mkdtempSync(join(tmpdir(), 'tds-deccrash-'));
+const childEnv = { REDIS_PREFIX: prefix, DATA_DIR: dataDir, ROLE: 'workers', WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '16', AUTO_START_REDIS: 'false' };
+let child: ChildService | undefined;
+
+async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
+  const r = await call(t, op, key, { projectId: k.projectId, ...body });
+  if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ REDIS_PREFIX: prefix });
+  k = await createProjectWithKeys(t);
+  queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(prefix), skipVersionCheck: true });
+  for (const name of ['home', 'feed']) await ok('InsertSurface', k.management, { name });
+  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  for (const name of ['a', 'b', 'c']) {
+    await ok('InsertTreatment', k.management, {
+      name,
+      description: name,
+      treatmentTypeName: 'card',
+      lastModifiedBy: 't',
+      startTimestamp: new Date(Date.now() - DAY).toISOString(),
+      shouldPublish: true,
+      content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: name }] }] },
+    });
+  }
+}, 60_000);
+
+afterAll(async () => {
+  child?.proc.kill('SIGKILL');
+  await queue?.close();
+  await t?.close();
+});
+
+async function pending(): Promise<number> {
+  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  return Object.values(c).reduce((a, b) => a + b, 0);
+}
+
+describe('decision-log workers killed mid-batch', () => {
+  it('stores each decision exactly once and counts it once after two SIGKILLs', async () => {
+    // expected: per user and treatment, how many times it was returned
+    const started = Date.now();
+    const expected = new Map<string, number>();
+    const identities = new Set<string>();
+    // Two responses per event-loop turn: many small jobs, so the kills land among them.
+    for (let i = 0; i < RESPONSES; i += 2) {
+      const rs = await Promise.all([0, 1].map((j) => ok('GetTreatments', k.delivery, { userId: `user-${(i + j) % USERS}`, surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }, { surface: 'feed', maximumTreatmentCount: 1 }] })));
+      for (const [j, r] of rs.entries()) {
+        for (const u of r.userTreatments) {
+          const key = `user-${(i + j) % USERS}/${u.treatmentId}`;
+          expected.set(key, (expected.get(key) ?? 0) + 1);
+          identities.add(`${r.responseId}/${u.treatmentId}/${u.surface}`);
+        }
+      }
+    }
+    expect(identities.size).toBe(RESPONSES * 3);
+    // the producer's last turn lands
+    await new Promise((r) => setTimeout(r, 200));
+    const total = await pending();
+    expect(total).toBeGreaterThanOrEqual(50);
+    const step = Math.max(1, Math.floor(total / 10));
+
+    for (let round = 0; round < 2; round++) {
+      child = spawnService(childEnv);
+      const before = await pending();
+      await waitUntil(async () => (await pending()) < before - step, 90_000, 10);
+      child.proc.kill('SIGKILL');
+      await child.exited;
+    }
+    expect(await pending()).toBeGreaterThan(0);
+
+    child = spawnService(childEnv);
+    await waitUntil(async () => (await pending()) === 0, 120_000, 100);
+    // This process has no ClickHouse: ListDecisions and GetTreatmentReport reach the workers
+    // process over the rpc queue.
+    const listed = (await ok('ListDecisions', k.management, { userId: 'user-0' })).decisions;
+    expect(listed).toHaveLength(20);
+    expect(listed.every((d: any) => d.userId === 'user-0' && d.outcome === 'RETURNED')).toBe(true);
+    const [someTreatment] = [...expected.keys()][0].split('/').slice(1);
+    const { report } = await ok('GetTreatmentReport', k.management, { treatmentId: someTreatment });
+    expect(report.groups[0]).toMatchObject({ group: 'TREATED', users: USERS });
+    expect(report.groups[1]).toMatchObject({ group: 'HOLDOUT', users: 0 });
+    child.proc.kill('SIGTERM');
+    await child.exited;
+    child = undefined;
+
+    const ch = createClickhouse({ dataDir });
+    try {
+      const rs = await ch.query({
+        query: `SELECT response_id, treatment_id, surface FROM decisions FINAL WHERE project_id = {p:String}`,
+        query_params: { p: k.projectId },
+        format: 'JSONEachRow',
+      });
+      const rows = await rs.json<{ response_id: string; treatment_id: string; surface: string }>();
+      const stored = rows.map((r) => `${r.response_id}/${r.treatment_id}/${r.surface}`);
+      expect(stored.length).toBe(identities.size);
+      expect(new Set(stored)).toEqual(identities);
+    } finally {
+      await ch.close();
+    }
+    for (let u = 0; u < USERS; u++) {
+      const p = await t.ctx.profiles.get(k.projectId, `user-${u}`);
+      for (const [key, n] of expected) {
+        if (!key.startsWith(`user-${u}/`)) continue;
+        const treatmentId = key.slice(key.indexOf('/') + 1);
+        // the run may cross midnight UTC: the days since the test started
+        let counted = 0;
+        for (let day = Math.floor(started / DAY); day <= Math.floor(Date.now() / DAY); day++) counted += Number(p.fields[capCounterField('RETURNED', treatmentId, day)] ?? 0);
+        expect(counted).toBe(n);
+      }
+    }
+  }, 300_000);
+});
