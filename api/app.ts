@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServiceContext } from '../shared/service-context.js';
 import { camelizeKeys } from '../shared/wire/camelize.js';
+import { bodyShapeError } from '../shared/wire/body-shape.js';
 import { registerErrorHandler } from './plugins/error-handler.js';
 import { registerOperation, type Listener } from './v1-operation.js';
 import { v1Operations } from './routes/v1/index.js';
@@ -40,9 +41,14 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
     void reply.header('x-request-id', req.id);
     done();
   });
-  // D1: snake_case accepted on input; rewritten before authentication and validation.
+  // D1: snake_case accepted on input; rewritten before authentication and validation, once the
+  // body's depth and key lengths are known to be bounded (D45: nothing recursive sees it before).
   app.addHook('preValidation', (req, _reply, done) => {
-    if (req.body && typeof req.body === 'object') req.body = camelizeKeys(req.body);
+    if (req.body && typeof req.body === 'object') {
+      const shapeError = bodyShapeError(req.body);
+      if (shapeError !== undefined) return done(shapeError);
+      req.body = camelizeKeys(req.body);
+    }
     done();
   });
   // Access log: successes at debug (delivery and ingestion run thousands per second; metrics

@@ -6,12 +6,44 @@
  */
 const USER_MAPS = new Set(['eventProperties', 'userProperties', 'propertyValueByPropertyName']);
 
-export function snakeToCamel(key: string): string {
-  if (!key.includes('_')) return key;
-  return key.replace(/_+([a-zA-Z0-9])/g, (_m, c: string) => c.toUpperCase());
+function isAsciiAlnum(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-/** Copy-on-write: a body that is already camelCase is returned as is, with no allocation. */
+/**
+ * A run of underscores followed by a letter or digit becomes that character upper-cased
+ * (`project_id` → `projectId`, `a__b` → `aB`); a run followed by anything else, or at the end, is
+ * kept. One pass: a regular expression such as `/_+([a-zA-Z0-9])/g` retries every underscore of
+ * a long run and is quadratic (60,000 underscores took 3 s).
+ */
+export function snakeToCamel(key: string): string {
+  let i = key.indexOf('_');
+  if (i < 0) return key;
+  let out = key.slice(0, i);
+  const n = key.length;
+  while (i < n) {
+    const c = key.charCodeAt(i);
+    if (c !== 95) {
+      out += key[i++];
+      continue;
+    }
+    let j = i + 1;
+    while (j < n && key.charCodeAt(j) === 95) j++;
+    if (j < n && isAsciiAlnum(key.charCodeAt(j))) {
+      out += key[j].toUpperCase();
+      i = j + 1;
+    } else {
+      out += key.slice(i, j);
+      i = j;
+    }
+  }
+  return out;
+}
+
+/**
+ * Copy-on-write: a body that is already camelCase is returned as is, with no allocation.
+ * Recursive: callers check the body's depth first (`bodyShapeError`, shared/wire/body-shape.ts).
+ */
 export function camelizeKeys(value: unknown): unknown {
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
