@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServiceContext } from '../shared/service-context.js';
 import { camelizeKeys } from '../shared/wire/camelize.js';
-import { bodyShapeError, jsonTextDepthError } from '../shared/wire/body-shape.js';
+import { bodyShapeError, jsonTextShapeError } from '../shared/wire/body-shape.js';
 import { registerErrorHandler } from './plugins/error-handler.js';
 import { registerOperation, type Listener } from './v1-operation.js';
 import { v1Operations } from './routes/v1/index.js';
@@ -41,8 +41,8 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    const depthError = jsonTextDepthError(body as string);
-    if (depthError !== undefined) return done(depthError, undefined);
+    const shapeError = jsonTextShapeError(body as string);
+    if (shapeError !== undefined) return done(shapeError, undefined);
     parseJson(req, body as string, done);
   });
 

@@ -9,6 +9,7 @@
  */
 import type { Condition, DataFieldType, DataMissingBehaviour, EligibilityRule } from './types.js';
 import { parseRfc3339Exact } from '../wire/rfc3339.js';
+import { containsAnyMatcher } from './substring-search.js';
 
 export type RuleValue =
   | { kind: 'integer'; value: bigint }
@@ -301,7 +302,10 @@ function parseSeconds(rhs: string): number | undefined {
 }
 
 function compileMembership(type: DataFieldType, domain: AnyDomain, rhs: string): Compiled {
-  if (type === 'STRING') return { ok: true, matches: (value) => (scalarOf(value) as string).includes(rhs) };
+  if (type === 'STRING') {
+    const contains = containsAnyMatcher([rhs]);
+    return { ok: true, matches: (value) => contains(scalarOf(value) as string) };
+  }
   const parsed = domain.parse(rhs);
   if (parsed === undefined) return { ok: false, error: domain.expected };
   return { ok: true, matches: (value) => listOf(value).some((element) => domain.compare(element, parsed) === 0) };
@@ -319,8 +323,8 @@ function compileOverlap(type: DataFieldType, domain: AnyDomain, rhs: string): Co
   if (!items.ok) return items;
   const wanted = items.items;
   if (type === 'STRING') {
-    const substrings = wanted as string[];
-    return { ok: true, matches: (value) => substrings.some((s) => (scalarOf(value) as string).includes(s)) };
+    const containsAny = containsAnyMatcher(wanted as string[]);
+    return { ok: true, matches: (value) => containsAny(scalarOf(value) as string) };
   }
   return {
     ok: true,

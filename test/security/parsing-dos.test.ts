@@ -51,6 +51,53 @@ describe('snake_case keys of any length', { retry: 2 }, () => {
     expectRejectedWithoutStall(r, 400);
   });
 
+  const denseKeys = (prefix: string, budget: number) => {
+    const keys: string[] = [];
+    for (let i = 0, size = 0; size < budget; i++) {
+      const key = `${prefix}${i}`;
+      keys.push(`"${key}":1`);
+      size += key.length + 5;
+    }
+    return keys;
+  };
+
+  it('one object of 30,000 keys is 400 before it is parsed (at most 1,000 members)', async () => {
+    const body = `{"projectId":"${k.projectId}","userId":"u","surfaces":[],${denseKeys('a_b_', 1_000_000).join(',')}}`;
+    const r = await underAttack(url, () => post(url, '/v1/GetTreatments', body, { 'x-api-key': k.delivery }));
+    expectRejectedWithoutStall(r, 400, '(body)');
+    expect(r.result.body.error.details[0].description).toMatch(/more than 1000 members/);
+  });
+
+  it('one array of 200,000 items is 400 before it is parsed (at most 10,000 items)', async () => {
+    const body = `{"projectId":"${k.projectId}","userId":"u","events":[${'{},'.repeat(200_000)}{}]}`;
+    expectRejectedWithoutStall(await underAttack(url, () => post(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents })), 400, 'events');
+  });
+
+  it('1 MiB of short keys in objects of 1,000 is 400 before it is parsed (at most 100,000 members in all)', async () => {
+    const object = `{${Array.from({ length: 1000 }, (_, i) => `"_${i}":1`).join(',')}}`;
+    const body = `{"projectId":"${k.projectId}","userId":"u","surfaces":[{"surface":"s"}],"contextualAttributes":[${Array(110).fill(object).join(',')}]}`;
+    const r = await underAttack(url, () => post(url, '/v1/GetTreatments', body, { 'x-api-key': k.delivery }));
+    expectRejectedWithoutStall(r, 400, '(body)');
+    expect(r.result.body.error.details[0].description).toMatch(/more than 100000 members/);
+  });
+
+  it('arrays of 10,000 numbers are counted too', async () => {
+    const array = `[${Array(9_999).fill(1).join(',')}]`;
+    const body = `{"projectId":"${k.projectId}","userId":"u","events":[${Array(50).fill(array).join(',')}]}`;
+    const r = await underAttack(url, () => post(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents }));
+    expectRejectedWithoutStall(r, 400, '(body)');
+  });
+
+  it('just under the limits, 1 MiB of snake_case keys is rewritten in linear time and rejected with a bounded answer', async () => {
+    const keys = denseKeys('a_ba_ba_ba_b_', 1_000_000);
+    const objects: string[] = [];
+    for (let i = 0; i < keys.length; i += 1000) objects.push(`{${keys.slice(i, i + 1000).join(',')}}`);
+    const body = `{"projectId":"${k.projectId}","userId":"u","surfaces":[{"surface":"s"}],"contextualAttributes":[${objects.join(',')}]}`;
+    const r = await underAttack(url, () => post(url, '/v1/GetTreatments', body, { 'x-api-key': k.delivery }));
+    expectRejectedWithoutStall(r, 400);
+    expect(r.result.text.length, 'the 400 lists a bounded number of problems').toBeLessThan(50_000);
+  });
+
   it('the admin API has the same limits', async () => {
     const body = `{"projectId":"x","${'_'.repeat(300_000)}":1}`;
     expectRejectedWithoutStall(await underAttack(url, () => post(url, '/admin/v1/CreateProject', body, admin)), 400);
