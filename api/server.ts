@@ -14,12 +14,18 @@ import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
 import { startWorkersThread } from '../workers/thread/workers-thread-host.js';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { createRedis } from '../shared/clients/redis.js';
+import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
+import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
+import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface RunningService {
   ctx: ServiceContext;
   apps: FastifyInstance[];
+  /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
+  ops: OpsServer;
   /** Ordered, idempotent shutdown (conventions point 8). */
   stop(): Promise<void>;
 }
@@ -44,23 +50,35 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // second core), which also owns the embedded ClickHouse; otherwise one ClickHouse client per
   // process (chDB: one engine per process) is shared by every role of this thread.
   const roles: RoleHandle[] = [];
-  let clickhouse: ClickHouseClient;
+  let clickhouse: ClickHouseClient | undefined;
   const background = config.roles.has('workers') || config.roles.has('scheduler');
-  if (config.workersThread && config.roles.has('api') && background) {
+  if (background && config.workersThread && config.roles.has('api')) {
     const onFatal = (err: Error) => {
       log.fatal({ err }, 'the workers thread died; exiting');
       process.exit(1);
     };
-    const thread = await startWorkersThread(config, log, ctx.metrics, onFatal);
+    const thread = await startWorkersThread(config, log, onFatal);
     clickhouse = thread.clickhouse;
-    roles.push({ name: 'workers-thread', close: () => thread.close() });
-  } else {
+    roles.push({ name: 'workers-thread', close: () => thread.close(), ops: thread.ops });
+  } else if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
     if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
     if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   }
-  ctx.clickhouse = clickhouse;
+  // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
+  // the rpc queue (ctx.warehouse as built). A process with ClickHouse answers them itself, and
+  // with the workers role it also answers the other processes' calls.
+  if (clickhouse) {
+    ctx.clickhouse = clickhouse;
+    ctx.warehouse = directWarehouseOps({ clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
+    if (config.roles.has('workers')) {
+      const connection = createRedis(config.redisUrl, 'worker', 'tds-rpc');
+      connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
+      const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, ctx.warehouse, log.child({ role: 'rpc' }));
+      roles.push({ name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } });
+    }
+  }
   const apps: FastifyInstance[] = [];
   if (config.roles.has('api')) {
     const base = await buildApp(ctx, { listener: 'base', extraPlugins: [metricsPlugin(ctx), queueDashboardPlugin(ctx)] });
@@ -69,6 +87,8 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     await alt.listen({ port: config.altPort, host: config.host });
     apps.push(base, alt);
   }
+  // Observability: every process kind serves /healthz, /readyz, /metrics on OPS_PORT; the roles add their checks.
+  const ops = await startOpsServer({ config, log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles });
   ctx.lifecycle.ready = true;
   log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
 
@@ -78,8 +98,9 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       ctx.lifecycle.ready = false;
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
+      await ops.close();
       await closeContext(ctx);
-      await clickhouse.close();
+      await clickhouse?.close();
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');
@@ -87,7 +108,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     })();
     return stopping;
   };
-  return { ctx, apps, stop };
+  return { ctx, apps, ops, stop };
 }
 
 async function main(): Promise<void> {
@@ -102,30 +123,43 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  let service: RunningService;
-  try {
-    service = await startService(config, log);
-  } catch (err) {
-    log.fatal({ err }, 'start-up failed');
-    process.exit(1);
-  }
+  // Handlers go in before start-up: a stop asked for while the process is still starting (a
+  // supervisor stopping everything at once) waits for the start to finish, then stops in order,
+  // instead of the default action killing the process half-started. `on`, not `once`: a process
+  // group's signal and the supervisor's may both arrive, and a second one must not kill the
+  // process in the middle of its ordered stop.
+  let started: Promise<RunningService> | undefined;
+  let signalled = false;
   const onSignal = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       log.error('shutdown deadline passed; exiting');
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     timer.unref();
-    service.stop().then(
-      () => process.exit(0),
-      (err) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    (started ?? Promise.reject(new Error('not started')))
+      .then((service) => service.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  started = startService(config, log);
+  try {
+    await started;
+    // A supervisor (api/supervisor.ts) holds its stop signal until its children said this.
+    process.send?.({ type: 'tds-ready' });
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    process.exit(1);
+  }
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

@@ -14,6 +14,13 @@ export interface Config {
   altPort: number;
   /** @defaultValue 127.0.0.1 */
   host: string;
+  /**
+   * Operations listener of this process (`/healthz`, `/readyz`, `/metrics`), served by every
+   * role; 0 picks a free port (tests). Each process on one host needs its own. @defaultValue 9464
+   */
+  opsPort: number;
+  /** Listen address of the operations listener; keep it off the public network. @defaultValue 127.0.0.1 */
+  opsHost: string;
   /** @defaultValue redis://127.0.0.1:6379 */
   redisUrl: string;
   /** Prefix of every Redis key (and BullMQ prefix), so several deployments or tests share one Redis. @defaultValue tds */
@@ -65,6 +72,8 @@ export interface Config {
   rateLimitUnauthenticated: number;
   /** Queued events beyond which ingestion answers 429 (Pub/Sub: nack) until the backlog drains. @defaultValue 2000000 */
   ingestMaxBacklog: number;
+  /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
+  apiProcesses: number;
 }
 
 export class ConfigError extends Error {
@@ -147,6 +156,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     port: port(env, 'PORT', 8080),
     altPort: port(env, 'ALT_PORT', 8081),
     host: optional(env, 'HOST') ?? '127.0.0.1',
+    opsPort: port(env, 'OPS_PORT', 9464),
+    opsHost: optional(env, 'OPS_HOST') ?? '127.0.0.1',
     redisUrl,
     redisPrefix: prefix,
     dataDir: optional(env, 'DATA_DIR') ?? './data',
@@ -167,8 +178,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 5000, 1, 10_000_000),
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
+    apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
+  if (cfg.roles.has('api') && cfg.opsPort !== 0 && (cfg.opsPort === cfg.port || cfg.opsPort === cfg.altPort)) throw new ConfigError('OPS_PORT', `must differ from PORT and ALT_PORT (${cfg.opsPort})`);
   return Object.freeze(cfg);
 }

@@ -19,6 +19,7 @@ import { createIngestProducers } from './queues/ingest-producers.js';
 import { ProfileStore } from './stores/profile.store.js';
 import { dataFieldValuesJson } from './domain/data-field-values.js';
 import { createMetrics } from './metrics.js';
+import { remoteWarehouseOps, type RemoteWarehouseOps } from './queues/warehouse-rpc.js';
 
 export interface ContextOptions {
   /** Injectable clock for tests. */
@@ -52,10 +53,13 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
     treatments: new TreatmentStore(redis, keys, now),
     mutualExclusionGroups: new MutualExclusionGroupStore(redis, keys, now),
     ingest: createIngestProducers(redis, config.redisPrefix),
-    profiles: new ProfileStore(redis, keys),
+    profiles: new ProfileStore(redis, keys, { retentionDays: config.retentionDays }),
     metrics: createMetrics({ now }),
+    warehouse: remoteWarehouseOps(redis, config.redisPrefix, log),
   };
   ctx.delivery = deliveryRuntime(ctx);
+  ctx.metrics.watchCache('api_key', auth.cacheStats);
+  if (ctx.delivery.catalog instanceof CatalogCache) ctx.metrics.watchCache('catalog', ctx.delivery.catalog.cacheStats);
   ctx.dataFieldValues = async (projectId, profile) => dataFieldValuesJson(await ctx.dataFields.list(projectId), profile, ctx.now());
   return ctx;
 }
@@ -68,6 +72,7 @@ function deliveryRuntime(ctx: ServiceContext): DeliveryRuntime {
 export async function closeContext(ctx: ServiceContext): Promise<void> {
   await ctx.delivery?.catalog.close();
   await ctx.ingest.close();
+  if ('close' in ctx.warehouse) await (ctx.warehouse as RemoteWarehouseOps).close();
   await ctx.bus.close();
   ctx.redis.disconnect();
 }

@@ -1,7 +1,15 @@
 /**
- * Every Redis key of the service, in one place, under the configured prefix. Per-project keys
- * share the `{projectId}` hash tag so that a project's management state can move to one slot of
- * a Redis Cluster and still be changed atomically by one script.
+ * Every Redis key of the service, in one place, under the configured prefix.
+ *
+ * Ids from requests (project ids, user ids, insert ids, key ids, job ids, …) enter key names only
+ * through `escapeKeyPart`, which percent-encodes `%`, `{`, `}` and `:`: an escaped part contains
+ * neither the separator nor a hash-tag brace, and the encoding is reversible, so two distinct ids
+ * can never build the same key, whatever they contain (`v` + `w}:profile` vs `v}:dedup:i:w`).
+ * Ordinary ids stay readable in `redis-cli`.
+ *
+ * Hash tags (Redis Cluster readiness): every key of a project's management state and ranking
+ * counters shares `{<project>}`; every key of one user shares `{<project>:<user>}`. Each script
+ * touches keys of one tag only, and receives them in KEYS.
  */
 export interface RedisKeys {
   readonly prefix: string;
@@ -23,23 +31,43 @@ export interface RedisKeys {
   changes(projectId: string): string;
   pubSubSources(): string;
   profile(projectId: string, userId: string): string;
-  dedup(projectId: string, userId: string, insertId: string): string;
+  /** Marker of a job (or a request of a merged job) applied to the user's profile; lives while the job can be retried. */
+  jobMarker(projectId: string, userId: string, jobId: string): string;
+  /** Set of the compact insertId markers of a user's events that arrived on one UTC day (`YYYY-MM-DD`). */
+  insertMarkers(projectId: string, userId: string, day: string): string;
   /** Hash of the ranking policy's counters: `v:<surface>:<treatmentId>` (views), `a:<surface>:<treatmentId>` (actions). */
   rankingStats(projectId: string): string;
+  /** Marker of a job whose ranking counter updates were applied (in the ranking hash's slot). */
+  rankingJobMarker(projectId: string, jobId: string): string;
   /** Pub/Sub channel: a project's catalogue or keys changed (payload: JSON message). */
   invalidationChannel(): string;
   /** Stream of new params-resolved aggregation data fields (`projectId`, `dataFieldId`) for the backfill worker. */
   dataFieldCreated(): string;
 }
 
+const UNSAFE_ANY = /[%{}:]/;
+const UNSAFE_ALL = /[%{}:]/g;
+const ENCODED: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D', ':': '%3A' };
+
+/** Percent-encodes `%`, `{`, `}` and `:` (linear time; the common case returns the id itself). */
+export function escapeKeyPart(id: string): string {
+  return UNSAFE_ANY.test(id) ? id.replace(UNSAFE_ALL, (c) => ENCODED[c]) : id;
+}
+
+/** Inverse of `escapeKeyPart`. */
+export function unescapeKeyPart(part: string): string {
+  return part.includes('%') ? decodeURIComponent(part) : part;
+}
+
 export function redisKeys(prefix: string): RedisKeys {
   const p = `${prefix}:`;
-  const proj = (projectId: string) => `${p}p:{${projectId}}`;
+  const proj = (projectId: string) => `${p}p:{${escapeKeyPart(projectId)}}`;
+  const user = (projectId: string, userId: string) => `${p}u:{${escapeKeyPart(projectId)}:${escapeKeyPart(userId)}}`;
   return {
     prefix,
     projects: () => `${p}projects`,
     project: (id) => `${proj(id)}:project`,
-    apiKey: (keyId) => `${p}apikey:${keyId}`,
+    apiKey: (keyId) => `${p}apikey:${escapeKeyPart(keyId)}`,
     projectApiKeys: (id) => `${proj(id)}:apikeys`,
     seq: (kind) => `${p}seq:${kind}`,
     surfaces: (id) => `${proj(id)}:surfaces`,
@@ -54,9 +82,11 @@ export function redisKeys(prefix: string): RedisKeys {
     catalogVersion: (id) => `${proj(id)}:version`,
     changes: (id) => `${proj(id)}:changes`,
     pubSubSources: () => `${p}pubsub-sources`,
-    profile: (id, userId) => `${p}u:{${id}:${userId}}:profile`,
-    dedup: (id, userId, insertId) => `${p}u:{${id}:${userId}}:dedup:${insertId}`,
+    profile: (id, userId) => `${user(id, userId)}:profile`,
+    jobMarker: (id, userId, jobId) => `${user(id, userId)}:job:${escapeKeyPart(jobId)}`,
+    insertMarkers: (id, userId, day) => `${user(id, userId)}:ins:${escapeKeyPart(day)}`,
     rankingStats: (id) => `${proj(id)}:ranking`,
+    rankingJobMarker: (id, jobId) => `${proj(id)}:ranking-job:${escapeKeyPart(jobId)}`,
     invalidationChannel: () => `${p}invalidate`,
     dataFieldCreated: () => `${p}datafield-created`,
   };

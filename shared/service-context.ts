@@ -11,6 +11,7 @@ import type { RankingPolicy } from './domain/ranking/ranking-policy.js';
 import type { RankingStatsStore } from './stores/ranking-stats.store.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './metrics.js';
+import type { WarehouseOps } from './queues/warehouse-rpc.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
@@ -31,10 +32,15 @@ export interface ServiceContext extends CoreContext {
   mutualExclusionGroups: MutualExclusionGroupStore;
   ingest: IngestProducers;
   profiles: ProfileStore;
-  /** Counters and gauges of this process, served at `GET /metrics`. */
+  /** Counters and gauges of this thread, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
   metrics: Metrics;
   /** Set by the composition root when this process talks to ClickHouse (one chDB engine per process). */
   clickhouse?: ClickHouseClient;
+  /**
+   * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
+   * else a request/reply call to the workers role over the rpc queue.
+   */
+  warehouse: WarehouseOps;
   /** GetTreatments' caches and ranking policy (set by `createServiceContext`). */
   delivery?: DeliveryRuntime;
   /** Computed data-field values of a profile, by dataFieldId (set by the delivery area). */

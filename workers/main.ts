@@ -10,7 +10,8 @@ import { ProjectStore } from '../shared/stores/project.store.js';
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregate/data-field-cache.js';
 import { startAggregationWorker } from './aggregate/scheduler.js';
 import { startPubSubIntake } from './ingest/pubsub-intake.js';
-import { rankingOps } from '../shared/stores/ranking-stats.store.js';
+import { RankingCounterStore, rankingOps } from '../shared/stores/ranking-stats.store.js';
+import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -18,6 +19,8 @@ export interface RoleHandle {
   name: string;
   /** Idempotent; finishes active work before it resolves. */
   close(): Promise<void>;
+  /** Readiness checks and metrics this role adds to the process's ops listener. */
+  ops?: OpsContribution;
 }
 
 export interface WorkersRole extends RoleHandle {
@@ -31,19 +34,28 @@ export interface WorkersRole extends RoleHandle {
 export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
   const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
-  const profiles = new ProfileStore(connection, ctx.keys);
+  const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache)]);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), async (job) => rankingOps(job, ctx.keys)]);
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus });
-  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest });
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache)]);
+  const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
+  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
   const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
+  const consumers: ReadinessCheck = {
+    name: 'queue-consumers',
+    check: () => {
+      const stopped = [...ingest.workers, aggregations.worker].filter((w) => closing !== undefined || !w.isRunning()).map((w) => w.name);
+      if (stopped.length > 0) throw new Error(`not consuming: ${stopped.join(', ')}`);
+    },
+  };
   return {
     name: 'workers',
     ingest,
+    ops: { checks: [clickhouseCheck(clickhouse), consumers] },
     close: () => {
       // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
       closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close()])).then(() => {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.js';
+import { scrubString } from '../../shared/logger.js';
 
 interface AjvError {
   instancePath: string;
@@ -73,8 +74,10 @@ export function registerErrorHandler(app: FastifyInstance): void {
     else if (err.statusCode === 429) apiErr = new ApiError(429, 'RESOURCE_EXHAUSTED', 'too many requests');
     else apiErr = new ApiError(500, 'INTERNAL', 'internal error; retry the request');
 
+    // `err` goes through the logger's error serializer (no command arguments, no secrets); a
+    // rejection's message may quote the body (a JSON parse error shows a fragment of it).
     if (apiErr.httpStatus >= 500) req.log.error({ err }, 'request failed');
-    else req.log.warn({ status: apiErr.code, errMessage: apiErr.message }, 'request rejected');
+    else req.log.warn({ status: apiErr.code, errMessage: scrubString(apiErr.message) }, 'request rejected');
     if (apiErr.httpStatus === 503) void reply.header('retry-after', '1');
     void reply.code(apiErr.httpStatus).send(errorBody(apiErr));
   });

@@ -2,6 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { errorBody, UnavailableError } from '../../shared/errors.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 
+/**
+ * The public listener's probes, kept for load balancers. The full readiness of a process (its
+ * ClickHouse and queue consumers too) and its metrics are on the ops listener (shared/platform/ops-server.ts).
+ */
 export function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   /** Process alive. */
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

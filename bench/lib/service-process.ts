@@ -56,6 +56,8 @@ export class ServiceProcess {
         ROLE: 'all',
         PORT: String(port),
         ALT_PORT: String(altPort),
+        // a free ops port: benchmarks and tests of several engineers share the machine
+        OPS_PORT: '0',
         HOST: '127.0.0.1',
         REDIS_URL: opts.redisUrl,
         REDIS_PREFIX: opts.prefix,

@@ -23,6 +23,8 @@ export class Authenticator {
    * entries go with its record on every invalidation.
    */
   private readonly verified = new Map<string, ApiKeyRecord>();
+  /** Presented keys answered from `verified` (hits) or verified afresh (misses); read by /metrics. */
+  readonly cacheStats = { hits: 0, misses: 0 };
 
   constructor(
     private readonly apiKeys: ApiKeyStore,
@@ -72,7 +74,9 @@ export class Authenticator {
    * else undefined (then `verifyKey` decides). Lets the request path skip a promise per call.
    */
   knownKey(rawKey: string | undefined): ApiKeyRecord | undefined {
-    return rawKey && this.bus.isListening ? this.verified.get(rawKey) : undefined;
+    const known = rawKey && this.bus.isListening ? this.verified.get(rawKey) : undefined;
+    if (known !== undefined) this.cacheStats.hits++;
+    return known;
   }
 
   /** Without waiting: `authorize`'s answer when it admits the call from cached state alone, else undefined. */
@@ -88,6 +92,7 @@ export class Authenticator {
     if (!rawKey) throw new UnauthenticatedError('missing API key: send it in the x-api-key header');
     const known = this.knownKey(rawKey);
     if (known !== undefined) return known;
+    this.cacheStats.misses++;
     const parsed = parseApiKey(rawKey);
     if (!parsed) throw new UnauthenticatedError();
     const key = await this.keyRecord(parsed.keyId);

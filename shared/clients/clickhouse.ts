@@ -136,15 +136,23 @@ const PERMANENT_TYPES = new Set(Object.keys(PERMANENT_ERRORS));
 const PERMANENT_CODES = new Set(Object.values(PERMANENT_ERRORS).map(String));
 
 /**
+ * max_partitions_per_insert_block: the same rows would be refused on every retry. It shares the
+ * code TOO_MANY_PARTS (252) with the insert throttle (too many parts awaiting merges), which is
+ * transient, so it is told apart by its message.
+ */
+const TOO_MANY_PARTITIONS = /Too many partitions for single INSERT block/i;
+
+/**
  * Decides whether a failed ClickHouse call may be retried. Duck-typed on purpose: chDB's errors
  * are `ClickHouseError`s of `@clickhouse/client-common`, a different class from the one
  * `@clickhouse/client` exports, so `instanceof` would miss them. Network errors (connection
- * refused/reset, timeouts), TOO_MANY_PARTS, MEMORY_LIMIT_EXCEEDED, Keeper and replica errors all
+ * refused/reset, timeouts), TOO_MANY_PARTS (but for too many partitions in one insert), MEMORY_LIMIT_EXCEEDED, Keeper and replica errors all
  * fall to 'retriable'. A RangeError is ours: a value that cannot be converted for a column.
  */
 export function classifyClickhouseError(err: unknown): ClickhouseErrorClass {
   for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
     if (e instanceof RangeError) return 'permanent';
+    if (e instanceof Error && TOO_MANY_PARTITIONS.test(e.message)) return 'permanent';
     const { type, code, clickhouseCode } = e as { type?: unknown; code?: unknown; clickhouseCode?: unknown };
     if (typeof type === 'string' && PERMANENT_TYPES.has(type)) return 'permanent';
     if (typeof code === 'string' && PERMANENT_CODES.has(code) && typeof type !== 'string') return 'permanent';

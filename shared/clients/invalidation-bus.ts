@@ -28,18 +28,48 @@ export function deliverLocally(channel: string, raw: string): void {
   if (buses) for (const bus of buses) bus.receive(raw);
 }
 
+export interface InvalidationBusOptions {
+  /** How often the subscriber connection is PINGed (allowed in subscribe mode). @defaultValue 500 */
+  heartbeatMs?: number;
+  /**
+   * A connection silent this long (no PONG, or a handshake or SUBSCRIBE that never answers) is
+   * taken for dead: `isListening` goes false and the connection is recycled. A half-open TCP
+   * connection never closes on its own, so without this a process would trust its caches
+   * forever while every invalidation is lost. Detection takes at most this plus a quarter of
+   * `heartbeatMs`. @defaultValue 1500
+   */
+  silenceMs?: number;
+}
+
 export class InvalidationBus {
   private readonly sub: Redis;
   private readonly listeners = new Set<InvalidationListener>();
+  private readonly heartbeatMs: number;
+  private readonly silenceMs: number;
+  private readonly timer: NodeJS.Timeout;
   private connected = false;
   private closed = false;
+  /** Last sign of life of the current connection (a PONG, the subscription, or the start of a handshake). */
+  private aliveAt = performance.now();
+  private pingSentAt = -Infinity;
+  private lastTickAt = performance.now();
+  /** A late tick (the process was busy) may find a PONG still unread in the socket: judge at the next one. */
+  private lateTickForgiven = false;
+  private pingOutstanding = false;
+  /** Bumped whenever the connection is replaced: a late PONG of an old one proves nothing. */
+  private epoch = 0;
 
-  constructor(url: string, private readonly channel: string, private readonly log: Logger) {
+  constructor(url: string, private readonly channel: string, private readonly log: Logger, opts: InvalidationBusOptions = {}) {
+    this.heartbeatMs = opts.heartbeatMs ?? 500;
+    this.silenceMs = opts.silenceMs ?? 1500;
     this.sub = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 200, 2000), connectionName: 'invalidation' });
     this.sub.on('error', (err) => this.log.debug({ err }, 'invalidation subscriber error'));
     this.sub.on('ready', () => {
+      const epoch = this.epoch;
       this.sub.subscribe(this.channel).then(
         () => {
+          if (epoch !== this.epoch || this.closed) return;
+          this.aliveAt = performance.now();
           this.connected = true;
           this.emit({ kind: 'all' });
         },
@@ -49,14 +79,65 @@ export class InvalidationBus {
         },
       );
     });
-    this.sub.on('close', () => {
-      if (this.connected) this.emit({ kind: 'all' });
-      this.connected = false;
-    });
+    this.sub.on('close', () => this.lost());
     this.sub.on('message', (_ch: string, raw: string) => this.receive(raw));
+    this.timer = setInterval(() => this.heartbeat(), Math.max(10, Math.floor(this.heartbeatMs / 4)));
+    this.timer.unref();
     let buses = localBuses.get(channel);
     if (!buses) localBuses.set(channel, (buses = new Set()));
     buses.add(this);
+  }
+
+  /** The connection is gone or untrustworthy: caches stop trusting themselves until it is back. */
+  private lost(): void {
+    this.epoch++;
+    this.pingOutstanding = false;
+    if (this.connected) {
+      this.connected = false;
+      this.emit({ kind: 'all' });
+    }
+  }
+
+  private heartbeat(): void {
+    if (this.closed) return;
+    const now = performance.now();
+    const late = now - this.lastTickAt > this.heartbeatMs;
+    this.lastTickAt = now;
+    const status = this.sub.status;
+    // While ioredis is (re)connecting, its own retry strategy and connect timeout are in charge.
+    if (status !== 'connect' && status !== 'ready') {
+      this.aliveAt = now;
+      return;
+    }
+    if (now - this.aliveAt > this.silenceMs) {
+      if (late && !this.lateTickForgiven) {
+        this.lateTickForgiven = true;
+        return;
+      }
+      this.lateTickForgiven = false;
+      this.log.warn({ silentMs: Math.round(now - this.aliveAt), status }, 'invalidation subscriber silent; reconnecting (caches check versions meanwhile)');
+      this.lost();
+      this.aliveAt = now;
+      // destroy, not end(): a half-open peer would never complete a graceful close
+      this.sub.stream?.destroy();
+      return;
+    }
+    this.lateTickForgiven = false;
+    if (status !== 'ready' || this.pingOutstanding || now - this.pingSentAt < this.heartbeatMs) return;
+    const epoch = this.epoch;
+    this.pingOutstanding = true;
+    this.pingSentAt = now;
+    this.sub.ping().then(
+      () => {
+        if (epoch !== this.epoch) return;
+        this.pingOutstanding = false;
+        // a connection that answers but is not subscribed (SUBSCRIBE failed) is no better than a silent one
+        if (this.connected) this.aliveAt = performance.now();
+      },
+      () => {
+        if (epoch === this.epoch) this.pingOutstanding = false;
+      },
+    );
   }
 
   /** One message as published on the channel; an unreadable one drops everything. */
@@ -94,6 +175,7 @@ export class InvalidationBus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.timer);
     const buses = localBuses.get(this.channel);
     buses?.delete(this);
     if (buses?.size === 0) localBuses.delete(this.channel);

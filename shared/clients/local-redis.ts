@@ -32,7 +32,7 @@ export class RedisBinaryMissingError extends Error {
  * with its data under `dataDir` (append-only file on), so the all-in-one service runs on a fresh
  * machine. Returns the child (to stop at shutdown) or undefined when Redis was already there.
  */
-export async function ensureLocalRedis(url: string, dataDir: string, log: Logger): Promise<ChildProcess | undefined> {
+export async function ensureLocalRedis(url: string, dataDir: string, log: Logger, opts: { detached?: boolean } = {}): Promise<ChildProcess | undefined> {
   if (await answers(url)) return undefined;
   const u = new URL(url);
   if (!LOCAL_HOSTS.has(u.hostname)) return undefined;
@@ -43,7 +43,9 @@ export async function ensureLocalRedis(url: string, dataDir: string, log: Logger
   const child = spawn(
     'redis-server',
     ['--port', port, '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction', '--save', ''],
-    { stdio: 'ignore' },
+    // detached: a signal to the supervisor's process group leaves Redis up until the services
+    // that use it have stopped; the supervisor stops it last.
+    { stdio: 'ignore', detached: opts.detached ?? false },
   );
   log.info({ port, dir }, 'started a local redis-server (append-only file on) because nothing answered at REDIS_URL');
   for (let i = 0; i < 50; i++) {

@@ -61,6 +61,8 @@ export class CatalogCache {
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Plans served from memory (hits) or awaited from a first compile (misses); read by /metrics. */
+  readonly cacheStats = { hits: 0, misses: 0 };
 
   constructor(
     private readonly deps: CatalogCacheDeps,
@@ -85,7 +87,11 @@ export class CatalogCache {
       this.entries.set(projectId, entry);
     }
     entry.lastUsed = this.clock();
-    if (entry.plan !== undefined) return entry.plan;
+    if (entry.plan !== undefined) {
+      this.cacheStats.hits++;
+      return entry.plan;
+    }
+    this.cacheStats.misses++;
     entry.first ??= this.firstCompile(projectId, entry);
     return entry.first;
   }

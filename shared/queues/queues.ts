@@ -9,6 +9,10 @@ export const QUEUE = {
   events: 'events',
   interactions: 'interactions',
   aggregations: 'aggregations',
+  /** Request/reply calls from API processes to the process that owns ClickHouse (warehouse-rpc.ts). */
+  rpc: 'rpc',
+  /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
+  isolated: 'isolated',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -81,6 +85,9 @@ export interface AggregationJob {
   reason: 'schedule' | 'backfill' | 'manual';
 }
 
+/** Failed jobs kept per queue (newest first) for the dashboard. */
+export const FAILED_JOBS_KEPT = 10_000;
+
 /**
  * Retries with capped exponential backoff for transient failures (ClickHouse or Redis down):
  * a job that returned 200 to a client must not run out of attempts during an outage of hours.
@@ -90,7 +97,9 @@ export const INGEST_JOB_OPTIONS: JobsOptions = {
   attempts: 100_000,
   backoff: { type: 'capped-exponential', delay: 200 },
   removeOnComplete: { age: 3600, count: 10_000 },
-  removeOnFail: { age: 30 * 24 * 3600 },
+  // Failed jobs are in `dead_letters` already (payload and reason); the queue keeps the newest
+  // ones for the dashboard only, so a flood of poison input cannot grow Redis without bound.
+  removeOnFail: { age: 30 * 24 * 3600, count: FAILED_JOBS_KEPT },
 };
 
 export const BACKOFF_CAP_MS = 30_000;

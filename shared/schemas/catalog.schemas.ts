@@ -16,7 +16,6 @@ const SurfaceName = Type.String({ minLength: 1, maxLength: 128, pattern: SURFACE
 const SurfaceOut = Type.Object({ projectId: Type.String(), name: Type.String(), description: Type.String(), createTime: TimestampOut });
 
 export const InsertSurfaceBody = Strict({ projectId: ProjectId, name: SurfaceName, description: Type.Optional(Type.String({ maxLength: 1024 })) });
-export const InsertSurfaceResponse = Type.Object({ surface: SurfaceOut });
 export const GetAllSurfacesBody = Strict({ projectId: ProjectId });
 export const GetAllSurfacesResponse = Type.Object({ surfaces: Type.Array(SurfaceOut) });
 
@@ -170,4 +169,29 @@ const DataFieldParamsOut = Type.Object({
 export const GetDataFieldsBody = Strict({ projectId: ProjectId, dataFieldParams: Type.Array(DataFieldParamsIn, { minItems: 1, maxItems: 100 }) });
 export const GetDataFieldsResponse = Type.Object({
   dataFields: Type.Array(Type.Object({ dataFieldId: Int64Out, dataFieldParams: DataFieldParamsOut, dataFieldType: Type.String() })),
+});
+
+/** Resolved form of a GetDataFields entry, shared by InsertSurface (D47). */
+const ResolvedDataFieldOut = Type.Object({ dataFieldId: Int64Out, dataFieldParams: DataFieldParamsOut, dataFieldType: Type.String() });
+
+/** `dataFields`: beyond D12, the fields every surface is provisioned with (D47), as GetDataFields answers them. */
+export const InsertSurfaceResponse = Type.Object({ surface: SurfaceOut, dataFields: Type.Array(ResolvedDataFieldOut) });
+
+/**
+ * D47: one entry per data field. A user-property field (InsertDataField, or a GetDataFields user
+ * attribute) has `projectId`, `name` and `userProperty`; an aggregation has `dataFieldParams`
+ * (canonical form) and `dataFieldType`.
+ */
+export const GetAllDataFieldsBody = Strict({ projectId: ProjectId });
+export const GetAllDataFieldsResponse = Type.Object({
+  dataFields: Type.Array(
+    Type.Object({
+      dataFieldId: Int64Out,
+      projectId: Type.Optional(Type.String()),
+      name: Type.Optional(Type.String()),
+      userProperty: Type.Optional(Type.Object({ dataType: Type.String() })),
+      dataFieldParams: Type.Optional(DataFieldParamsOut),
+      dataFieldType: Type.Optional(Type.String()),
+    }),
+  ),
 });

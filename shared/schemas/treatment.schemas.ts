@@ -103,6 +103,8 @@ export const UpdateTreatmentRequest = Strict({
   startTimestamp: Type.Optional(TimestampIn),
   content: Type.Optional(ContentIn),
   ...versionFieldsIn,
+  clearEndTimestamp: Type.Optional(Type.Boolean({ description: 'true: the new version never ends (not with endTimestamp); a version-level change (D50)' })),
+  clearTargetAction: Type.Optional(Type.Boolean({ description: 'true: the new version has no target action (not with targetAction); a version-level change (D50)' })),
   shouldPublish: Type.Optional(Type.Boolean()),
   mutualExclusionGroup: Type.Optional(GroupName),
   shouldDelete: Type.Optional(Type.Boolean()),

@@ -14,6 +14,12 @@ import { deliverLocally } from '../clients/invalidation-bus.js';
 export interface AtomicWriteSpec {
   /** HGET key field must equal `expect` (null: the field must not exist). */
   checks: { key: string; field: string; expect: string | null }[];
+  /**
+   * GET key must equal `value` (null: the key must not exist). Used with the project's catalogue
+   * version, which every management write bumps: a writer that validated against many records
+   * (every treatment of a type) learns that none of them changed without checking each.
+   */
+  expectString?: { key: string; value: string | null };
   /** HSET (or HDEL when value is null) applied in order once every check passed. */
   writes: { key: string; field: string; value: string | null }[];
   /** Appended to a stream (the operator-readable change log). */
@@ -24,34 +30,60 @@ export interface AtomicWriteSpec {
   publish?: { channel: string; message: string };
 }
 
+/** Entries kept in a project's change stream (approximate trim); each entry is at most CHANGE_ENTRY_MAX_BYTES of before/after. */
+export const CHANGE_LOG_MAX_ENTRIES = 100_000;
+
+/*
+ * Every key arrives in KEYS (the spec names them by index), so the script is Redis Cluster-ready
+ * once a change's keys share one hash tag.
+ */
 const SCRIPT = new RedisScript(`
 local spec = cjson.decode(ARGV[1])
 for _, c in ipairs(spec.checks) do
-  local cur = redis.call('HGET', c.key, c.field)
+  local cur = redis.call('HGET', KEYS[c.key], c.field)
   if c.expect == cjson.null then
     if cur then return 0 end
   else
     if cur ~= c.expect then return 0 end
   end
 end
+if spec.expectString then
+  local cur = redis.call('GET', KEYS[spec.expectString.key])
+  if spec.expectString.value == cjson.null then
+    if cur then return 0 end
+  elseif cur ~= spec.expectString.value then return 0 end
+end
 for _, w in ipairs(spec.writes) do
-  if w.value == cjson.null then redis.call('HDEL', w.key, w.field)
-  else redis.call('HSET', w.key, w.field, w.value) end
+  if w.value == cjson.null then redis.call('HDEL', KEYS[w.key], w.field)
+  else redis.call('HSET', KEYS[w.key], w.field, w.value) end
 end
 if spec.change then
   local args = {}
   for k, v in pairs(spec.change.entry) do table.insert(args, k); table.insert(args, v) end
-  redis.call('XADD', spec.change.key, 'MAXLEN', '~', '1000000', '*', unpack(args))
+  redis.call('XADD', KEYS[spec.change.key], 'MAXLEN', '~', spec.change.maxlen, '*', unpack(args))
 end
-if spec.versionKey then redis.call('INCR', spec.versionKey) end
+if spec.versionKey then redis.call('INCR', KEYS[spec.versionKey]) end
 if spec.publish then redis.call('PUBLISH', spec.publish.channel, spec.publish.message) end
 return 1
 `);
 
-/** Keys are passed inside ARGV; this script is not Redis Cluster-safe across projects by design (one project = one hash tag). */
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
-  const body = { checks: spec.checks.map((c) => ({ ...c, expect: c.expect ?? null })), writes: spec.writes, change: spec.change, versionKey: spec.versionKey, publish: spec.publish };
-  const res = await SCRIPT.run(redis, [], [JSON.stringify(body)]);
+  const keys: string[] = [];
+  const index = new Map<string, number>();
+  const k = (key: string) => {
+    let i = index.get(key);
+    if (i === undefined) index.set(key, (i = keys.push(key)));
+    return i;
+  };
+  const body = {
+    checks: spec.checks.map((c) => ({ key: k(c.key), field: c.field, expect: c.expect ?? null })),
+    expectString: spec.expectString ? { key: k(spec.expectString.key), value: spec.expectString.value ?? null } : undefined,
+    writes: spec.writes.map((w) => ({ key: k(w.key), field: w.field, value: w.value })),
+    change: spec.change && { key: k(spec.change.key), entry: spec.change.entry, maxlen: String(CHANGE_LOG_MAX_ENTRIES) },
+    versionKey: spec.versionKey === undefined ? undefined : k(spec.versionKey),
+    publish: spec.publish,
+  };
+  const res = await SCRIPT.run(redis, keys, [JSON.stringify(body)]);
   if (res !== 1) return false;
   if (spec.publish) deliverLocally(spec.publish.channel, spec.publish.message);
   return true;

@@ -54,11 +54,11 @@ export class DataFieldStore {
    * One data field per params entry, in order (GetDataFields). Known entries are read in two
    * round trips; only new ones take the create path.
    */
-  async resolve(projectId: string, entries: NormalizedParams[], actor: string): Promise<DataFieldRecord[]> {
+  async resolve(projectId: string, entries: NormalizedParams[], actor: string, operation = 'GetDataFields'): Promise<DataFieldRecord[]> {
     const known = await this.lookup(projectId, entries);
     const out: DataFieldRecord[] = [];
     for (const [i, entry] of entries.entries()) {
-      out.push(known[i] ?? (await this.resolveOne(projectId, entry, actor)));
+      out.push(known[i] ?? (await this.resolveOne(projectId, entry, actor, operation)));
     }
     return out;
   }
@@ -80,10 +80,10 @@ export class DataFieldStore {
     });
   }
 
-  private async resolveOne(projectId: string, entry: NormalizedParams, actor: string): Promise<DataFieldRecord> {
+  private async resolveOne(projectId: string, entry: NormalizedParams, actor: string, operation: string): Promise<DataFieldRecord> {
     const attr = userAttributeName(entry);
-    if (attr !== undefined) return this.registerNamed(projectId, attr, DEFAULT_USER_PROPERTY_TYPE, actor, 'GetDataFields');
-    const { record, created } = await this.registerParams(projectId, entry, actor);
+    if (attr !== undefined) return this.registerNamed(projectId, attr, DEFAULT_USER_PROPERTY_TYPE, actor, operation);
+    const { record, created } = await this.registerParams(projectId, entry, actor, operation);
     if (created) {
       // The stream is a hint that makes a new aggregation fill sooner; it cannot be part of the
       // atomic write, so a crash between the two loses only the hint: the scheduler's periodic
@@ -107,19 +107,19 @@ export class DataFieldStore {
     });
   }
 
-  private async registerParams(projectId: string, entry: NormalizedParams, actor: string): Promise<{ record: DataFieldRecord; created: boolean }> {
+  private async registerParams(projectId: string, entry: NormalizedParams, actor: string, operation: string): Promise<{ record: DataFieldRecord; created: boolean }> {
     const index = this.keys.dataFieldParams(projectId);
     const agg = aggregationOf(entry.canonical);
     if (!agg) throw new Error('registerParams: params entry has no aggregation');
     const dataFieldType: DataFieldType = aggregationResultType(agg.key);
     let id: string | undefined;
-    return withOptimisticRetry<{ record: DataFieldRecord; created: boolean }>('GetDataFields', async () => {
+    return withOptimisticRetry<{ record: DataFieldRecord; created: boolean }>(operation, async () => {
       const existingId = await this.redis.hget(index, entry.key);
       const existing = existingId ? await this.get(projectId, existingId) : undefined;
       if (existing) return { done: true as const, value: { record: existing, created: false } };
       id ??= await this.nextId();
       const record: DataFieldRecord = { dataFieldId: id, projectId, dataFieldType, params: entry.canonical, createTime: new Date(this.now()).toISOString() };
-      const ok = await this.create(projectId, record, { key: index, field: entry.key }, actor, 'GetDataFields');
+      const ok = await this.create(projectId, record, { key: index, field: entry.key }, actor, operation);
       return ok ? { done: true as const, value: { record, created: true } } : { done: false as const };
     });
   }

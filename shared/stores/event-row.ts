@@ -307,7 +307,11 @@ export function toUserAttributeUpdateRow(input: UserAttributeInput, dedupKey: st
  * jobs is never re-sent identically, so the batch writer skips the token (`dedupToken: false`).
  * The settings go in the statement's SETTINGS clause, never in `clickhouse_settings`: chDB turns
  * those into session-wide `SET`s that leak into every later query of the process.
- * throw_on_max_partitions_per_insert_block = 0: one request may hold events of many months.
+ * The partitions-per-insert guard stays on, explicitly (a server profile may differ): every table
+ * is partitioned by month of a client-given time, and the API bounds those times (RETENTION_DAYS
+ * back, 24 h ahead: about 15 months), so a batch of any number of jobs spans few partitions. A
+ * batch over the limit is refused whole, and the batch writer then retries it caller by caller
+ * (classifyClickhouseError: permanent), so one bad job cannot hold back the others.
  */
 export async function insertRows<T extends ClickhouseTable>(
   client: ClickHouseClient,
@@ -335,11 +339,14 @@ export function rowLine<T extends ClickhouseTable>(table: T, row: TableRows[T]):
   return JSON.stringify(TABLE_COLUMNS[table].map((c) => row[c]));
 }
 
+/** Monthly partitions one insert may touch (ClickHouse's default): an insert over it is refused. */
+export const MAX_PARTITIONS_PER_INSERT = 100;
+
 /** Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (see insertRows for the settings). */
 export async function insertLines(client: ClickHouseClient, table: ClickhouseTable, lines: readonly string[], opts: { dedupToken?: boolean } = {}): Promise<void> {
   if (lines.length === 0) return;
   const body = `${lines.join('\n')}\n`;
-  const settings = ['throw_on_max_partitions_per_insert_block = 0'];
+  const settings = [`max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`, 'throw_on_max_partitions_per_insert_block = 1'];
   if (opts.dedupToken !== false) {
     settings.unshift(`insert_deduplication_token = '${createHash('sha256').update(table).update('\n').update(body).digest('hex')}'`);
   }

@@ -1,29 +1,73 @@
 import type { Redis } from 'ioredis';
 import type { PropertyValue } from '../domain/types.js';
 import type { RedisKeys } from '../redis-keys.js';
+import { createHash } from 'node:crypto';
 import { RedisScript } from '../clients/redis-script.js';
+import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../queues/queues.js';
 
-/** D31: de-duplication markers live at least 7 days in the fast path (ClickHouse keeps them for ever). */
-export const DEDUP_TTL_SECONDS = 8 * 24 * 3600;
+/**
+ * D31: an insertId is de-duplicated for at least 7 days, whatever timestamp its retries carry.
+ * Markers are kept per user and per UTC day of *arrival* (one set a user a day, however many
+ * event days a request names); a day's set expires 8 days after that day ends, and a new event is
+ * looked up in the sets of the last INSERT_MARKER_DAYS days. So a marker is found for 8 to 9 days
+ * after it was stored, and each user costs at most 9 marker sets.
+ */
+export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
+export const INSERT_MARKER_DAYS = 9;
+
+/**
+ * How long a job marker must outlive its job's first attempt: as long as the job can still be
+ * retried (every attempt at the capped backoff) plus the time a failed job is kept (an operator
+ * may retry it from the dashboard). When their job completes, markers are cut to a short grace
+ * (`expireJobMarkers`); this TTL only bounds the ones whose job failed or whose cut was lost.
+ */
+export const JOB_MARKER_TTL_SECONDS = Math.ceil(((INGEST_JOB_OPTIONS.attempts ?? 1) * BACKOFF_CAP_MS) / 1000) + removeOnFailAgeSeconds();
+
+function removeOnFailAgeSeconds(): number {
+  const r = INGEST_JOB_OPTIONS.removeOnFail;
+  return typeof r === 'object' && 'age' in r && r.age !== undefined ? r.age : 30 * 24 * 3600;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The compact insertId marker: the first 8 bytes of SHA-1 of the de-duplication id as a signed
+ * 64-bit decimal, so a day's set is a Redis intset (8 bytes per marker up to 512 markers a user
+ * a day, `set-max-intset-entries`). Collisions within one user's day: about n²/2^65.
+ */
+export function insertMarker(dedupId: string): string {
+  return createHash('sha1').update(dedupId).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * The arrival days whose marker sets a job consults, newest (today, where new markers go) first,
+ * as UTC `YYYY-MM-DD`, and when today's set expires (epoch s).
+ */
+export function insertMarkerDays(nowMs: number): { days: string[]; expireAt: number } {
+  const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const days = Array.from({ length: INSERT_MARKER_DAYS }, (_, i) => new Date(today - i * DAY_MS).toISOString().slice(0, 10));
+  return { days, expireAt: (today + DAY_MS) / 1000 + INSERT_MARKER_TTL_SECONDS };
+}
 
 /**
  * A counter or extreme kept in the user's profile hash, applied with the event that causes it:
  * `inc` adds, `min`/`max` keep the extreme, `incnew` adds only the first time `marker` is seen
- * (distinct counts), `ginc` adds to a project-wide hash. `ginc` names a key outside the user's
- * hash slot: fine on one Redis, and the reason the service runs on a single primary, not a Redis Cluster.
+ * (distinct counts). Every op stays inside the user's hash (one slot); project-wide counters
+ * (ranking) have their own script (`RankingCounterStore`).
  */
 export type ProfileOp =
   | ['inc', string, number]
   | ['min', string, number]
   | ['max', string, number]
-  | ['incnew', string, string, number]
-  /** HINCRBY on another hash (project-wide statistics such as the ranking policy's counters). */
-  | ['ginc', string, string, number];
+  | ['incnew', string, string, number];
 
 export interface ProfileEvent {
-  /** Cross-job de-duplication (insertId); absent: the event is only protected by the job marker. */
+  /**
+   * Cross-job de-duplication id (`i:<insertId>`, or `m:<messageId>:<index>` for a Pub/Sub event
+   * without one); absent: the event is only protected by the job marker.
+   */
   dedupId?: string;
-  /** Last-write-wins timestamp (ms) of the user properties it carries. */
+  /** Event time (ms): last-write-wins timestamp of its user properties. */
   ts: number;
   userProperties?: Record<string, PropertyValue>;
   ops?: ProfileOp[];
@@ -35,19 +79,29 @@ export interface StoredProfile {
   fields: Record<string, string>;
 }
 
+export interface ProfileStoreOptions {
+  /** An untouched profile expires after this many days (D44 RETENTION_DAYS). @defaultValue 400 */
+  retentionDays?: number;
+  /** Wall clock (ms) naming the arrival day of markers; Redis expires them by its own clock. @defaultValue Date.now */
+  wallClock?: () => number;
+}
+
 /*
  * One atomic script per job and user: the job marker, the per-insertId markers, the user-property
- * writes and the aggregate updates commit together or not at all. A retry of the job after a
- * crash at any point therefore has exactly the effect of one delivery (D34): either the script
- * ran (the job marker is there, the retry changes nothing) or it did not (the retry applies it).
+ * writes, the aggregate updates and the profile's TTL commit together or not at all. A retry of
+ * the job after a crash at any point therefore has exactly the effect of one delivery (D34):
+ * either the script ran (the job marker is there, the retry changes nothing) or it did not (the
+ * retry applies it). Every key is in KEYS and carries the user's hash tag.
  *
  * Arguments are positional strings, not JSON (no cjson tables per event), and identical ops of
  * a job's events are grouped: a job of 100 events counted in one daily field costs one HINCRBY
  * of the number of new events, not 100. An op applies as many times as the new (not
  * de-duplicated) events of its group, which is what applying it event by event would do:
- * `inc`/`ginc` add per event, `min`/`max` are idempotent, and an `incnew` repeated with the same
+ * `inc` adds per event, `min`/`max` are idempotent, and an `incnew` repeated with the same
  * marker counts once either way.
- *   ARGV: dedupPrefix, ttl, n, dedupId x n ('' = none),
+ *   KEYS: profile, job marker, then (when an event has a de-duplication id) the marker sets of
+ *         the last INSERT_MARKER_DAYS arrival days, today's first
+ *   ARGV: jobTtl, profileTtl, today's set expireAt, n, marker x n ('' = none),
  *         groups, then per group: kind, a, b, c, k, event index x k (1-based),
  *         props, then per property: event index, ts, name, JSON value
  */
@@ -55,19 +109,34 @@ const APPLY = new RedisScript(`
 local prof = KEYS[1]
 local jobKey = KEYS[2]
 if redis.call('EXISTS', jobKey) == 1 then return -1 end
-local prefix = ARGV[1]
-local ttl = ARGV[2]
-local n = tonumber(ARGV[3])
+local n = tonumber(ARGV[4])
+local pos = 5
+local older = {}
+for j = 4, #KEYS do
+  if redis.call('EXISTS', KEYS[j]) == 1 then older[#older + 1] = KEYS[j] end
+end
 local fresh = {}
+local added = false
 local applied = 0
 for i = 1, n do
-  local d = ARGV[3 + i]
-  if d == '' or redis.call('SET', prefix .. d, '1', 'NX', 'EX', ttl) then
+  local m = ARGV[pos]
+  pos = pos + 1
+  local new = true
+  if m ~= '' then
+    for _, key in ipairs(older) do
+      if redis.call('SISMEMBER', key, m) == 1 then new = false break end
+    end
+    if new then
+      new = redis.call('SADD', KEYS[3], m) == 1
+      added = added or new
+    end
+  end
+  if new then
     fresh[i] = true
     applied = applied + 1
   end
 end
-local pos = 4 + n
+if added then redis.call('EXPIREAT', KEYS[3], ARGV[3]) end
 local groups = tonumber(ARGV[pos])
 pos = pos + 1
 for g = 1, groups do
@@ -87,8 +156,6 @@ for g = 1, groups do
     elseif kind == 'max' then
       local cur = redis.call('HGET', prof, a)
       if (not cur) or tonumber(b) > tonumber(cur) then redis.call('HSET', prof, a, b) end
-    elseif kind == 'ginc' then
-      redis.call('HINCRBY', a, b, count == 1 and c or tonumber(c) * count)
     elseif kind == 'incnew' then
       if redis.call('HSETNX', prof, a, '1') == 1 then redis.call('HINCRBY', prof, b, c) end
     end
@@ -106,18 +173,24 @@ for p = 1, props do
     end
   end
 end
-redis.call('SET', jobKey, '1', 'EX', ttl)
+redis.call('EXPIRE', prof, ARGV[2])
+redis.call('SET', jobKey, '1', 'EX', ARGV[1])
 return applied
 `);
 
-/** The script's positional arguments for a job's events (see APPLY). */
-export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]): string[] {
-  const args = [dedupPrefix, String(DEDUP_TTL_SECONDS), String(events.length)];
+/** The script's positional arguments (see APPLY) and whether it needs the marker sets in KEYS. */
+export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: number; markersExpireAt: number }): { needsMarkers: boolean; args: string[] } {
+  const markers: string[] = [];
   const groups = new Map<string, { op: ProfileOp; events: number[] }>();
   const props: string[] = [];
+  let needsMarkers = false;
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    args.push(e.dedupId !== undefined ? `i:${e.dedupId}` : '');
+    if (e.dedupId === undefined) markers.push('');
+    else {
+      needsMarkers = true;
+      markers.push(insertMarker(e.dedupId));
+    }
     if (e.ops) {
       for (const op of e.ops) {
         const key = op.join('\u0000');
@@ -130,6 +203,8 @@ export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]):
       for (const name in e.userProperties) props.push(String(i + 1), String(e.ts), name, JSON.stringify(e.userProperties[name]));
     }
   }
+  const args = [String(JOB_MARKER_TTL_SECONDS), String(opts.profileTtl), String(opts.markersExpireAt), String(events.length)];
+  for (const x of markers) args.push(x);
   args.push(String(groups.size));
   for (const { op, events: idx } of groups.values()) {
     args.push(op[0], String(op[1]), String(op[2]), op[3] === undefined ? '' : String(op[3]), String(idx.length));
@@ -137,26 +212,70 @@ export function applyArgs(dedupPrefix: string, events: readonly ProfileEvent[]):
   }
   args.push(String(props.length / 4));
   for (const x of props) args.push(x);
-  return args;
+  return { needsMarkers, args };
+}
+
+/** A job (or one request of a merged job) as applied to one user: the identity of its marker. */
+export interface AppliedUnit {
+  projectId: string;
+  userId: string;
+  id: string;
 }
 
 export class ProfileStore {
+  private readonly profileTtl: number;
+  private readonly wallClock: () => number;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
-  ) {}
+    opts: ProfileStoreOptions = {},
+  ) {
+    this.profileTtl = (opts.retentionDays ?? 400) * 86_400;
+    this.wallClock = opts.wallClock ?? Date.now;
+  }
 
   /**
    * Applies the events of one job to one user's profile exactly once. Returns the number of
    * events applied (duplicates by insertId are skipped), or -1 when the job was applied before.
    */
   async applyEvents(projectId: string, userId: string, jobId: string, events: ProfileEvent[]): Promise<number> {
-    const res = await APPLY.run(
-      this.redis,
-      [this.keys.profile(projectId, userId), this.keys.dedup(projectId, userId, `j:${jobId}`)],
-      applyArgs(this.keys.dedup(projectId, userId, ''), events),
-    );
+    const { days, expireAt } = insertMarkerDays(this.wallClock());
+    const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
+    const keys = [this.keys.profile(projectId, userId), this.keys.jobMarker(projectId, userId, jobId)];
+    if (needsMarkers) for (const day of days) keys.push(this.keys.insertMarkers(projectId, userId, day));
+    const res = await APPLY.run(this.redis, keys, args);
     return Number(res);
+  }
+
+  /**
+   * Which of these units were applied already (their marker exists), in one round trip: a retried
+   * job skips the ClickHouse insert of those (their rows were stored before their script ran).
+   */
+  async applied(units: readonly AppliedUnit[]): Promise<boolean[]> {
+    if (units.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const u of units) p.exists(this.keys.jobMarker(u.projectId, u.userId, u.id));
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, n]) => {
+      if (err) throw err;
+      return n === 1;
+    });
+  }
+
+  /**
+   * Shortens the markers of completed units to `graceSeconds` (best effort: their TTL is the
+   * backstop). Not an immediate DEL: a job whose lock was lost (a worker blocked past its lock)
+   * may still be running its first execution after another worker completed the job, and its
+   * script must still find the marker; the grace covers that overlap.
+   */
+  async expireJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[], graceSeconds: number): Promise<void> {
+    if (units.length === 0 && extraKeys.length === 0) return;
+    const p = this.redis.pipeline();
+    // One command per key: each key is in its own user's slot (Redis Cluster forbids multi-slot commands).
+    for (const u of units) p.expire(this.keys.jobMarker(u.projectId, u.userId, u.id), graceSeconds);
+    for (const k of extraKeys) p.expire(k, graceSeconds);
+    await p.exec();
   }
 
   async get(projectId: string, userId: string): Promise<StoredProfile> {

@@ -3,21 +3,57 @@ import type { Logger } from 'pino';
 import type { InteractionJob } from '../queues/queues.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { actionsField, EMPTY_STATS_VIEW, statsViewFromHash, viewsField, type RankingStatsView } from '../domain/ranking/ranking-policy.js';
-import type { ProfileOp } from './profile.store.js';
+import { JOB_MARKER_TTL_SECONDS } from './profile.store.js';
+import { RedisScript } from '../clients/redis-script.js';
 
 /** Interactions that count as the target action of a view (D29). */
 const ACTION_TYPES: ReadonlySet<string> = new Set(['CLICKED', 'CTA_COMPLETED']);
 
+/** A ranking counter update: HINCRBY `field` of the project's ranking hash by `by`. */
+export type RankingDelta = [field: string, by: number];
+
 /**
- * The counter updates of one interaction, for the interactions worker. They travel as `ginc` ops
- * inside the profile script of the job, so they are applied exactly once with it (D34): a retried
- * job never counts a view twice.
+ * The counter updates of one interaction, for the interactions worker (applied exactly once by
+ * `RankingCounterStore.apply`, guarded by the job's ranking marker). The API admits only
+ * interactions on surfaces and treatments of the catalogue, so the hash holds at most
+ * 2 fields per (surface, treatment) pair of the project.
  */
-export function rankingOps(job: InteractionJob, keys: RedisKeys): ProfileOp[] {
-  const key = keys.rankingStats(job.projectId);
-  if (job.interactionType === 'VIEWED') return [['ginc', key, viewsField(job.surface, job.treatmentId), 1]];
-  if (ACTION_TYPES.has(job.interactionType)) return [['ginc', key, actionsField(job.surface, job.treatmentId), 1]];
+export function rankingOps(job: InteractionJob): RankingDelta[] {
+  if (job.interactionType === 'VIEWED') return [[viewsField(job.surface, job.treatmentId), 1]];
+  if (ACTION_TYPES.has(job.interactionType)) return [[actionsField(job.surface, job.treatmentId), 1]];
   return [];
+}
+
+/*
+ * The ranking counters of one job, exactly once: the marker and the counters are in the project's
+ * ranking slot (`{<project>}`), apart from the user's profile script, so each script touches one
+ * hash slot (Redis Cluster).
+ *   KEYS: ranking hash, job marker   ARGV: marker TTL, then (field, by) pairs
+ */
+const APPLY_RANKING = new RedisScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+return 1
+`);
+
+export class RankingCounterStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  /** Applies a job's counter updates once; -1 when they had been applied before. */
+  async apply(projectId: string, jobId: string, deltas: readonly RankingDelta[]): Promise<number> {
+    if (deltas.length === 0) return 0;
+    const args: (string | number)[] = [JOB_MARKER_TTL_SECONDS];
+    for (const [field, by] of deltas) args.push(field, by);
+    return Number(await APPLY_RANKING.run(this.redis, [this.keys.rankingStats(projectId), this.keys.rankingJobMarker(projectId, jobId)], args));
+  }
+
+  markerKey(projectId: string, jobId: string): string {
+    return this.keys.rankingJobMarker(projectId, jobId);
+  }
 }
 
 export interface RankingStatsStoreOptions {

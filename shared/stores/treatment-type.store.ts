@@ -85,10 +85,20 @@ export class TreatmentTypeStore {
     });
   }
 
-  /** D6: 404 when the id is not a type of this project; 409 when renamed onto another type's name. */
-  async update(projectId: string, treatmentTypeId: string, patch: TreatmentTypePatch): Promise<TreatmentType> {
+  /**
+   * D6: 404 when the id is not a type of this project; 409 when renamed onto another type's name.
+   * `guard` (D50) may throw to refuse the change after reading whatever it needs (the project's
+   * treatments); the write then also requires the project's catalogue version to be the one read
+   * before the guard ran. Every treatment write bumps that version, so a treatment changed between
+   * the guard's read and this write makes the attempt conflict and run again with fresh data, and a
+   * treatment write checks the type it validated against (TreatmentStore): neither side can
+   * slip a value past the other.
+   */
+  async update(projectId: string, treatmentTypeId: string, patch: TreatmentTypePatch, guard?: (before: TreatmentType, after: TreatmentType) => Promise<void>): Promise<TreatmentType> {
     return withOptimisticRetry<TreatmentType>('UpdateTreatmentType', async () => {
       const key = this.keys.treatmentTypes(projectId);
+      // Read before anything the guard reads, so a change in between is caught by the write.
+      const catalogVersion = guard ? await this.redis.get(this.keys.catalogVersion(projectId)) : null;
       const raw = await this.redis.hget(key, treatmentTypeId);
       if (!raw) throw new NotFoundError(`treatment type ${treatmentTypeId} does not exist in project "${projectId}"`);
       const before = JSON.parse(raw) as TreatmentType;
@@ -102,6 +112,7 @@ export class TreatmentTypeStore {
         lastModifiedBy: patch.lastModifiedBy,
         lastModifiedTimestamp: new Date(this.now()).toISOString(),
       };
+      if (guard) await guard(before, after);
       const checks: AtomicWriteSpec['checks'] = [{ key, field: treatmentTypeId, expect: raw }];
       const writes: AtomicWriteSpec['writes'] = [{ key, field: treatmentTypeId, value: JSON.stringify(after) }];
       if (after.treatmentTypeName !== before.treatmentTypeName) {
@@ -110,7 +121,8 @@ export class TreatmentTypeStore {
         checks.push({ key: names, field: after.treatmentTypeName, expect: null });
         writes.push({ key: names, field: before.treatmentTypeName, value: null }, { key: names, field: after.treatmentTypeName, value: treatmentTypeId });
       }
-      const ok = await atomicWrite(this.redis, { checks, writes, ...this.recorded(projectId, 'UpdateTreatmentType', before, after) });
+      const expectString = guard ? { key: this.keys.catalogVersion(projectId), value: catalogVersion } : undefined;
+      const ok = await atomicWrite(this.redis, { checks, expectString, writes, ...this.recorded(projectId, 'UpdateTreatmentType', before, after) });
       return ok ? { done: true as const, value: after } : { done: false as const };
     });
   }

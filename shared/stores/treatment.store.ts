@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { TreatmentRecord } from '../domain/types.js';
-import { AbortedError, AlreadyExistsError, NotFoundError } from '../errors.js';
+import type { TreatmentRecord, TreatmentType } from '../domain/types.js';
+import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from '../errors.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { compareIds } from '../domain/ids.js';
 import { atomicWrite, withOptimisticRetry, type AtomicWriteSpec } from './atomic-write.js';
@@ -12,8 +12,11 @@ export interface ChangeMeta {
   operation: string;
 }
 
-/** What an update computes from the current record; `changed: false` skips the write. */
-export type TreatmentTransition = (current: TreatmentRecord) => { treatment: TreatmentRecord; changed: boolean };
+/**
+ * What an update computes from the current record and the current state of its type (undefined
+ * if the type is gone); `changed: false` skips the write. It may throw to refuse the update.
+ */
+export type TreatmentTransition = (current: TreatmentRecord, type: TreatmentType | undefined) => { treatment: TreatmentRecord; changed: boolean };
 
 /**
  * Treatments of a project: hash `keys.treatments(projectId)`, field = treatmentId → JSON
@@ -43,23 +46,34 @@ export class TreatmentStore {
     return (await this.redis.hget(this.keys.externalTreatmentIds(projectId), externalTreatmentId)) ?? undefined;
   }
 
-  /** Assigns the next treatmentId and stores what `build` makes of it. 409 on a taken externalTreatmentId. */
-  async insert(projectId: string, build: (treatmentId: string) => TreatmentRecord, meta: ChangeMeta): Promise<TreatmentRecord> {
-    const treatmentId = String(await this.redis.incr(this.keys.seq('treatment')));
-    const record = build(treatmentId);
-    const json = JSON.stringify(record);
-    const spec = this.writeSpec(projectId, meta, undefined, record);
-    spec.checks.push({ key: this.keys.treatments(projectId), field: treatmentId, expect: null });
-    spec.writes.push({ key: this.keys.treatments(projectId), field: treatmentId, value: json });
-    if (await atomicWrite(this.redis, spec)) return record;
-    // The id is fresh, so only the externalTreatmentId check can have failed.
-    if (record.externalTreatmentId !== undefined) throw externalIdTaken(record.externalTreatmentId);
-    throw new AbortedError('InsertTreatment: concurrent change, retry the request');
+  /**
+   * Assigns the next treatmentId and stores what `build` makes of it and of the current state of
+   * type `treatmentTypeId` (`build` may throw to refuse). 409 on a taken externalTreatmentId. The
+   * write checks the type is still the one `build` saw (D50): a concurrent UpdateTreatmentType
+   * makes the attempt run again against the new type.
+   */
+  async insert(projectId: string, treatmentTypeId: string, build: (treatmentId: string, type: TreatmentType) => TreatmentRecord, meta: ChangeMeta): Promise<TreatmentRecord> {
+    let treatmentId: string | undefined;
+    return withOptimisticRetry<TreatmentRecord>(meta.operation, async () => {
+      const typeRaw = await this.redis.hget(this.keys.treatmentTypes(projectId), treatmentTypeId);
+      if (!typeRaw) throw new FailedPreconditionError(`treatment type ${treatmentTypeId} no longer exists`);
+      // Allocated once per request, so a retried attempt does not burn another id.
+      treatmentId ??= String(await this.redis.incr(this.keys.seq('treatment')));
+      const record = build(treatmentId, JSON.parse(typeRaw) as TreatmentType);
+      const spec = this.writeSpec(projectId, meta, undefined, record);
+      spec.checks.push({ key: this.keys.treatments(projectId), field: treatmentId, expect: null }, this.typeCheck(projectId, treatmentTypeId, typeRaw));
+      spec.writes.push({ key: this.keys.treatments(projectId), field: treatmentId, value: JSON.stringify(record) });
+      if (await atomicWrite(this.redis, spec)) return { done: true as const, value: record };
+      const ext = record.externalTreatmentId;
+      if (ext !== undefined && (await this.idByExternalId(projectId, ext)) !== undefined) throw externalIdTaken(ext);
+      return { done: false as const };
+    });
   }
 
   /**
    * Read → `transition` → compare-and-set, retried on conflict; `transition` sees the freshest
-   * record each time and may throw (404, FAILED_PRECONDITION ...) to abort.
+   * record and type each time and may throw (404, FAILED_PRECONDITION ...) to abort. The write
+   * checks both, so content validated against a type is never stored under a changed type (D50).
    */
   async update(projectId: string, treatmentId: string, transition: TreatmentTransition, meta: ChangeMeta): Promise<TreatmentRecord> {
     const key = this.keys.treatments(projectId);
@@ -67,15 +81,20 @@ export class TreatmentStore {
       const raw = await this.redis.hget(key, treatmentId);
       if (!raw) throw new NotFoundError(`treatment ${treatmentId} does not exist in project ${projectId}`);
       const before = JSON.parse(raw) as TreatmentRecord;
-      const { treatment: after, changed } = transition(before);
+      const typeRaw = await this.redis.hget(this.keys.treatmentTypes(projectId), before.treatmentTypeId);
+      const { treatment: after, changed } = transition(before, typeRaw ? (JSON.parse(typeRaw) as TreatmentType) : undefined);
       if (!changed) return { done: true as const, value: before };
       await this.assertExternalIdFree(projectId, before, after);
       const spec = this.writeSpec(projectId, meta, before, after);
-      spec.checks.push({ key, field: treatmentId, expect: raw });
+      spec.checks.push({ key, field: treatmentId, expect: raw }, this.typeCheck(projectId, before.treatmentTypeId, typeRaw));
       spec.writes.push({ key, field: treatmentId, value: JSON.stringify(after) });
       const ok = await atomicWrite(this.redis, spec);
       return ok ? { done: true as const, value: after } : { done: false as const };
     });
+  }
+
+  private typeCheck(projectId: string, treatmentTypeId: string, typeRaw: string | null): AtomicWriteSpec['checks'][number] {
+    return { key: this.keys.treatmentTypes(projectId), field: treatmentTypeId, expect: typeRaw };
   }
 
   private async assertExternalIdFree(projectId: string, before: TreatmentRecord, after: TreatmentRecord): Promise<void> {

@@ -11,7 +11,7 @@ export interface ChildService {
 export function spawnService(env: Record<string, string>): ChildService {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
     cwd: new URL('../../', import.meta.url).pathname,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, LOG_LEVEL: 'warn', OPS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

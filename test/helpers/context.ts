@@ -17,7 +17,7 @@ export function uniquePrefix(label = 't'): string {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', ...overrides });
+  return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...overrides });
 }
 
 export interface TestApp {

@@ -3,8 +3,7 @@ import type { Command } from 'ioredis';
 import { CatalogCache } from '../../shared/delivery/catalog-cache.js';
 import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
 import type { InteractionJob } from '../../shared/queues/queues.js';
-import type { ProfileOp } from '../../shared/stores/profile.store.js';
-import { rankingOps, RankingStatsStore } from '../../shared/stores/ranking-stats.store.js';
+import { RankingCounterStore, rankingOps, RankingStatsStore, type RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 const MINUTE = 60_000;
@@ -276,17 +275,17 @@ describe('ranking (D29)', () => {
     return { kind: 'interaction', projectId: p.projectId, userId: 'x', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: '0', receivedAt: 0 };
   }
 
-  /** The counters as the interactions worker writes them: `rankingOps` applied through the profile script. */
+  /** The counters as the interactions worker writes them: `rankingOps` applied by the ranking counter script. */
   async function seedInteractions(p: ProjectKeys, treatmentId: string, views: number, clicks: number, completions: number): Promise<void> {
-    const ops: ProfileOp[] = [];
+    const deltas: RankingDelta[] = [];
     const add = (type: string, n: number) => {
-      for (let i = 0; i < n; i++) ops.push(...rankingOps(interaction(p, treatmentId, type), t.ctx.keys));
+      for (let i = 0; i < n; i++) deltas.push(...rankingOps(interaction(p, treatmentId, type)));
     };
     add('VIEWED', views);
     add('CLICKED', clicks);
     add('CTA_COMPLETED', completions);
     add('DISMISSED', 5);
-    await t.ctx.profiles.applyEvents(p.projectId, 'x', `rank-${++seq}`, [{ ts: Date.now(), ops }]);
+    await new RankingCounterStore(t.ctx.redis, t.ctx.keys).apply(p.projectId, `rank-${++seq}`, deltas);
   }
 
   it('counts VIEWED as views and CLICKED + CTA_COMPLETED as actions, per surface and treatment', async () => {

@@ -127,11 +127,19 @@ describe('LogEvents end to end', () => {
     expect(nices).toContain(10);
   });
 
-  it('runs the workers in their own thread, whose counters reach /metrics', async () => {
+  it('runs the workers in their own thread, whose counters reach the ops listener\'s /metrics', async () => {
     expect(s.service.ctx.config.workersThread).toBe(true);
-    const metrics = await (await fetch(`${s.baseUrl}/metrics`)).text();
-    const written = /^ingest_events_written_total (\d+)/m.exec(metrics);
+    const metrics = await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text();
+    const written = /^tds_ingest_events_written_total (\d+)/m.exec(metrics);
     expect(Number(written?.[1])).toBeGreaterThanOrEqual(3);
+    // each thread's heap and event loop, labelled; the process figures once (from the main thread)
+    expect(metrics).toMatch(/^tds_nodejs_heap_size_used_bytes\{thread="main"\} \d+/m);
+    expect(metrics).toMatch(/^tds_nodejs_heap_size_used_bytes\{thread="workers"\} \d+/m);
+    expect(metrics).toMatch(/^tds_nodejs_eventloop_lag_p99_seconds\{thread="workers"\} /m);
+    expect(metrics.match(/^tds_process_resident_memory_bytes/gm)).toHaveLength(1);
+    expect(metrics.match(/^# TYPE tds_nodejs_heap_size_used_bytes /gm)).toHaveLength(1);
+    // the thread's readiness (its Redis, ClickHouse, consumers) is part of the process's
+    expect(await (await fetch(`http://127.0.0.1:${s.service.ops.port}/readyz`)).json()).toEqual({ status: 'ready', checks: ['lifecycle', 'redis', 'workers-thread'] });
   });
 
   it('accepts snake_case fields and the api-key query parameter', async () => {

@@ -7,6 +7,7 @@ import { metricsPlugin, requestMetricsPlugin } from '../../api/plugins/metrics.p
 import { queueDashboardPlugin } from '../../api/plugins/queue-dashboard.plugin.js';
 import { createRedis } from '../../shared/clients/redis.js';
 import { createMetrics } from '../../shared/metrics.js';
+import { startOpsServer, type OpsServer } from '../../shared/platform/ops-server.js';
 import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
 import { ADMIN_TOKEN, createTestApp, waitUntil, type TestApp } from '../helpers/context.js';
 
@@ -39,7 +40,8 @@ const bearer = { authorization: `Bearer ${ADMIN_TOKEN}` };
 let t: TestApp;
 let ops: FastifyInstance;
 let alt: FastifyInstance;
-let queues: Queue[] = [];
+let opsServer: OpsServer;
+const queues: Queue[] = [];
 
 function queue(name: string): Queue {
   const q = new Queue(name, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
@@ -47,48 +49,55 @@ function queue(name: string): Queue {
   return q;
 }
 
+async function scrapeRes(): Promise<Response> {
+  const res = await fetch(`http://127.0.0.1:${opsServer.port}/metrics`);
+  expect(res.status).toBe(200);
+  return res;
+}
+
 async function scrape(): Promise<Sample[]> {
-  const res = await ops.inject({ method: 'GET', url: '/metrics' });
-  expect(res.statusCode).toBe(200);
-  return parseExposition(res.body);
+  return parseExposition(await (await scrapeRes()).text());
 }
 
 beforeAll(async () => {
   t = await createTestApp({}, { fixedNow: NOW });
   ops = await buildApp(t.ctx, { listener: 'base', extraPlugins: [metricsPlugin(t.ctx), queueDashboardPlugin(t.ctx)] });
   alt = await buildApp(t.ctx, { listener: 'alt', extraPlugins: [requestMetricsPlugin(t.ctx)] });
+  opsServer = await startOpsServer({ config: t.ctx.config, log: t.ctx.log, redis: t.ctx.redis, metrics: t.ctx.metrics, lifecycle: t.ctx.lifecycle, roles: [] });
 });
 
 afterAll(async () => {
   for (const q of queues) await q.close();
+  await opsServer?.close();
   await ops?.close();
   await alt?.close();
   await t?.close();
 });
 
-describe('GET /metrics', () => {
+describe('GET /metrics (ops listener)', () => {
   it('counts requests by route and status, with unknown paths under one label', async () => {
     for (let i = 0; i < 3; i++) await ops.inject({ method: 'GET', url: '/healthz' });
     expect((await ops.inject({ method: 'POST', url: '/v1/LogEvents', payload: {} })).statusCode).toBe(401);
     await ops.inject({ method: 'GET', url: '/no/such/path/1' });
     await ops.inject({ method: 'GET', url: '/no/such/path/2' });
 
-    const res = await ops.inject({ method: 'GET', url: '/metrics' });
-    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
-    const s = parseExposition(res.body);
-    expect(sample(s, 'http_requests_total', { operation: '/healthz', status: '200' })).toBe(3);
-    expect(sample(s, 'http_requests_total', { operation: '/v1/LogEvents', status: '401' })).toBe(1);
-    expect(sample(s, 'http_requests_total', { operation: 'unmatched', status: '404' })).toBe(2);
+    const res = await scrapeRes();
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const s = parseExposition(await res.text());
+    expect(sample(s, 'tds_http_requests_total', { operation: '/healthz', status: '200' })).toBe(3);
+    expect(sample(s, 'tds_http_requests_total', { operation: '/v1/LogEvents', status: '401' })).toBe(1);
+    expect(sample(s, 'tds_http_requests_total', { operation: 'unmatched', status: '404' })).toBe(2);
     expect(s.some((x) => x.labels.operation?.startsWith('/no/such'))).toBe(false);
-    expect(sample(s, 'http_request_duration_seconds_count', { operation: '/healthz' })).toBe(3);
-    expect(sample(s, 'http_request_duration_seconds_bucket', { operation: '/healthz', le: '5' })).toBe(3);
+    expect(sample(s, 'tds_http_request_duration_seconds_count', { operation: '/healthz' })).toBe(3);
+    expect(sample(s, 'tds_http_request_duration_seconds_bucket', { operation: '/healthz', le: '5' })).toBe(3);
   });
 
-  it('is not served on the alternate listener, whose requests still count', async () => {
+  it('is not served on the public listeners, whose requests still count', async () => {
     expect((await alt.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
+    expect((await ops.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
     const res = await alt.inject({ method: 'POST', url: '/v1/GetTreatment', payload: {} });
     const s = await scrape();
-    expect(sample(s, 'http_requests_total', { operation: '/v1/GetTreatment', status: String(res.statusCode) })).toBe(1);
+    expect(sample(s, 'tds_http_requests_total', { operation: '/v1/GetTreatment', status: String(res.statusCode) })).toBe(1);
   });
 
   it('reports queue depth and the age of the oldest waiting job, per queue', async () => {
@@ -97,11 +106,11 @@ describe('GET /metrics', () => {
     await events.add('events', { n: 2 }, { timestamp: NOW - 5_000 });
     const s = await scrape();
     expect(sample(s, 'tds_redis_up')).toBe(1);
-    expect(sample(s, 'queue_jobs', { queue: 'events', state: 'waiting' })).toBe(2);
-    expect(sample(s, 'queue_jobs', { queue: 'interactions', state: 'waiting' })).toBe(0);
+    expect(sample(s, 'tds_queue_jobs', { queue: 'events', state: 'waiting' })).toBe(2);
+    expect(sample(s, 'tds_queue_jobs', { queue: 'interactions', state: 'waiting' })).toBe(0);
     // The first job added is the oldest, though it sits at the far end of BullMQ's wait list.
-    expect(sample(s, 'queue_oldest_waiting_age_seconds', { queue: 'events' })).toBe(60);
-    expect(sample(s, 'queue_oldest_waiting_age_seconds', { queue: 'aggregations' })).toBe(0);
+    expect(sample(s, 'tds_queue_oldest_waiting_age_seconds', { queue: 'events' })).toBe(60);
+    expect(sample(s, 'tds_queue_oldest_waiting_age_seconds', { queue: 'aggregations' })).toBe(0);
   });
 
   it('counts ingest outcomes and Pub/Sub messages through the context helpers', async () => {
@@ -113,12 +122,12 @@ describe('GET /metrics', () => {
     t.ctx.metrics.pubsubAcked('p1', 'queued');
     t.ctx.metrics.pubsubAcked('p1', 'dead_letter');
     const s = await scrape();
-    expect(sample(s, 'ingest_events_written_total')).toBe(5);
-    expect(sample(s, 'ingest_duplicates_dropped_total')).toBe(2);
-    expect(sample(s, 'ingest_dead_letters_total')).toBe(1);
-    expect(sample(s, 'pubsub_messages_received_total', { project: 'p1' })).toBe(2);
-    expect(sample(s, 'pubsub_messages_acked_total', { project: 'p1', outcome: 'queued' })).toBe(1);
-    expect(sample(s, 'pubsub_messages_acked_total', { project: 'p1', outcome: 'dead_letter' })).toBe(1);
+    expect(sample(s, 'tds_ingest_events_written_total')).toBe(5);
+    expect(sample(s, 'tds_ingest_duplicates_dropped_total')).toBe(2);
+    expect(sample(s, 'tds_ingest_dead_letters_total')).toBe(1);
+    expect(sample(s, 'tds_pubsub_messages_received_total', { project: 'p1' })).toBe(2);
+    expect(sample(s, 'tds_pubsub_messages_acked_total', { project: 'p1', outcome: 'queued' })).toBe(1);
+    expect(sample(s, 'tds_pubsub_messages_acked_total', { project: 'p1', outcome: 'dead_letter' })).toBe(1);
   });
 
   it('still answers when Redis is down: queue gauges omitted, tds_redis_up 0', async () => {
@@ -132,8 +141,8 @@ describe('GET /metrics', () => {
     try {
       const s = parseExposition(await metrics.render());
       expect(sample(s, 'tds_redis_up')).toBe(0);
-      expect(s.some((x) => x.name === 'queue_jobs' || x.name === 'queue_oldest_waiting_age_seconds')).toBe(false);
-      expect(sample(s, 'http_requests_total', { operation: '/healthz', status: '200' })).toBe(1);
+      expect(s.some((x) => x.name === 'tds_queue_jobs' || x.name === 'tds_queue_oldest_waiting_age_seconds')).toBe(false);
+      expect(sample(s, 'tds_http_requests_total', { operation: '/healthz', status: '200' })).toBe(1);
     } finally {
       await q.close().catch(() => undefined);
       down.disconnect();

@@ -10,7 +10,7 @@ import { createRedis } from '../../shared/clients/redis.js';
 import { ProfileStore } from '../../shared/stores/profile.store.js';
 import { startIngestWorkers } from '../../workers/ingest/ingest-workers.js';
 import { createLogger } from '../../shared/logger.js';
-import { call, createProjectWithKeys, createTestApp, waitUntil, type TestApp } from '../helpers/context.js';
+import { call, createProjectWithKeys, createTestApp, waitUntil } from '../helpers/context.js';
 import { freePort, portAnswers } from '../helpers/child-service.js';
 
 const cleanups: (() => Promise<void>)[] = [];

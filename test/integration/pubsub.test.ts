@@ -209,7 +209,7 @@ describe('ingestion', () => {
       { event_name: 'view', insert_id: '', country: 'DE', source: 'pubsub', user_id: 'u1', event_properties: '{}' },
     ]);
     await waitUntil(async () => (await profileProperties(src.projectId, 'u1')).plan === 'gold', 10_000);
-    expect(await s.service.ctx.metrics.render()).toContain(`pubsub_messages_acked_total{project="${src.projectId}",outcome="queued"} 1`);
+    expect(await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text()).toContain(`tds_pubsub_messages_acked_total{project="${src.projectId}",outcome="queued"} 1`);
   });
 
   it('a UserAttribute message updates the profile, last write wins by update_timestamp', async () => {

@@ -36,7 +36,7 @@ async function start(env: Record<string, string>): Promise<{ service: RunningSer
   const altPort = await freePort();
   const prefix = uniquePrefix('start');
   prefixes.push(prefix);
-  const config = loadConfig({ ROLE: 'api', ALT_PORT: String(altPort), REDIS_PREFIX: prefix, DATA_DIR, ADMIN_TOKEN, LOG_LEVEL: 'silent', AUTO_START_REDIS: 'false', ...env, PORT: String(port) });
+  const config = loadConfig({ ROLE: 'api', ALT_PORT: String(altPort), REDIS_PREFIX: prefix, DATA_DIR, ADMIN_TOKEN, LOG_LEVEL: 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...env, PORT: String(port) });
   return { service: await startService(config, createLogger('silent')), port, altPort };
 }
 

@@ -139,4 +139,14 @@ describe('loadConfig', () => {
   it.each(['1', 'true', 'YES', '0', 'false', 'No'])('AUTO_START_REDIS=%s is a boolean', (v) => {
     expect(loadConfig({ AUTO_START_REDIS: v }).autoStartRedis).toBe(['1', 'true', 'yes'].includes(v.toLowerCase()));
   });
+
+  it('OPS_PORT and OPS_HOST: the ops listener of every process (9464 on 127.0.0.1; 0 = a free port)', () => {
+    expect(loadConfig({})).toMatchObject({ opsPort: 9464, opsHost: '127.0.0.1' });
+    expect(loadConfig({ OPS_PORT: '0', OPS_HOST: '0.0.0.0' })).toMatchObject({ opsPort: 0, opsHost: '0.0.0.0' });
+    expect(configErrorOf({ OPS_PORT: 'x' }).variable).toBe('OPS_PORT');
+    expect(configErrorOf({ OPS_PORT: '70000' }).variable).toBe('OPS_PORT');
+    expect(configErrorOf({ OPS_PORT: '8080' }).variable).toBe('OPS_PORT');
+    expect(configErrorOf({ OPS_PORT: '8081' }).variable).toBe('OPS_PORT');
+    expect(loadConfig({ ROLE: 'workers', OPS_PORT: '8080' }).opsPort).toBe(8080);
+  });
 });

@@ -32,6 +32,8 @@ export interface RecomputeDeps {
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
   log: Logger;
   now: () => number;
+  /** TTL given to a profile this run creates (an existing profile keeps its own). @defaultValue 400 days */
+  profileTtlSeconds?: number;
 }
 
 export interface RecomputeRequest {
@@ -348,6 +350,8 @@ for _, prof in ipairs(KEYS) do
       redis.call('HSET', prof, name, ms)
     end
   end
+  -- a profile written here for the first time must still expire (D44); activity refreshes it elsewhere
+  if redis.call('TTL', prof) == -1 then redis.call('EXPIRE', prof, spec.ttl) end
 end
 return #KEYS
 `);
@@ -382,7 +386,7 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
   if (users.length === 0) return;
   // A new field's backfill skips the scan for stale entries: it has none but what the incremental
   // path wrote since its creation, and the window sums ignore days outside the window anyway.
-  const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField };
+  const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
   await WRITE.run(deps.redis, users.map((u) => deps.keys.profile(run.projectId, u.userId)), writeArgs(spec, run.kind, users));
 }
 

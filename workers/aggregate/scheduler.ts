@@ -9,6 +9,8 @@ import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord, Project } from '../../shared/domain/types.js';
 import { recomputeDataFields, type RecomputeCursor, type RecomputeResult } from './recompute.js';
 import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
+import type { Metrics } from '../../shared/metrics.js';
+import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 
 /** Reads the stream of new aggregation fields and enqueues one backfill per field. */
 export interface BackfillPollJob {
@@ -51,7 +53,8 @@ const RECOMPUTE_JOB_OPTS: JobsOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 10_000 },
   removeOnComplete: { age: 24 * 3600, count: 1000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
+  // bounded by count too: a recompute that keeps failing (one per project per hour) cannot pile up
+  removeOnFail: { age: 7 * 24 * 3600, count: 1000 },
 };
 
 /** Upserts every declared scheduler and removes the ones no longer declared. */
@@ -96,8 +99,12 @@ export interface AggregationWorkerOptions {
   projects: { list(): Promise<Project[]> };
   log: Logger;
   now: () => number;
+  /** TTL of a profile a recompute creates (RETENTION_DAYS). @defaultValue 400 days */
+  profileTtlSeconds?: number;
   /** When given, a catalogue change (a new field among them) triggers a backfill poll at once. */
   bus?: InvalidationBus;
+  /** Job durations and retries, recompute and backfill progress, for /metrics. */
+  metrics?: JobMetrics & Pick<Metrics, 'aggregationProgress' | 'aggregationRunning'>;
 }
 
 /** Delay of the poll after a catalogue change: the field's stream entry is written just after the change is published. */
@@ -180,17 +187,27 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number
 }
 
 async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQueueJob>, data: RecomputeJobData & { projectId: string }): Promise<RecomputeResult> {
-  return recomputeDataFields(
-    { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now },
-    { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
-    {
-      resumeFrom: data.cursor,
-      onCheckpoint: async (cursor, progress) => {
-        await job.updateData({ ...data, cursor });
-        await job.updateProgress(progress);
+  const m = o.metrics;
+  // users already counted by an earlier attempt of this job are not counted again
+  let usersSeen = data.cursor?.usersUpdated ?? 0;
+  m?.aggregationRunning(data.reason, 1);
+  try {
+    return await recomputeDataFields(
+      { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
+      { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
+      {
+        resumeFrom: data.cursor,
+        onCheckpoint: async (cursor, progress) => {
+          m?.aggregationProgress(data.reason, progress.done, progress.total, progress.usersUpdated - usersSeen);
+          usersSeen = progress.usersUpdated;
+          await job.updateData({ ...data, cursor });
+          await job.updateProgress(progress);
+        },
       },
-    },
-  );
+    );
+  } finally {
+    m?.aggregationRunning(data.reason, -1);
+  }
 }
 
 /**
@@ -212,6 +229,7 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
     },
     { connection: o.connection, prefix, concurrency: 1 },
   );
+  if (o.metrics) instrumentWorker(worker, o.metrics);
   worker.on('failed', (job, err) => o.log.warn({ jobId: job?.id, name: job?.name, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'aggregation job failed'));
   // A new field starts its backfill within ~50 ms instead of at the next 1-second poll, which
   // stays as the safety net (a missed nudge, an outage). Concurrent polls are harmless: the

@@ -9,6 +9,8 @@ export interface BatchWriterOptions {
   maxDelayMs?: number;
   /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
   isPermanent?: (err: unknown) => boolean;
+  /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
+  onInsert?: (table: ClickhouseTable, rows: number, seconds: number, failed: boolean) => void;
 }
 
 interface Waiter {
@@ -37,6 +39,7 @@ export class ClickhouseBatchWriter {
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
   private readonly isPermanent: (err: unknown) => boolean;
+  private readonly onInsert?: BatchWriterOptions['onInsert'];
   rowsWritten = 0;
 
   constructor(
@@ -47,6 +50,7 @@ export class ClickhouseBatchWriter {
     this.maxRows = opts.maxRows ?? 10_000;
     this.maxDelayMs = opts.maxDelayMs ?? 50;
     this.isPermanent = opts.isPermanent ?? (() => false);
+    this.onInsert = opts.onInsert;
   }
 
   write(table: ClickhouseTable, lines: readonly string[]): Promise<void> {
@@ -74,11 +78,15 @@ export class ClickhouseBatchWriter {
   }
 
   private async insert(table: ClickhouseTable, waiters: Waiter[]): Promise<void> {
+    const rows = waiters.reduce((n, w) => n + w.lines.length, 0);
+    const started = performance.now();
     try {
       await insertLines(this.client, table, waiters.length === 1 ? waiters[0].lines : waiters.flatMap((w) => w.lines), { dedupToken: false });
-      this.rowsWritten += waiters.reduce((n, w) => n + w.lines.length, 0);
+      this.onInsert?.(table, rows, (performance.now() - started) / 1000, false);
+      this.rowsWritten += rows;
       for (const w of waiters) w.resolve();
     } catch (err) {
+      this.onInsert?.(table, rows, (performance.now() - started) / 1000, true);
       if (waiters.length > 1 && this.isPermanent(err)) {
         this.log.warn({ err, table, callers: waiters.length }, 'batch insert failed permanently; retrying caller by caller to isolate the poison rows');
         for (const w of waiters) await this.insert(table, [w]);

@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/queues/queues.js';
-import type { ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
+import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/stores/profile.store.js';
 import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { asPermanent } from './permanent-errors.js';
@@ -37,6 +37,8 @@ function checkShape(data: EventsJob | UserAttributesJob): void {
  * Order matters for exactly-once: rows first (ClickHouse collapses repeats on the de-duplication
  * key), then the profile script (guarded by the job marker), then the job completes. A crash
  * between any two steps makes BullMQ retry the job, and every step is a no-op the second time.
+ * Before the rows, one round trip reads the markers: a request whose marker is there was applied
+ * (its rows were stored before its script ran), so a retry inserts nothing for it again.
  * Returns the events applied for the first time (-1: a single job that had been applied before).
  */
 export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<number> {
@@ -44,15 +46,37 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps);
   checkShape(data);
+  const [applied] = await deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]);
+  if (applied) return -1;
   if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
   return processEvents(data, jobId, deps);
+}
+
+/** The identities of a job's markers (one per request of a merged job), for the pre-check and their deletion at completion. */
+export function eventsJobUnits(data: EventsQueueJob | undefined, jobId: string): AppliedUnit[] {
+  if (!data || typeof data !== 'object') return [];
+  if (data.kind === 'eventsBatch') {
+    if (!Array.isArray(data.requests)) return [];
+    return data.requests.flatMap((r, i) => (isUserJob(r) ? [{ projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}` }] : []));
+  }
+  return isUserJob(data) ? [{ projectId: data.projectId, userId: data.userId, id: jobId }] : [];
+}
+
+function isUserJob(r: unknown): r is { projectId: string; userId: string } {
+  return !!r && typeof r === 'object' && typeof (r as EventsJob).projectId === 'string' && typeof (r as EventsJob).userId === 'string';
+}
+
+/** The de-duplication id of an event across jobs: its insertId, else (Pub/Sub) its message and position. */
+function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: number): string | undefined {
+  if (e.insertId !== undefined) return `i:${e.insertId}`;
+  return data.origin?.source === 'pubsub' ? `m:${data.origin.messageId}:${index}` : undefined;
 }
 
 /** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
 async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
   await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
-  const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: e.insertId, ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
+  const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: dedupIdOf(data, e, i), ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
   const applied = await deps.profiles.applyEvents(data.projectId, data.userId, id, profileEvents);
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
   return applied;
@@ -62,12 +86,17 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
  * Each request of a merged job is processed as if it were a job of id `<jobId>.<index>`, all at
  * once (their rows share the batch writer's inserts). A request that can never be stored becomes
  * a dead letter on its own and the others complete; any other failure fails the job, and its
- * retry redoes every request, which is a no-op for those that had completed (their markers).
+ * retry redoes only the requests whose marker is missing.
  */
 async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
   if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
+  const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}` } : undefined));
+  const done = await deps.profiles.applied(units.filter((u) => u !== undefined));
+  let k = 0;
+  const skip = units.map((u) => (u === undefined ? false : done[k++]));
   const applied = await Promise.all(
     data.requests.map(async (request, i) => {
+      if (skip[i]) return 0;
       const id = `${jobId}.${i}`;
       try {
         return await asPermanent(async () => {

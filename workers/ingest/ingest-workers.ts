@@ -1,15 +1,31 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/clients/clickhouse.js';
-import { bullPrefix, cappedExponentialBackoff, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
-import type { ProfileStore } from '../../shared/stores/profile.store.js';
+import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/queues/queues.js';
+import type { AppliedUnit, ProfileStore } from '../../shared/stores/profile.store.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
-import { processEventsJob, type EventOpsProvider } from './events.processor.js';
+import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
-import { processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
+import type { Metrics } from '../../shared/metrics.js';
+import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+
+/** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
+const STALLED_OUT = 'job stalled more than allowable limit';
+
+/** Suspects (jobs that stalled out among others) are retried here, one at a time. */
+export const ISOLATION_QUEUE = QUEUE.isolated;
+/** Alone, a job is put back once after its worker died; the second death makes it a dead letter. */
+const ISOLATED_MAX_STALLS = 1;
+
+interface IsolatedJob {
+  queue: DeadLetterSource;
+  data: EventsQueueJob | InteractionJob;
+}
 
 export interface IngestWorkersOptions {
   connection: Redis;
@@ -22,10 +38,21 @@ export interface IngestWorkersOptions {
   concurrency?: number;
   /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
   lockMs?: number;
+  /**
+   * Times a job may be taken over from a worker that died while processing it; one more and it
+   * is retried alone (a merged job: each of its requests), where a second death makes it a dead
+   * letter. Without a bound, a job that kills its process would crash-loop every worker for ever.
+   * @defaultValue 3
+   */
+  maxStalls?: number;
   eventOps?: EventOpsProvider;
   interactionOps?: InteractionOpsProvider;
+  /** Ranking counters of interactions, applied by their own marker-guarded script. */
+  ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
+  /** Insert latency, job durations and retries for /metrics. */
+  metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
 }
 
 export interface IngestWorkers {
@@ -35,15 +62,18 @@ export interface IngestWorkers {
 }
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
-  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent' });
+  const maxStalls = o.maxStalls ?? 3;
+  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix),
     concurrency: o.concurrency ?? 64,
     lockDuration: o.lockMs ?? 30_000,
     stalledInterval: o.lockMs ?? 30_000,
-    // A job held by a worker that died is put back, however often that happens: never lost.
-    maxStalledCount: 1_000_000,
+    // A job held by a worker that died is put back a few times (deploys, OOM kills). A process
+    // that dies takes every job it held with it, so a job that stalls out is only a suspect: the
+    // failed handler moves it (a merged job: each of its requests) to the isolation queue.
+    maxStalledCount: maxStalls,
     settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) },
   };
   const deps = { writer, profiles: o.profiles, now: o.now };
@@ -66,35 +96,104 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       o.onMetric?.('deadLetters', 1);
     },
   };
-  const events = new Worker<EventsQueueJob, number>(QUEUE.events, (job) => asPermanent(() => processEventsJob(job, eventDeps)), common);
-  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, (job) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps })), common);
+  const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
+  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps, ranking: o.ranking }));
+  const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
+  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
-  const onFailed = (source: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
+  // Suspects run one at a time with this process's other workers paused (they finish their
+  // active jobs first), so if a suspect kills the process it takes no other job with it, and a
+  // suspect that stalls here is the culprit. Its identity is its original job id (or
+  // `<jobId>.<index>` for a request of a merged job, exactly its identity there): same marker,
+  // same de-duplication keys, so what was applied before stays applied once.
+  let closing: Promise<void> | undefined;
+  const isolated = new Worker<IsolatedJob, number>(
+    ISOLATION_QUEUE,
+    async (job) => {
+      await Promise.all([events.pause(), interactions.pause()]);
+      try {
+        const inner = { id: job.id, data: job.data.data } as Job;
+        return job.data.queue === 'log_events' ? await runEvents(inner as Job<EventsQueueJob>) : await runInteraction(inner as Job<InteractionJob>);
+      } finally {
+        if (!closing) for (const w of [events, interactions]) void w.resume();
+      }
+    },
+    { ...common, concurrency: 1, maxStalledCount: ISOLATED_MAX_STALLS },
+  );
+  const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix) });
+  isolationQueue.on('error', (err) => o.log.warn({ err }, 'isolation queue error'));
+  const isolate = async (job: Job, source: DeadLetterSource, requests: EventsJob[] | undefined): Promise<number> => {
+    const jobs = requests
+      ? requests.map((data, i) => ({ name: 'isolated', data: { queue: source, data }, opts: { ...INGEST_JOB_OPTIONS, jobId: `${job.id}.${i}` } }))
+      : [{ name: 'isolated', data: { queue: source, data: job.data }, opts: { ...INGEST_JOB_OPTIONS, jobId: String(job.id) } }];
+    await isolationQueue.addBulk(jobs);
+    return jobs.length;
+  };
+
+  const onFailed = (fixedSource?: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
     if (!job) return;
-    const final = err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+    const inIsolation = fixedSource === undefined;
+    const source: DeadLetterSource = fixedSource ?? (job.data as IsolatedJob).queue;
+    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as (EventsQueueJob | InteractionJob) | undefined;
+    const stalledOut = err.message === STALLED_OUT;
+    const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
       o.log.warn({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
       return;
     }
-    o.log.error({ jobId: job.id, queue: source, errMessage: err.message }, 'job failed permanently; stored as a dead letter');
-    o.onMetric?.('deadLetters', 1);
+    const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;
     try {
-      await storeDeadLetter({ projectId: String(job.data?.projectId ?? job.data?.requests?.[0]?.projectId ?? ''), messageId: String(job.id), source, reason: err.message, payload: job.data });
+      if (stalledOut && !inIsolation) {
+        const n = await isolate(job, source, requests);
+        o.log.error({ jobId: job.id, queue: source, stalls: job.stalledCounter, isolated: n }, 'a job was held by workers that died; retried alone to tell the job that kills its worker from the ones that died with it');
+        return;
+      }
+      const reason = stalledOut
+        ? `stalled ${maxStalls + 1 + job.stalledCounter} times: the worker processing it died (${job.stalledCounter} of them while it was processed alone)`
+        : err.message;
+      o.log.error({ jobId: job.id, queue: source, reason }, 'job failed permanently; stored as a dead letter');
+      // A merged job holds requests of many projects: each is a dead letter of its own project.
+      const letters = requests
+        ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
+        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? ''), messageId: String(job.id), payload: data }];
+      for (const l of letters) await storeDeadLetter({ ...l, source, reason });
+      o.onMetric?.('deadLetters', letters.length);
     } catch (e) {
       o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');
     }
   };
   events.on('failed', onFailed('log_events'));
   interactions.on('failed', onFailed('log_treatment_interaction'));
-  for (const w of [events, interactions]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  isolated.on('failed', onFailed());
+  for (const w of [events, interactions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  if (o.metrics) for (const w of [events, interactions, isolated]) instrumentWorker(w, o.metrics);
+  // A completed job is never retried: its markers only have to outlive a duplicate execution
+  // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
+  // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
+  // cut expires with JOB_MARKER_TTL_SECONDS.
+  const markerGraceSeconds = Math.max(60, Math.ceil((10 * (o.lockMs ?? 30_000)) / 1000));
+  const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
+    o.profiles.expireJobMarkers(units, extra, markerGraceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
+  };
+  const interactionDone = (job: Job, data: InteractionJob) => {
+    const unit = interactionUnit(data, job.id!);
+    if (unit) dropMarkers(job, [unit], o.ranking ? [o.ranking.store.markerKey(unit.projectId, unit.id)] : []);
+  };
+  events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
+  interactions.on('completed', (job) => interactionDone(job, job.data));
+  isolated.on('completed', (job) => {
+    if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
+    else interactionDone(job, job.data.data as InteractionJob);
+  });
 
-  let closing: Promise<void> | undefined;
   return {
     writer,
     workers: [events, interactions],
     close: () => {
       // Workers finish their active jobs (which await their inserts) before close resolves.
-      closing ??= Promise.all([events.close(), interactions.close()]).then(() => writer.drain());
+      closing ??= Promise.all([events.close(), interactions.close(), isolated.close()])
+        .then(() => Promise.all([writer.drain(), isolationQueue.close()]))
+        .then(() => undefined);
       return closing;
     },
   };

@@ -9,7 +9,7 @@ import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/errors.js';
 import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../shared/proto/proto-codec.js';
 import type { SingleEventsJob } from '../../shared/queues/queues.js';
-import { LogEventsRequest, PropertyMap } from '../../shared/schemas/ingest.schemas.js';
+import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/schemas/ingest.schemas.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/schemas/common.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { insertRows, toDeadLetterRow } from '../../shared/stores/event-row.js';
@@ -53,6 +53,12 @@ export interface DataTypeHandler {
 
 /** Dead-letter reasons are for operators; a payload full of errors must not make a huge row. */
 const MAX_REASON_CHARS = 2000;
+
+/**
+ * A message's payload, at most: the HTTP body limit (Pub/Sub itself allows 10 MB). A larger one
+ * is acked and dead-lettered unread, with only its first MAX_MESSAGE_BYTES kept.
+ */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 const checkLogEvents = Compile(LogEventsRequest);
 const UserAttributePayload = Strict({
@@ -103,6 +109,9 @@ const eventData: DataTypeHandler = {
       return decodeFailure('EventData', err);
     }
     if (payload.projectId !== '' && payload.projectId !== ctx.sourceProjectId) return { ok: false, reason: otherProject(payload.projectId, ctx) };
+    // Before the schema walk: like LogEvents, 1 to 1,000 events (a 1 MiB message can hold far more).
+    const count = Array.isArray(payload.events) ? payload.events.length : 0;
+    if (count > MAX_EVENTS_PER_REQUEST) return { ok: false, reason: `invalid EventData: events: ${count} events, at most ${MAX_EVENTS_PER_REQUEST} per message` };
     const problems = schemaProblems(checkLogEvents, payload);
     if (problems) return { ok: false, reason: `invalid EventData: ${problems}` };
     const body = payload as Static<typeof LogEventsRequest>;
@@ -146,8 +155,8 @@ export const DATA_TYPE_HANDLERS: readonly DataTypeHandler[] = [eventData, userAt
 
 /**
  * One job per message: a redelivery that arrives while the first job still exists is a no-op in
- * BullMQ. Later ones are covered by the worker's per-job marker and ClickHouse's `m:<messageId>`
- * keys. BullMQ forbids `:` in custom ids; project ids cannot contain one (ProjectId).
+ * BullMQ. Later ones are covered by the per-day event markers (`m:<messageId>:<index>` when an
+ * event has no insert_id, for 8 days) and ClickHouse's `m:<messageId>` keys. BullMQ forbids `:` in custom ids; project ids cannot contain one (ProjectId).
  */
 export function pubsubJobId(projectId: string, messageId: string): string {
   return `ps-${projectId}-${messageId}`;
@@ -155,6 +164,7 @@ export function pubsubJobId(projectId: string, messageId: string): string {
 
 /** Decides what becomes of a message; throws only on a bug (the message is then nacked). */
 export function messageOutcome(message: IncomingMessage, ctx: ParseContext, handlers: readonly DataTypeHandler[] = DATA_TYPE_HANDLERS): MessageOutcome {
+  if (message.data.byteLength > MAX_MESSAGE_BYTES) return { kind: 'dead_letter', reason: `message of ${message.data.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes (1 MiB); not read, first ${MAX_MESSAGE_BYTES} bytes kept` };
   const known = handlers.map((h) => h.dataType).join(' or ');
   if (message.dataType === undefined || message.dataType === '') return { kind: 'dead_letter', reason: `missing data_type attribute; expected ${known}` };
   const handler = handlers.find((h) => h.dataType === message.dataType);
@@ -194,6 +204,8 @@ export interface PubSubIntakeOptions {
   retryAfterErrorMs?: number;
   /** Messages held at once per subscription (memory bound). @defaultValue 1000 */
   maxMessages?: number;
+  /** Bytes of messages held at once per subscription (memory bound: Pub/Sub messages may be 10 MB each). @defaultValue 64 MiB */
+  maxBytes?: number;
   /** close() waits this long for messages in hand, then nacks the rest. @defaultValue 10000 */
   closeTimeoutMs?: number;
   /** Deadline of the create-or-reuse calls. @defaultValue 10000 */
@@ -231,7 +243,7 @@ export class PubSubIntake {
     private readonly deps: PubSubIntakeDeps,
     opts: PubSubIntakeOptions = {},
   ) {
-    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, retentionDays: 400, ...opts };
+    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, retentionDays: 400, ...opts };
   }
 
   /** Resolves after the first reconcile; a source that cannot be subscribed yet is retried later. */
@@ -292,7 +304,7 @@ export class PubSubIntake {
     // close() may have begun while the subscription was being checked.
     if (this.closed || this.active.has(source.projectId)) return;
     const subscription = this.deps.pubsub.subscription(source.subscription, {
-      flowControl: { maxMessages: this.opts.maxMessages, allowExcessMessages: false },
+      flowControl: { maxMessages: this.opts.maxMessages, maxBytes: this.opts.maxBytes, allowExcessMessages: false },
       // Messages in hand get time to reach the queue and be acked; whatever is left is nacked.
       closeOptions: { behavior: 'WAIT', timeout: Duration.from({ milliseconds: this.opts.closeTimeoutMs }) },
     });
@@ -346,7 +358,7 @@ export class PubSubIntake {
 
   private async storeDeadLetter(projectId: string, message: Message, reason: string, nowMs: number): Promise<void> {
     const dataType = message.attributes?.data_type;
-    const row = toDeadLetterRow({ projectId, messageId: message.id, source: 'pubsub', reason, receiveMs: nowMs, dataType: dataType?.slice(0, 100), payload: message.data });
+    const row = toDeadLetterRow({ projectId, messageId: message.id, source: 'pubsub', reason, receiveMs: nowMs, dataType: dataType?.slice(0, 100), payload: message.data.subarray(0, MAX_MESSAGE_BYTES) });
     await insertRows(this.deps.clickhouse, 'dead_letters', [row]);
   }
 

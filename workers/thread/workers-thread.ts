@@ -9,17 +9,30 @@ import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
 import { closeContext, createServiceContext } from '../../shared/create-context.js';
 import { startScheduler, startWorkers, type RoleHandle } from '../main.js';
 import { serveClickhouse, type ClickhouseRequest } from './remote-clickhouse.js';
+import type { MetricsSnapshot } from '../../shared/metrics.js';
+import type { ServiceContext } from '../../shared/service-context.js';
+import { lifecycleCheck, redisCheck, runChecks, type CheckFailure } from '../../shared/platform/ops-server.js';
 
 /**
  * Entry of the workers thread of the all-in-one service: the workers and scheduler roles and the
  * embedded ClickHouse, on the second core, so ingestion work never starves the API thread.
- * Metrics are counted in the API thread's registry (the one /metrics serves).
+ * Metrics are counted in this thread's own registry; the host asks for a snapshot per scrape
+ * (`ops-metrics`) and for this thread's readiness per probe (`ops-ready`).
  */
 export type ThreadMessage =
   | { type: 'ready' }
   | { type: 'stopped' }
   | { type: 'failed'; message: string }
-  | { type: 'metric'; method: 'countIngest' | 'pubsubReceived' | 'pubsubAcked'; args: unknown[] };
+  | { type: 'ops-reply'; id: number; metrics?: MetricsSnapshot; failures?: CheckFailure[] };
+
+/** Host → thread: one scrape or one readiness probe. */
+export interface OpsRequest {
+  type: 'ops-metrics' | 'ops-ready';
+  id: number;
+}
+
+/** How long one of this thread's readiness checks may take. */
+const CHECK_TIMEOUT_MS = 2000;
 
 const port = parentPort!;
 const config = workerData.config as Config;
@@ -48,19 +61,20 @@ async function main(): Promise<void> {
   const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
   await runMigrations(clickhouse, log);
   ctx.clickhouse = clickhouse;
-  for (const method of ['countIngest', 'pubsubReceived', 'pubsubAcked'] as const) {
-    (ctx.metrics as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => port.postMessage({ type: 'metric', method, args } satisfies ThreadMessage);
-  }
-  port.on('message', (msg: ClickhouseRequest | { type: 'stop' }) => {
-    if (msg.type === 'ch') void serveClickhouse(clickhouse, msg).then((reply) => port.postMessage(reply));
-  });
+  ctx.metrics.collectDefaults('workers');
   const roles: RoleHandle[] = [];
+  port.on('message', (msg: ClickhouseRequest | OpsRequest | { type: 'stop' }) => {
+    if (msg.type === 'ch') void serveClickhouse(clickhouse, msg).then((reply) => port.postMessage(reply));
+    else if (msg.type === 'ops-metrics' || msg.type === 'ops-ready') void answerOps(msg, ctx, roles).then((reply) => port.postMessage(reply));
+  });
   if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
   if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
+  ctx.lifecycle.ready = true;
   let stopping = false;
   port.on('message', (msg: { type: string }) => {
     if (msg.type !== 'stop' || stopping) return;
     stopping = true;
+    ctx.lifecycle.ready = false;
     void (async () => {
       for (const r of roles.reverse()) await r.close();
       await closeContext(ctx);
@@ -69,6 +83,13 @@ async function main(): Promise<void> {
     })();
   });
   port.postMessage({ type: 'ready' } satisfies ThreadMessage);
+}
+
+/** Process-wide figures (RSS, CPU) are left to the host, which reports them once. */
+async function answerOps(msg: OpsRequest, ctx: ServiceContext, roles: readonly RoleHandle[]): Promise<ThreadMessage> {
+  if (msg.type === 'ops-metrics') return { type: 'ops-reply', id: msg.id, metrics: await ctx.metrics.snapshot({ threadOnly: true }) };
+  const checks = [lifecycleCheck(ctx.lifecycle), redisCheck(ctx.redis), ...roles.flatMap((r) => r.ops?.checks ?? [])];
+  return { type: 'ops-reply', id: msg.id, failures: await runChecks(checks, CHECK_TIMEOUT_MS) };
 }
 
 main().catch((err: unknown) => {

@@ -1,8 +1,6 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict, TimestampOut } from '../../../shared/schemas/common.js';
-import { UnavailableError } from '../../../shared/errors.js';
 import { plainValue } from '../../../shared/domain/property-value.js';
-import type { ServiceContext } from '../../../shared/service-context.js';
 import { defineAdminOperation } from '../../admin-operation.js';
 
 const JsonValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
@@ -24,11 +22,6 @@ export const getUserProfile = defineAdminOperation({
   },
 });
 
-function requireClickhouse(ctx: ServiceContext) {
-  if (!ctx.clickhouse) throw new UnavailableError('ClickHouse is not configured in this process');
-  return ctx.clickhouse;
-}
-
 const DeadLetterOut = Type.Object({ messageId: Type.String(), source: Type.String(), reason: Type.String(), receiveTime: TimestampOut, dataType: Type.String(), payloadBase64: Type.String() });
 
 export const listDeadLetters = defineAdminOperation({
@@ -39,17 +32,7 @@ export const listDeadLetters = defineAdminOperation({
   response: Type.Object({ deadLetters: Type.Array(DeadLetterOut) }),
   handler: async (body, ctx) => {
     await ctx.projects.require(body.projectId);
-    const ch = requireClickhouse(ctx);
-    const rs = await ch.query({
-      query: `SELECT message_id, source, reason, formatDateTime(receive_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS receive_time, data_type, payload_base64
-              FROM dead_letters FINAL WHERE project_id = {projectId:String} ORDER BY receive_time DESC LIMIT {limit:UInt32}`,
-      query_params: { projectId: body.projectId, limit: body.pageSize ?? 100 },
-      format: 'JSONEachRow',
-    });
-    const rows = await rs.json<{ message_id: string; source: string; reason: string; receive_time: string; data_type: string; payload_base64: string }>();
-    return {
-      deadLetters: rows.map((r) => ({ messageId: r.message_id, source: r.source, reason: r.reason, receiveTime: new Date(r.receive_time).toISOString(), dataType: r.data_type, payloadBase64: r.payload_base64 })),
-    };
+    return { deadLetters: await ctx.warehouse.listDeadLetters(body.projectId, body.pageSize ?? 100) };
   },
 });
 

@@ -96,8 +96,11 @@ const ChangeOut = Type.Object({
   operation: Type.String(),
   resourceKind: Type.String(),
   resourceId: Type.String(),
+  /** Only what changed: the fields (and versions) that differ, before and after. */
   before: Type.Unknown(),
   after: Type.Unknown(),
+  /** Present when the entry exceeded its byte cap and large values were replaced by a note. */
+  truncated: Type.Optional(Type.Boolean()),
 });
 
 export const listChangesOp = defineAdminOperation({

@@ -1,8 +1,12 @@
 import type { Static } from 'typebox';
 import { normalizeDataFieldParams, type NormalizedParams } from '../../../shared/domain/data-field-params.js';
 import type { ContentFieldType, DataFieldRecord, TreatmentType } from '../../../shared/domain/types.js';
-import { ApiError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
+import { ApiError, FailedPreconditionError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
+import { typeChangeConflicts } from '../../../shared/domain/type-compatibility.js';
+import { surfaceDataFieldParams } from '../../../shared/domain/surface-provisioning.js';
 import {
+  GetAllDataFieldsBody,
+  GetAllDataFieldsResponse,
   GetAllSurfacesBody,
   GetAllSurfacesResponse,
   GetAllTreatmentTypesBody,
@@ -85,13 +89,30 @@ function normalizeAll(entries: Static<typeof GetDataFieldsBody>['dataFieldParams
   return out;
 }
 
+/** Bounded, so a type used by thousands of treatments still gets a readable answer. */
+function storedContentConflict(details: ErrorDetail[]): FailedPreconditionError {
+  const MAX_DETAILS = 100;
+  const shown = details.slice(0, MAX_DETAILS);
+  if (details.length > MAX_DETAILS) shown.push({ field: shown[0].field, description: `and ${details.length - MAX_DETAILS} more problems of the same kind` });
+  const more = details.length > 3 ? ` (and ${details.length - 3} more, see details)` : '';
+  const summary = details.slice(0, 3).map((d) => d.description).join('; ');
+  return new FailedPreconditionError(`the change would leave stored treatment content invalid: ${summary}${more}`, shown);
+}
+
 const insertSurface = defineOperation({
   operation: 'InsertSurface',
   summary: 'Register a surface (idempotent: an existing name returns the stored surface)',
   permissions: MANAGEMENT,
   body: InsertSurfaceBody,
   response: InsertSurfaceResponse,
-  handler: async (body, _auth, ctx) => ({ surface: await ctx.surfaces.insert(body.projectId, { name: body.name, description: body.description }, API_ACTOR) }),
+  handler: async (body, _auth, ctx) => {
+    const surface = await ctx.surfaces.insert(body.projectId, { name: body.name, description: body.description }, API_ACTOR);
+    // D47: run on every call, not only when the surface is new: resolving is idempotent, and a
+    // repeat then provisions what a crash between the two writes (or an older version) left out.
+    const entries = surfaceDataFieldParams(surface.name);
+    const fields = await ctx.dataFields.resolve(body.projectId, entries, API_ACTOR, 'InsertSurface');
+    return { surface, dataFields: fields.map((f, i) => ({ dataFieldId: f.dataFieldId, dataFieldParams: entries[i].echo, dataFieldType: f.dataFieldType })) };
+  },
 });
 
 const getAllSurfaces = defineOperation({
@@ -137,6 +158,10 @@ const updateTreatmentType = defineOperation({
       surfaces: body.clearSurfaces === true ? [] : given.length > 0 ? given : undefined,
       deliveryType: body.deliveryType,
       lastModifiedBy: body.lastModifiedBy,
+    }, async (before, after) => {
+      // D50: refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
+      const details = typeChangeConflicts(before, after, await ctx.treatments.list(body.projectId), ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
+      if (details.length > 0) throw storedContentConflict(details);
     });
     return { treatmentType: presentTreatmentType(type) };
   },
@@ -173,7 +198,23 @@ const getDataFields = defineOperation({
   },
 });
 
-/** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields. */
+/** A stored data field in the shape it was made with: InsertDataField's DataField, or GetDataFields' resolved entry. */
+function presentAnyDataField(f: DataFieldRecord) {
+  return f.params !== undefined && !('userAttributeDataFieldParams' in f.params)
+    ? { dataFieldId: f.dataFieldId, dataFieldParams: f.params, dataFieldType: f.dataFieldType }
+    : presentDataField(f);
+}
+
+const getAllDataFields = defineOperation({
+  operation: 'GetAllDataFields',
+  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type',
+  permissions: MANAGEMENT,
+  body: GetAllDataFieldsBody,
+  response: GetAllDataFieldsResponse,
+  handler: async (body, _auth, ctx) => ({ dataFields: (await ctx.dataFields.list(body.projectId)).map(presentAnyDataField) }),
+});
+
+/** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields, GetAllDataFields. */
 export const catalogOperations: V1Operation[] = [
   insertSurface,
   getAllSurfaces,
@@ -182,4 +223,5 @@ export const catalogOperations: V1Operation[] = [
   getAllTreatmentTypes,
   insertDataField,
   getDataFields,
+  getAllDataFields,
 ] as V1Operation[];

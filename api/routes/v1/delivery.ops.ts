@@ -6,6 +6,7 @@ import { Int64In, Int64Out, ProjectId, Strict, TimestampIn } from '../../../shar
 import type { DeliveryRuntime, ServiceContext } from '../../../shared/service-context.js';
 import type { StoredProfile } from '../../../shared/stores/profile.store.js';
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
+import type { DeliveryStats } from '../../../shared/metrics.js';
 
 // ------------------------------------------------------------------------------------------------
 // Wire shapes (spec GetTreatments, UserTreatment; D26a, D28)
@@ -86,9 +87,19 @@ export const getTreatments = defineOperation({
       requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
       delivery.rankingStats.view(body.projectId),
     ]);
-    return selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared }).response;
+    const { response } = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
+    return response;
   },
 });
+
+/** Plain increments: the figures are read only when Prometheus scrapes. */
+function countOutcome(stats: DeliveryStats, returned: number): void {
+  if (returned > 0) {
+    stats.withTreatments++;
+    stats.treatmentsReturned += returned;
+  } else stats.empty++;
+}
 
 /** GetTreatments. */
 export const deliveryOperations = [getTreatments] as unknown as V1Operation[];

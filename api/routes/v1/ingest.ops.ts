@@ -35,6 +35,16 @@ async function treatmentDeliveryType(ctx: ServiceContext, projectId: string, tre
   return (await ctx.treatmentTypes.get(projectId, treatment.treatmentTypeId))?.deliveryType;
 }
 
+/**
+ * Whether the surface is registered in the project: from the compiled catalogue, and only when it
+ * is not there (a surface created in the last second) from the store. Interactions on unknown
+ * surfaces are refused, so the ranking counters only grow with the catalogue.
+ */
+async function surfaceExists(ctx: ServiceContext, projectId: string, surface: string): Promise<boolean> {
+  if (ctx.delivery && (await ctx.delivery.catalog.plan(projectId)).surfaces.has(surface)) return true;
+  return (await ctx.surfaces.get(projectId, surface)) !== undefined;
+}
+
 export const logTreatmentInteraction = defineOperation({
   operation: 'LogTreatmentInteraction',
   summary: 'Record what a user did with a returned treatment',
@@ -50,6 +60,7 @@ export const logTreatmentInteraction = defineOperation({
     if (timeProblem !== undefined) throw invalidField('interactionTimeMicros', `${timeProblem}; microseconds since the epoch`);
     const deliveryType = await treatmentDeliveryType(ctx, body.projectId, body.treatmentId);
     if (deliveryType === null) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
+    if (!(await surfaceExists(ctx, body.projectId, body.surface))) throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);
     if (EMAIL_TYPES.has(body.interactionType) && deliveryType !== 'EMAIL') {
       throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
     }

@@ -142,8 +142,11 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): 
     removedSurfaces: f.removedSurfaces ?? [],
     targetActionEventId: f.targetActionEventId,
   };
-  const build = (treatmentId: string) =>
-    createTreatment(
+  const build = (treatmentId: string, current: TreatmentType) => {
+    // The type may have changed since the request was checked (D50): check the content again.
+    const { problems } = validateContent(version.content, current);
+    if (problems.length > 0) throw new InvalidArgumentError(`invalid treatment: ${describe(problems)}`, problems);
+    return createTreatment(
       {
         treatmentId,
         projectId,
@@ -158,7 +161,8 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): 
       },
       ctx.now(),
     );
-  return ctx.treatments.insert(projectId, build, { actor: lastModifiedBy, operation: 'InsertTreatment' });
+  };
+  return ctx.treatments.insert(projectId, type.treatmentTypeId, build, { actor: lastModifiedBy, operation: 'InsertTreatment' });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -234,14 +238,51 @@ async function editTransition(ctx: ServiceContext, body: UpdateTreatmentBody, ta
     externalTreatmentId: target.assignExternalId,
     mutualExclusionGroupId: await groupIdOf(ctx, projectId, body.mutualExclusionGroup, lastModifiedBy),
     ...fields,
+    ...(body.clearEndTimestamp === true ? { endTimestamp: null } : {}),
+    ...(body.clearTargetAction === true ? { targetActionEventId: null } : {}),
     shouldPublish: body.shouldPublish,
   };
-  // Re-run on every optimistic retry against the freshest record, so no concurrent change is lost.
-  return (current) => applyUpdate(current, update, ctx.now());
+  // Re-run on every optimistic retry against the freshest record and type, so no concurrent change is lost.
+  return (current, currentType) => {
+    const result = applyUpdate(current, update, ctx.now());
+    if (result.changed && result.treatment.versions !== current.versions) assertNewestFitsType(result.treatment, currentType, body.content !== undefined);
+    return result;
+  };
+}
+
+/**
+ * D50: a version that becomes the newest or gets published must fit the type as it is now. A new
+ * version copies the content of the previous one, which a type change may have made invalid (an
+ * archived treatment's content is not checked by UpdateTreatmentType), and a draft may be
+ * published long after the type changed.
+ */
+function assertNewestFitsType(t: TreatmentRecord, type: TreatmentType | undefined, contentGiven: boolean): void {
+  if (!type) throw new FailedPreconditionError(`the treatment's type ${t.treatmentTypeId} no longer exists`);
+  const newest = t.versions.reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
+  const { problems } = validateContent(newest.content, type);
+  if (problems.length === 0) return;
+  if (contentGiven) throw new InvalidArgumentError(`invalid treatment: ${describe(problems)}`, problems);
+  throw new FailedPreconditionError(
+    `the content of version ${newest.versionNumber} no longer fits treatment type "${type.treatmentTypeName}"; send content that does: ${describe(problems)}`,
+    problems.map((p) => ({ field: 'content', description: `${p.field.replace(/^content\./, '')}: ${p.description}` })),
+  );
+}
+
+function describe(problems: ErrorDetail[]): string {
+  return problems.map((p) => `${p.field}: ${p.description}`).join('; ');
+}
+
+/** D50: clearEndTimestamp / clearTargetAction cannot be combined with a value for the same field. */
+function assertClearFlags(body: UpdateTreatmentBody): void {
+  const problems: ErrorDetail[] = [];
+  if (body.clearEndTimestamp === true && body.endTimestamp !== undefined) problems.push({ field: 'clearEndTimestamp', description: 'cannot be true together with endTimestamp' });
+  if (body.clearTargetAction === true && body.targetAction !== undefined) problems.push({ field: 'clearTargetAction', description: 'cannot be true together with targetAction' });
+  if (problems.length > 0) throw new InvalidArgumentError(describe(problems), problems);
 }
 
 async function updateTreatment(body: UpdateTreatmentBody, ctx: ServiceContext): Promise<TreatmentRecord> {
   const action = updateActionOf(body);
+  assertClearFlags(body);
   const target = await locateTreatment(ctx, body);
   const transition = action === 'edit' ? await editTransition(ctx, body, target) : lifecycleTransition(ctx, action, body, target);
   const operation = { edit: 'UpdateTreatment', pause: 'PauseTreatment', delete: 'DeleteTreatment' }[action];

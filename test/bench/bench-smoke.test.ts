@@ -37,9 +37,10 @@ describe('benchmark scenarios at --size tiny', () => {
     expect(SCENARIOS.map((s) => s.name).sort()).toEqual(Object.keys(EXPECTED_FIGURES).sort());
   });
 
-  // Concurrent: each scenario has its own service child, ports, data directory and Redis prefix.
+  // One after another, and after every other test file (vitest.bench.config.ts): each scenario's
+  // service child takes ~540 MB and a core, which would starve tests running beside it.
   for (const scenario of SCENARIOS) {
-    it.concurrent(`${scenario.name} reports its figures beside a baseline, with a finite ratio`, async () => {
+    it(`${scenario.name} reports its figures beside a baseline, with a finite ratio`, async () => {
       const r = await scenario.run(context());
       results.push(r);
       expect(r.scenario).toBe(scenario.name);

@@ -1,0 +1,158 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig, type Config } from '../shared/config.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { ensureLocalRedis } from '../shared/clients/local-redis.js';
+
+/**
+ * `npm start`: a small supervisor. It starts `API_PROCESSES` API processes (they share the
+ * listeners through node:cluster) and one background process running the workers and the
+ * scheduler, which alone opens the embedded ClickHouse. SIGTERM or SIGINT stops them in order
+ * (API processes first: they stop accepting and finish their requests; then the background
+ * process: it finishes its batches and closes ClickHouse; then a Redis this supervisor started)
+ * and exits 0 when every child stopped cleanly. A child that dies unexpectedly is restarted
+ * with a growing delay.
+ */
+
+const STOP_DEADLINE_MS = 28_000;
+const RESTART_BASE_MS = 500;
+const RESTART_MAX_MS = 30_000;
+/** A child that ran this long before dying starts again from the shortest delay. */
+const HEALTHY_AFTER_MS = 60_000;
+
+export interface ChildSpec {
+  name: string;
+  env: Record<string, string>;
+}
+
+/** The children of a configuration: background first (it migrates ClickHouse), then the API processes. */
+export function childSpecs(config: Readonly<Config>): ChildSpec[] {
+  // Each process has an ops listener of its own (metrics are per process): OPS_PORT for the
+  // background process, the next ports for the API processes (0: each picks a free port).
+  const opsPort = (i: number) => String(config.opsPort === 0 ? 0 : config.opsPort + i);
+  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) } }];
+  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) } });
+  return specs;
+}
+
+interface Slot {
+  spec: ChildSpec;
+  worker?: Worker;
+  startedAt: number;
+  failures: number;
+  exited?: Promise<number | null>;
+  /** Resolves once the child has started (its handlers for an ordered stop are in place). */
+  ready?: Promise<void>;
+  started?: boolean;
+}
+
+function serverEntry(): string {
+  const self = fileURLToPath(import.meta.url);
+  return self.replace(/supervisor\.(ts|js)$/, (_m, ext: string) => `server.${ext}`);
+}
+
+export async function runSupervisor(config: Readonly<Config>, log: Logger): Promise<void> {
+  const redisChild: ChildProcess | undefined = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
+  cluster.setupPrimary({ exec: serverEntry(), execArgv: process.execArgv, silent: false });
+  const slots: Slot[] = childSpecs(config).map((spec) => ({ spec, startedAt: 0, failures: 0 }));
+  let stopping = false;
+
+  const start = (slot: Slot) => {
+    slot.startedAt = Date.now();
+    const worker = cluster.fork(slot.spec.env);
+    slot.worker = worker;
+    slot.exited = new Promise((resolve) => worker.once('exit', (code, signal) => resolve(signal ? null : code)));
+    slot.ready = new Promise((resolve) => {
+      worker.on('message', (m: { type?: string }) => {
+        if (m?.type !== 'tds-ready') return;
+        slot.started = true;
+        resolve();
+      });
+      worker.once('exit', () => resolve());
+    });
+    worker.once('exit', (code, signal) => {
+      if (stopping) return;
+      if (Date.now() - slot.startedAt > HEALTHY_AFTER_MS) slot.failures = 0;
+      const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** slot.failures);
+      slot.failures++;
+      log.error({ child: slot.spec.name, code, signal, restartInMs: delay }, 'a child process died unexpectedly; restarting it');
+      setTimeout(() => {
+        if (!stopping) start(slot);
+      }, delay).unref();
+    });
+  };
+  // The background process first: it applies the ClickHouse migrations the others rely on.
+  for (const slot of slots) start(slot);
+  log.info({ children: slots.map((s) => s.spec.name), pid: process.pid }, 'supervisor started');
+
+  const stopSlot = async (slot: Slot): Promise<boolean> => {
+    const w = slot.worker;
+    if (!w || w.isDead()) {
+      const code = await slot.exited;
+      return code === 0 || (code === null && !slot.started);
+    }
+    // A child still starting has no ordered stop yet: let it finish starting, then stop it.
+    await slot.ready;
+    if (!w.isDead()) w.process.kill('SIGTERM');
+    const code = await slot.exited;
+    // A process group's signal can reach a child before it ran any code of ours: it had nothing
+    // in flight, so that is a clean stop too.
+    if (code === null && !slot.started) return true;
+    if (code !== 0) log.error({ child: slot.spec.name, code }, 'a child did not stop cleanly');
+    return code === 0;
+  };
+
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping: API processes, then the background process, then Redis');
+    const deadline = setTimeout(() => {
+      log.error('stop deadline passed; killing what is left');
+      for (const s of slots) s.worker?.process.kill('SIGKILL');
+      redisChild?.kill('SIGKILL');
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    deadline.unref();
+    const apis = slots.filter((s) => s.spec.name !== 'background');
+    const background = slots.filter((s) => s.spec.name === 'background');
+    const apiOk = (await Promise.all(apis.map(stopSlot))).every(Boolean);
+    const bgOk = (await Promise.all(background.map(stopSlot))).every(Boolean);
+    if (redisChild && redisChild.exitCode === null) {
+      const gone = new Promise((resolve) => redisChild.once('exit', resolve));
+      redisChild.kill('SIGTERM');
+      await gone;
+      log.info('stopped the local redis-server');
+    }
+    clearTimeout(deadline);
+    log.info({ clean: apiOk && bgOk }, 'supervisor stopped');
+    process.exit(apiOk && bgOk ? 0 : 1);
+  };
+  // `on`, not `once`: a process group signal and npm's forwarded signal may both arrive.
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+async function main(): Promise<void> {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel).child({ role: 'supervisor' });
+  try {
+    await runSupervisor(config, log);
+  } catch (err) {
+    log.fatal({ err }, 'supervisor start-up failed');
+    process.exit(1);
+  }
+}
+
+if (cluster.isPrimary && process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  void main();
+}

@@ -1,0 +1,24 @@
+// A small rule set: the recommended checks of ESLint and typescript-eslint (syntax-level, fast,
+// no type information), with the few exceptions below, each for a reason.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'console/dist/**', '**/*.d.ts'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', fetch: 'readonly', AbortController: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', queueMicrotask: 'readonly', structuredClone: 'readonly', performance: 'readonly' } },
+    rules: {
+      // A timer handle declared before the closure that clears it, and assigned after, stays `let`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      // `_`-prefixed names are deliberately unused (destructuring to drop a member, callback arity).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // Tests read untyped JSON bodies of HTTP answers.
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+);

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
+import { redisKeys } from '../../shared/redis-keys.js';
+import { ProfileStore } from '../../shared/stores/profile.store.js';
+import type { EventsJob, EventsQueueJob, InteractionJob } from '../../shared/queues/queues.js';
+import { processEventsJob } from '../../workers/ingest/events.processor.js';
+import { processInteractionJob } from '../../workers/ingest/interactions.processor.js';
+import { RankingCounterStore, rankingOps } from '../../shared/stores/ranking-stats.store.js';
+import type { ClickhouseBatchWriter } from '../../workers/ingest/clickhouse-batch-writer.js';
+import { uniquePrefix } from '../helpers/context.js';
+import { deletePrefix } from '../helpers/redis-cleanup.js';
+
+/**
+ * A retried job inserts nothing twice: the requests whose marker says they were applied skip
+ * their rows. Real Redis; the batch writer is replaced by a recorder of the rows it is given
+ * (what reaches ClickHouse is the subject, not ClickHouse itself), which can fail on demand.
+ */
+describe('retries skip the rows of applied requests', () => {
+  const prefix = uniquePrefix('retry');
+  const keys = redisKeys(prefix);
+  let redis: Redis;
+  let profiles: ProfileStore;
+  const written: string[] = [];
+  let failFor: string | undefined;
+  const writer = {
+    async write(_table: string, lines: readonly string[]) {
+      if (failFor && lines.some((l) => l.includes(failFor!))) throw new Error('ClickHouse unavailable');
+      written.push(...lines);
+    },
+  } as unknown as ClickhouseBatchWriter;
+
+  beforeAll(async () => {
+    redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker', 'events-retry-test');
+    await waitForRedis(redis, 5000);
+    profiles = new ProfileStore(redis, keys);
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  });
+
+  const request = (userId: string, n: number): EventsJob => ({
+    kind: 'events',
+    projectId: 'p',
+    userId,
+    events: Array.from({ length: n }, (_, i) => ({ eventName: 'e', clientEventTs: Date.now(), userProperties: { n: { longValue: String(i) } } })),
+    origin: { source: 'api' },
+    receivedAt: Date.now(),
+  });
+  const job = <T>(id: string, data: T) => ({ id, data, attemptsMade: 0, attemptsStarted: 1 }) as unknown as Job<T>;
+
+  it('a merged job whose first request was applied re-inserts only the other one', async () => {
+    const data: EventsQueueJob = { kind: 'eventsBatch', requests: [request('alice', 2), request('bob-fails', 3)] };
+    const deps = { writer, profiles, now: Date.now };
+    failFor = 'bob-fails';
+    await expect(processEventsJob(job('J1', data), deps)).rejects.toThrow('ClickHouse unavailable');
+    expect(written.filter((l) => l.includes('alice'))).toHaveLength(2);
+    // The job failed as soon as one request did; the other finishes its script meanwhile (BullMQ's backoff).
+    await new Promise((r) => setTimeout(r, 200));
+    written.length = 0;
+
+    failFor = undefined;
+    expect(await processEventsJob(job('J1', data), deps)).toBe(3);
+    expect(written.filter((l) => l.includes('alice'))).toHaveLength(0);
+    expect(written.filter((l) => l.includes('bob-fails'))).toHaveLength(3);
+    written.length = 0;
+
+    // A third run (e.g. a stalled duplicate) writes nothing at all.
+    expect(await processEventsJob(job('J1', data), deps)).toBe(0);
+    expect(written).toHaveLength(0);
+    expect((await profiles.get('p', 'alice')).userProperties.n).toEqual({ longValue: '1' });
+  });
+
+  it('a retried single job and interaction insert nothing twice; the ranking counters count once', async () => {
+    const deps = { writer, profiles, now: Date.now };
+    const single: EventsQueueJob = request('carol', 4);
+    expect(await processEventsJob(job('J2', single), deps)).toBe(4);
+    written.length = 0;
+    expect(await processEventsJob(job('J2', single), deps)).toBe(-1);
+    expect(written).toHaveLength(0);
+
+    const interaction: InteractionJob = { kind: 'interaction', projectId: 'p', userId: 'dave', treatmentId: '7', treatmentTrackingId: '7_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000), receivedAt: Date.now() };
+    const ranking = { store: new RankingCounterStore(redis, keys), deltasFor: rankingOps };
+    expect(await processInteractionJob(job('J3', interaction), { ...deps, ranking })).toBe(1);
+    expect(written).toHaveLength(1);
+    expect(await processInteractionJob(job('J3', interaction), { ...deps, ranking })).toBe(-1);
+    expect(written).toHaveLength(1);
+    expect(await redis.hgetall(keys.rankingStats('p'))).toEqual({ 'v:home:7': '1' });
+  });
+});

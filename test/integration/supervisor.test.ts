@@ -1,0 +1,198 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { freePort } from '../helpers/child-service.js';
+import { ADMIN_TOKEN, uniquePrefix, waitUntil } from '../helpers/context.js';
+import { deletePrefix } from '../helpers/redis-cleanup.js';
+
+/**
+ * `npm start` is a supervisor: API processes and one background process (workers + scheduler +
+ * the embedded ClickHouse). These tests run the real `npm start` and stop it the two ways
+ * supervisors do: SIGTERM to npm alone (`docker stop` with npm as PID 1) and SIGTERM to the whole
+ * process group (systemd). Either way npm must exit 0 within 30 s, with no crash.
+ */
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+interface Started {
+  npm: ChildProcess;
+  port: number;
+  opsPort: number;
+  prefix: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+}
+
+const running: Started[] = [];
+
+async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: boolean } = {}): Promise<Started> {
+  const port = await freePort();
+  // ops listeners: the background process on opsPort, API process i on opsPort + i
+  const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
+  const prefix = uniquePrefix('sup');
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    detached: true, // its own process group, so a test can signal the group as systemd does
+    env: { ...process.env, PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-')), REDIS_PREFIX: prefix, OPS_PORT: String(opsPort), ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  npm.stdout!.on('data', (d) => (out += d));
+  npm.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => npm.on('exit', (code, signal) => resolve({ code, signal })));
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const s: Started = { npm, port, opsPort, prefix, output: () => out.slice(-6000), exited, post };
+  running.push(s);
+  if (opts.waitReady === false) return s;
+  await waitUntil(async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  }, 60_000, 200);
+  return s;
+}
+
+/** The pids of every process below `pid` (the supervisor, its children, tsx's helpers). */
+function descendants(pid: number): number[] {
+  const out = spawnSync('ps', ['-e', '-o', 'pid=,ppid=']).stdout.toString();
+  const children = new Map<number, number[]>();
+  for (const line of out.trim().split('\n')) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number);
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const all: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      all.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return all;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const admin = (s: Started, op: string, body: unknown) => s.post(`/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+
+afterEach(async () => {
+  for (const s of running.splice(0)) {
+    if (s.npm.exitCode === null && s.npm.signalCode === null) {
+      try {
+        process.kill(-s.npm.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    const r = new Redis();
+    await deletePrefix(r, s.prefix);
+    r.disconnect();
+  }
+});
+
+describe('npm start (the supervisor)', () => {
+  it('runs an API process and a background process; the API process answers ClickHouse reads through the workers', async () => {
+    const s = await startNpm();
+    const kids = descendants(s.npm.pid!);
+    expect(kids.length).toBeGreaterThanOrEqual(3); // supervisor, API process, background process
+    expect((await admin(s, 'CreateProject', { projectId: 'sup' })).status).toBe(200);
+    const letters = await admin(s, 'ListDeadLetters', { projectId: 'sup' });
+    expect(letters).toMatchObject({ status: 200, body: { deadLetters: [] } });
+    // each process answers on its own ops listener: readiness of its own dependencies, its own metrics
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`).catch(() => undefined))?.status === 200, 30_000, 200);
+    const background = await (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`)).json();
+    expect(JSON.stringify(background)).toContain('clickhouse');
+    expect((await fetch(`http://127.0.0.1:${s.opsPort + 1}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`http://127.0.0.1:${s.opsPort + 1}/metrics`)).text()).toContain('tds_http_requests_total');
+    const agg = await admin(s, 'RunAggregations', { projectId: 'sup' });
+    expect(agg).toMatchObject({ status: 200, body: { dataFieldsRecomputed: 0 } });
+    expect((await admin(s, 'RunAggregations', { projectId: 'nope' })).status).toBe(404);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code } = await s.exited;
+    expect(code, s.output()).toBe(0);
+  });
+
+  it('SIGTERM to npm alone (docker stop): exit 0 within 30 s, every process gone, no crash', async () => {
+    const s = await startNpm();
+    const kids = descendants(s.npm.pid!);
+    const t0 = Date.now();
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code, signal } = await s.exited;
+    expect({ code, signal }, s.output()).toEqual({ code: 0, signal: null });
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    await waitUntil(() => kids.every((p) => !alive(p)), 10_000);
+    expect(s.output()).not.toMatch(/SIGSEGV|did not stop cleanly|deadline passed/);
+    expect(s.output()).toMatch(/"clean":true/);
+  });
+
+  it('SIGTERM to the whole process group (systemd) under ingestion load: exit 0 within 30 s', async () => {
+    const s = await startNpm();
+    expect((await admin(s, 'CreateProject', { projectId: 'load' })).status).toBe(200);
+    const key = (await admin(s, 'CreateApiKey', { projectId: 'load', permissions: ['LOG_EVENTS'] })).body.key as string;
+    let stop = false;
+    let ok = 0;
+    const load = (async () => {
+      let i = 0;
+      while (!stop) {
+        const events = Array.from({ length: 20 }, (_, j) => ({ eventName: 'e', clientEventTimestamp: new Date().toISOString(), insertId: `${i}-${j}` }));
+        try {
+          const r = await s.post('/v1/LogEvents', { projectId: 'load', userId: `u${i % 50}`, events }, { 'x-api-key': key });
+          if (r.status === 200) ok++;
+        } catch {
+          // the listener closed: the stop has begun
+        }
+        i++;
+      }
+    })();
+    await waitUntil(() => ok >= 50, 30_000);
+    const t0 = Date.now();
+    process.kill(-s.npm.pid!, 'SIGTERM');
+    const { code } = await s.exited;
+    stop = true;
+    await load;
+    expect(code, s.output()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(s.output()).not.toMatch(/SIGSEGV|did not stop cleanly|deadline passed/);
+  });
+
+  it('a stop asked for while the children are still starting is clean too', async () => {
+    const s = await startNpm({}, { waitReady: false });
+    await waitUntil(() => /supervisor started/.test(s.output()), 60_000);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code } = await s.exited;
+    expect(code, s.output()).toBe(0);
+    expect(s.output()).not.toMatch(/did not stop cleanly|deadline passed/);
+  });
+
+  it('restarts a child that died unexpectedly', async () => {
+    const s = await startNpm();
+    const supervisor = descendants(s.npm.pid!).find((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/supervisor.ts'))!;
+    expect(supervisor).toBeDefined();
+    const before = new Set(descendants(supervisor));
+    const victim = [...before].find((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/server.ts'))!;
+    process.kill(victim, 'SIGKILL');
+    await waitUntil(() => /restarting it/.test(s.output()), 20_000);
+    // a new child takes its place, and the service answers again (reads that need the background included)
+    expect((await admin(s, 'CreateProject', { projectId: 'again' })).status).toBe(200);
+    await waitUntil(async () => (await admin(s, 'ListDeadLetters', { projectId: 'again' })).status === 200, 60_000, 500);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    expect((await s.exited).code, s.output()).toBe(0);
+  });
+});

@@ -1,0 +1,71 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyClickhouseError, createClickhouse } from '../../shared/clients/clickhouse.js';
+import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
+import { insertLines, MAX_PARTITIONS_PER_INSERT, rowLine, toInteractionRow } from '../../shared/stores/event-row.js';
+import { ClickhouseBatchWriter } from '../../workers/ingest/clickhouse-batch-writer.js';
+
+/**
+ * The tables are partitioned by month of a client-given time: an insert spanning many months
+ * creates a part per month and stalls ingestion for everyone. The engine's guard stays on, and a
+ * shared batch over it does not poison the jobs that shared it.
+ */
+let ch: ClickHouseClient;
+const MONTH_MS = 31 * 86_400_000;
+const now = Date.now();
+
+function line(projectId: string, userId: string, ms: number, i: number): string {
+  const row = toInteractionRow({ projectId, userId, treatmentId: 't', treatmentTrackingId: 't_r', surface: 's', interactionType: 'VIEWED', interactionTimeMicros: BigInt(ms) * 1000n }, `j:${userId}:${i}`, now);
+  return rowLine('interactions', row);
+}
+/** One row per month, `months` months back from now. */
+const spanning = (projectId: string, userId: string, months: number) => Array.from({ length: months }, (_, i) => line(projectId, userId, now - i * MONTH_MS, i));
+
+async function count(projectId: string): Promise<number> {
+  const rs = await ch.query({ query: 'SELECT toUInt32(count()) AS n FROM interactions FINAL WHERE project_id = {p:String}', query_params: { p: projectId }, format: 'JSONEachRow' });
+  return (await rs.json<{ n: number }>())[0].n;
+}
+
+beforeAll(async () => {
+  ch = createClickhouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-partitions-')) });
+  await runMigrations(ch);
+}, 60_000);
+afterAll(async () => {
+  await ch?.close();
+});
+
+describe('partitions per insert', () => {
+  it('the engine refuses an insert spanning more monthly partitions than allowed, and the error is permanent', async () => {
+    const err = await insertLines(ch, 'interactions', spanning('p-many', 'u', MAX_PARTITIONS_PER_INSERT + 20)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect(String((err as Error).message)).toMatch(/partitions/i);
+    expect(classifyClickhouseError(err)).toBe("permanent");
+    expect(await count('p-many')).toBe(0);
+  });
+
+  it('accepts rows over the bounded window the API allows (RETENTION_DAYS back to 24 h ahead: about 15 months)', async () => {
+    const lines = [...spanning('p-ok', 'u', 14), line('p-ok', 'u', now + 23 * 3_600_000, 99)];
+    await insertLines(ch, 'interactions', lines);
+    expect(await count('p-ok')).toBe(15);
+  });
+
+  it('a shared batch over the limit is retried caller by caller: the callers within bounds are stored, only the bad one fails', async () => {
+    const writer = new ClickhouseBatchWriter(ch, pino({ level: 'silent' }), { maxDelayMs: 20, isPermanent: (e) => classifyClickhouseError(e) === 'permanent' });
+    // many jobs of 12 months each, together over the limit only because of one job of 120 months
+    const good = Array.from({ length: 30 }, (_, j) => writer.write('interactions', spanning('p-batch', `u${j}`, 12)));
+    const bad = writer.write('interactions', spanning('p-batch-bad', 'u', MAX_PARTITIONS_PER_INSERT + 20));
+    const results = await Promise.allSettled([...good, bad]);
+    expect(results.slice(0, 30).every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(results[30].status).toBe('rejected');
+    expect(classifyClickhouseError((results[30] as PromiseRejectedResult).reason)).toBe('permanent');
+    expect(await count('p-batch')).toBe(30 * 12);
+    expect(await count('p-batch-bad')).toBe(0);
+  });
+});

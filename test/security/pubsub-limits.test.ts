@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PubSub, type Message } from '@google-cloud/pubsub';
+import type { ClickHouseClient } from '@clickhouse/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { ensureSubscription, subscriptionPath } from '../../shared/clients/pubsub.js';
+import { createProtoCodec } from '../../shared/proto/proto-codec.js';
+import type { SingleEventsJob } from '../../shared/queues/queues.js';
+import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
+import { MAX_MESSAGE_BYTES, PubSubIntake } from '../../workers/ingest/pubsub-intake.js';
+import { waitUntil } from '../helpers/context.js';
+import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
+
+/**
+ * Pub/Sub messages are bounded like HTTP bodies: at most 1 MiB and 1 to 1,000 events. A message
+ * over a bound is acked (never redelivered) and stored as a dead letter with the reason; the
+ * intake keeps taking the next messages. Real emulator, real embedded ClickHouse.
+ */
+const codec = createProtoCodec();
+let emulator: PubSubEmulator;
+let customer: PubSub;
+let ch: ClickHouseClient;
+let intake: PubSubIntake;
+const queued: { job: SingleEventsJob; jobId: string }[] = [];
+const projectId = `lim${randomBytes(3).toString('hex')}`;
+const topicPath = `projects/customer-${projectId}/topics/events`;
+const subscription = () => subscriptionPath(emulator.projectId, projectId);
+
+async function deadLetters(): Promise<{ message_id: string; reason: string; bytes: number }[]> {
+  const rs = await ch.query({
+    query: 'SELECT message_id, reason, toUInt32(length(base64Decode(payload_base64))) AS bytes FROM dead_letters FINAL WHERE project_id = {p:String} ORDER BY receive_time',
+    query_params: { p: projectId },
+    format: 'JSONEachRow',
+  });
+  return rs.json();
+}
+
+beforeAll(async () => {
+  emulator = await startPubSubEmulator();
+  customer = new PubSub(emulator.clientOptions);
+  await customer.createTopic(topicPath);
+  ch = createClickhouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-pubsub-limits-')) });
+  await runMigrations(ch);
+  const source = { projectId, topic: topicPath, subscription: subscription() };
+  const pubsub = new PubSub(emulator.clientOptions);
+  await ensureSubscription(pubsub, source, { replace: false, timeoutMs: 10_000 });
+  intake = new PubSubIntake(
+    {
+      pubsub,
+      sources: { list: async () => [source] },
+      events: { enqueue: async (job, opts) => void queued.push({ job, jobId: opts.jobId }) },
+      clickhouse: ch,
+      bus: { on: () => () => undefined },
+      codec,
+      log: pino({ level: 'silent' }),
+      now: Date.now,
+    },
+    { closeTimeoutMs: 1500 },
+  );
+  await intake.start();
+}, 120_000);
+
+afterAll(async () => {
+  await intake?.close();
+  await customer?.close();
+  await ch?.close();
+  await emulator?.stop();
+}, 120_000);
+
+const event = (i: number) => ({ eventName: 'open', clientEventTimestamp: new Date(Date.now() - i).toISOString(), insertId: `i${i}` });
+
+describe('Pub/Sub message limits', () => {
+  it('a message over 1 MiB is acked and dead-lettered unread (first 1 MiB kept); 1,001 events likewise; a normal message is queued', async () => {
+    const topic = customer.topic(topicPath);
+    // valid EventData, just too big: one event whose property is 1 MiB of text
+    const big = codec.encodeLogEventsRequest({ projectId, userId: 'u', events: [{ ...event(0), eventProperties: { blob: { stringValue: 'x'.repeat(MAX_MESSAGE_BYTES) } } }] });
+    expect(big.byteLength).toBeGreaterThan(MAX_MESSAGE_BYTES);
+    const bigId = await topic.publishMessage({ data: Buffer.from(big), attributes: { data_type: 'EventData' } });
+    const many = codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1001 }, (_, i) => event(i)) });
+    expect(many.byteLength).toBeLessThan(MAX_MESSAGE_BYTES);
+    const manyId = await topic.publishMessage({ data: Buffer.from(many), attributes: { data_type: 'EventData' } });
+    const okId = await topic.publishMessage({ data: Buffer.from(codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1000 }, (_, i) => event(i)) })), attributes: { data_type: 'EventData' } });
+
+    await waitUntil(async () => (await deadLetters()).length === 2 && queued.length === 1, 30_000, 100);
+    const letters = await deadLetters();
+    const byId = new Map(letters.map((l) => [l.message_id, l]));
+    expect(byId.get(bigId)!.reason).toMatch(/exceeds the limit of 1048576 bytes \(1 MiB\)/);
+    expect(byId.get(bigId)!.bytes).toBe(MAX_MESSAGE_BYTES);
+    expect(byId.get(manyId)!.reason).toMatch(/1001 events, at most 1000 per message/);
+    expect(queued.map((q) => q.job.kind === 'events' && q.job.events.length)).toEqual([1000]);
+    expect(queued[0].jobId).toContain(okId);
+
+    // acked: nothing is redelivered, to the intake or to anyone else
+    await intake.close();
+    const again: Message[] = [];
+    const sub = customer.subscription(subscription());
+    sub.on('message', (m: Message) => {
+      again.push(m);
+      m.ack();
+    });
+    await sleep(3000);
+    await sub.close();
+    expect(again).toEqual([]);
+    expect(await deadLetters()).toHaveLength(2);
+  }, 90_000);
+});

@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { createRedis, waitForRedis, type Redis } from '../../shared/clients/redis.js';
+import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE, type EventsBatchJob, type EventsJob } from '../../shared/queues/queues.js';
+import { ISOLATION_QUEUE } from '../../workers/ingest/ingest-workers.js';
+import { uniquePrefix, waitUntil } from '../helpers/context.js';
+import { deletePrefix } from '../helpers/redis-cleanup.js';
+
+/**
+ * A job whose processing kills its worker process must not crash-loop the workers for ever: it is
+ * taken over a few times (maxStalledCount 3), then it fails and is stored as a dead letter with the
+ * reason. A merged job is split into its requests first, so the other requests (often of other
+ * projects) are stored. The workers run in child processes that really die (SIGKILL).
+ */
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = uniquePrefix('stall');
+const dataDir = mkdtempSync(join(tmpdir(), 'tds-stall-'));
+const LOCK_MS = 800;
+let redis: Redis;
+let queue: Queue;
+let isolation: Queue;
+const children = new Set<ReturnType<typeof spawn>>();
+
+function request(projectId: string, userId: string, n: number): EventsJob {
+  const now = Date.now();
+  const events = Array.from({ length: n }, (_, i) => ({ eventName: 'open', clientEventTs: now - i, insertId: `${userId}-${i}` }));
+  return { kind: 'events', projectId, userId, events, origin: { source: 'api' }, receivedAt: now };
+}
+
+/** Runs one workers process until it dies or `done` holds (then it is stopped); resolves to whether it died. */
+async function runWorker(done: () => Promise<boolean>): Promise<boolean> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/security/fixtures/suicidal-worker.ts'], {
+    cwd: new URL('../../', import.meta.url).pathname,
+    env: { ...process.env, REDIS_URL: redisUrl, REDIS_PREFIX: prefix, DATA_DIR: dataDir, WORKER_LOCK_MS: String(LOCK_MS), LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(proc);
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<string | null>((resolve) => proc.on('exit', (_code, signal) => resolve(signal)));
+  let signal: string | null | undefined;
+  void exited.then((s) => (signal = s));
+  try {
+    await waitUntil(async () => signal !== undefined || (await done()), 60_000, 100);
+  } catch (err) {
+    proc.kill('SIGKILL');
+    throw new Error(`${String(err)}; worker output: ${out.slice(-2000)}`);
+  }
+  if (signal === undefined) proc.kill('SIGTERM');
+  const s = await exited;
+  children.delete(proc);
+  return s === 'SIGKILL';
+}
+
+beforeAll(async () => {
+  redis = createRedis(redisUrl, 'worker', 'stall-test');
+  await waitForRedis(redis, 5000);
+  queue = new Queue(QUEUE.events, { connection: redis, prefix: bullPrefix(prefix) });
+  isolation = new Queue(ISOLATION_QUEUE, { connection: redis, prefix: bullPrefix(prefix) });
+});
+
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await queue?.close();
+  await isolation?.close();
+  await deletePrefix(redis, prefix);
+  redis.disconnect();
+});
+
+describe('a job that kills its worker', () => {
+  it('is taken over 3 times, retried alone, then dead-lettered with the reason; the jobs that died with it are stored', async () => {
+    const merged: EventsBatchJob = { kind: 'eventsBatch', requests: [request('pa', 'alice', 3), request('pb', 'crash-me', 2), request('pc', 'carol', 4)] };
+    await queue.add('events', merged, { ...INGEST_JOB_OPTIONS, jobId: 'merged1' });
+    await queue.add('events', request('pa', 'dave', 5), { ...INGEST_JOB_OPTIONS, jobId: 'single1' });
+
+    const idle = async (q: Queue) => {
+      const c = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+      return { idle: c.waiting + c.active + c.delayed + c.prioritized === 0, failed: c.failed };
+    };
+    const settled = async (): Promise<boolean> => {
+      const [m, i] = await Promise.all([idle(queue), idle(isolation)]);
+      return m.idle && i.idle && i.failed >= 1;
+    };
+    let deaths = 0;
+    for (let run = 0; run < 20 && !(await settled()); run++) {
+      if (await runWorker(settled)) deaths++;
+    }
+    expect(await settled()).toBe(true);
+    // 4 with the merged job among others (3 take-overs, the 4th stall fails it), 2 alone
+    expect(deaths).toBe(6);
+
+    // in the ingest queue only suspects failed (moved to isolation); in isolation, only the culprit
+    const mainFailed = await queue.getFailed();
+    expect(mainFailed.map((j) => j.id)).toContain('merged1');
+    expect(new Set(mainFailed.map((j) => j.failedReason))).toEqual(new Set(['job stalled more than allowable limit']));
+    expect((await isolation.getFailed()).map((j) => j.id)).toEqual(['merged1.1']);
+    const completed = [...(await queue.getCompleted()), ...(await isolation.getCompleted())].map((j) => j.id);
+    expect(completed).toEqual(expect.arrayContaining(['merged1.0', 'merged1.2', 'single1']));
+
+    const ch = createClickhouse({ dataDir });
+    try {
+      const dl = await (await ch.query({ query: 'SELECT project_id, message_id, source, reason FROM dead_letters FINAL ORDER BY message_id', format: 'JSONEachRow' })).json<Record<string, string>>();
+      expect(dl).toEqual([{ project_id: 'pb', message_id: 'merged1.1', source: 'log_events', reason: 'stalled 6 times: the worker processing it died (2 of them while it was processed alone)' }]);
+      const ev = await (await ch.query({ query: "SELECT project_id, user_id, toUInt32(count()) AS n FROM events FINAL WHERE user_id != 'crash-me' GROUP BY project_id, user_id ORDER BY user_id", format: 'JSONEachRow' })).json<Record<string, string | number>>();
+      expect(ev).toEqual([
+        { project_id: 'pa', user_id: 'alice', n: 3 },
+        { project_id: 'pc', user_id: 'carol', n: 4 },
+        { project_id: 'pa', user_id: 'dave', n: 5 },
+      ]);
+    } finally {
+      await ch.close();
+    }
+  }, 240_000);
+});
