@@ -1,3 +1,5 @@
+import { invalidField } from '../errors.js';
+
 /**
  * D1: both camelCase and snake_case field names are accepted on input. Request bodies are
  * rewritten to camelCase before validation. Keys of user-data maps (event and user properties,
@@ -58,14 +60,32 @@ export function snakeToCamel(key: string): string {
 }
 
 /**
+ * With `known` (every field name of the request schemas, which all refuse unknown fields), the
+ * rewrite stops at the first name past MAX_UNKNOWN_FIELDS that no schema has: such a body is a
+ * 400 anyway, and its unknown keys would each be rewritten, copied and validated (~1 µs each; a
+ * megabyte of them ~100 ms) only to be listed in an answer that shows 100 problems at most.
+ */
+export const MAX_UNKNOWN_FIELDS = 100;
+
+interface Walk {
+  known: ReadonlySet<string> | undefined;
+  unknown: number;
+}
+
+/**
  * Copy-on-write: a body that is already camelCase is returned as is, with no allocation.
  * Recursive: callers check the body's depth first (`bodyShapeError`, shared/wire/body-shape.ts).
+ * @throws InvalidArgumentError when `known` is given and the body has too many unknown fields
  */
-export function camelizeKeys(value: unknown): unknown {
+export function camelizeKeys(value: unknown, known?: ReadonlySet<string>): unknown {
+  return camelize(value, { known, unknown: 0 });
+}
+
+function camelize(value: unknown, walk: Walk): unknown {
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
-      const v = camelizeKeys(value[i]);
+      const v = camelize(value[i], walk);
       if (v !== value[i]) (out ??= value.slice())[i] = v;
     }
     return out ?? value;
@@ -77,8 +97,11 @@ export function camelizeKeys(value: unknown): unknown {
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];
     const ck = snakeToCamel(k);
+    if (walk.known !== undefined && !walk.known.has(ck) && ++walk.unknown > MAX_UNKNOWN_FIELDS) {
+      throw invalidField('(body)', `more than ${MAX_UNKNOWN_FIELDS} unknown fields (one is "${ck.slice(0, 64)}")`);
+    }
     const v = obj[k];
-    const cv = USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v) ? camelizeMapValues(v as Record<string, unknown>) : camelizeKeys(v);
+    const cv = USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v) ? camelizeMapValues(v as Record<string, unknown>, walk) : camelize(v, walk);
     if (out === undefined && (ck !== k || cv !== v)) {
       out = {};
       for (let j = 0; j < i; j++) out[keys[j]] = obj[keys[j]];
@@ -89,12 +112,12 @@ export function camelizeKeys(value: unknown): unknown {
 }
 
 /** A user-data map keeps its keys (the customer's names); its values are PropertyValues. */
-function camelizeMapValues(map: Record<string, unknown>): Record<string, unknown> {
+function camelizeMapValues(map: Record<string, unknown>, walk: Walk): Record<string, unknown> {
   let out: Record<string, unknown> | undefined;
   const keys = Object.keys(map);
   for (let i = 0; i < keys.length; i++) {
     const v = map[keys[i]];
-    const cv = camelizeKeys(v);
+    const cv = camelize(v, walk);
     if (out === undefined && cv !== v) {
       out = {};
       for (let j = 0; j < i; j++) out[keys[j]] = map[keys[j]];
@@ -102,4 +125,23 @@ function camelizeMapValues(map: Record<string, unknown>): Record<string, unknown
     if (out !== undefined) out[keys[i]] = cv;
   }
   return out ?? map;
+}
+
+/** Every property name of the given JSON schemas (request bodies), at any depth. */
+export function schemaFieldNames(schemas: readonly unknown[]): Set<string> {
+  const names = new Set<string>();
+  const visit = (s: unknown): void => {
+    if (s === null || typeof s !== 'object') return;
+    const schema = s as Record<string, unknown>;
+    for (const [name, sub] of Object.entries((schema.properties ?? {}) as Record<string, unknown>)) {
+      names.add(name);
+      visit(sub);
+    }
+    for (const sub of Object.values((schema.patternProperties ?? {}) as Record<string, unknown>)) visit(sub);
+    if (typeof schema.additionalProperties === 'object') visit(schema.additionalProperties);
+    visit(schema.items);
+    for (const key of ['anyOf', 'oneOf', 'allOf'] as const) for (const sub of (schema[key] as unknown[] | undefined) ?? []) visit(sub);
+  };
+  schemas.forEach(visit);
+  return names;
 }
