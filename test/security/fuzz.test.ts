@@ -16,7 +16,7 @@ import { MARGIN_MS, STALL_BOUND_MS } from './attack.js';
  * keys and strings, snake_case, wrong types, huge numbers, odd timestamps, unicode). Asserted:
  * never a 5xx, always the D4 error body, and no event-loop stall above the bound (a stalling
  * body is sent again: only a stall that repeats fails, a passing spike of machine load does not).
- * FUZZ_RUNS (default 60) bodies per operation within FUZZ_BUDGET_MS (default 2.5 s) each; under
+ * FUZZ_RUNS (default 60) bodies per operation within FUZZ_BUDGET_MS (default 2.5 s) each; about
  * a minute in all on 2 shared cores.
  */
 
