@@ -31,11 +31,18 @@ function describe(e: AjvError): ErrorDetail {
   }
 }
 
+/** At most this many problems are listed: a body with 30,000 unknown fields must not get a 3 MB answer (D45). */
+export const MAX_ERROR_DETAILS = 100;
+
 /** Unions report one error per branch; keep one line per field, preferring the most specific. */
 function validationDetails(errors: AjvError[]): ErrorDetail[] {
   const byField = new Map<string, ErrorDetail>();
   for (const e of errors) {
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    if (byField.size >= MAX_ERROR_DETAILS) {
+      byField.set('(body)', { field: '(body)', description: `${errors.length} problems in all; the first ${MAX_ERROR_DETAILS} fields are listed` });
+      break;
+    }
     const d = describe(e);
     if (!byField.has(d.field)) byField.set(d.field, d);
   }

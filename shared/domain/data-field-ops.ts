@@ -3,6 +3,7 @@ import { dailyCountKey, distinctMarkerKey, fieldAggregation, firstTsKey, latestT
 import type { DataFieldParams, DataFieldRecord, PropertyValue, TreatmentInteractionType } from './types.js';
 import type { EventPayload, InteractionJob } from '../queues/queues.js';
 import type { ProfileOp } from '../stores/profile.store.js';
+import { parseRfc3339 } from '../wire/rfc3339.js';
 
 /**
  * The incremental path of aggregations (D23, D24): the profile updates one event or interaction
@@ -61,8 +62,8 @@ function sameInteger(a: string, b: string): boolean {
 }
 
 function sameInstant(a: string, b: string): boolean {
-  const x = Date.parse(a);
-  return !Number.isNaN(x) && x === Date.parse(b);
+  const x = parseRfc3339(a);
+  return x !== undefined && x === parseRfc3339(b);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { int64String } from '../wire/values.js';
+import { canonicalRfc3339 } from '../wire/rfc3339.js';
 import { invalidField } from '../errors.js';
 import type { DataFieldParams, DataFieldType, PropertyValue, TreatmentInteractionType } from './types.js';
 
@@ -109,11 +110,9 @@ export function stableStringify(value: unknown): string {
  * spellings of one instant compare equal without losing sub-millisecond precision.
  */
 export function canonicalTimestamp(field: string, value: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/.exec(value);
-  const ms = m ? Date.parse(`${m[1]}${m[3]}`.toUpperCase()) : Number.NaN;
-  if (!m || Number.isNaN(ms)) throw invalidField(field, 'not a valid RFC 3339 timestamp with an offset');
-  const frac = (m[2] ?? '').replace(/0+$/, '');
-  return new Date(ms).toISOString().replace(/\.000Z$/, frac ? `.${frac}Z` : 'Z');
+  const canonical = canonicalRfc3339(value);
+  if (canonical === undefined) throw invalidField(field, 'not a valid RFC 3339 timestamp with an offset');
+  return canonical;
 }
 
 function canonicalPropertyValue(field: string, v: PropertyValueInput): PropertyValue {

@@ -8,6 +8,8 @@
  * a rule accepted on insert never evaluates to TYPE_MISMATCH or BAD_RHS for a value of its type.
  */
 import type { Condition, DataFieldType, DataMissingBehaviour, EligibilityRule } from './types.js';
+import { parseRfc3339Exact } from '../wire/rfc3339.js';
+import { containsAnyMatcher } from './substring-search.js';
 
 export type RuleValue =
   | { kind: 'integer'; value: bigint }
@@ -219,7 +221,7 @@ const timestampDomain: Domain<number, number> = {
   items: 'RFC 3339 timestamps or epoch seconds',
   parse: (text) => {
     const seconds = parseNumber(text);
-    return seconds !== undefined ? seconds * 1000 : parseRfc3339ToMs(text);
+    return seconds !== undefined ? seconds * 1000 : parseRfc3339Exact(text.trim());
   },
   compare: compareOrdered,
 };
@@ -300,7 +302,10 @@ function parseSeconds(rhs: string): number | undefined {
 }
 
 function compileMembership(type: DataFieldType, domain: AnyDomain, rhs: string): Compiled {
-  if (type === 'STRING') return { ok: true, matches: (value) => (scalarOf(value) as string).includes(rhs) };
+  if (type === 'STRING') {
+    const contains = containsAnyMatcher([rhs]);
+    return { ok: true, matches: (value) => contains(scalarOf(value) as string) };
+  }
   const parsed = domain.parse(rhs);
   if (parsed === undefined) return { ok: false, error: domain.expected };
   return { ok: true, matches: (value) => listOf(value).some((element) => domain.compare(element, parsed) === 0) };
@@ -318,8 +323,8 @@ function compileOverlap(type: DataFieldType, domain: AnyDomain, rhs: string): Co
   if (!items.ok) return items;
   const wanted = items.items;
   if (type === 'STRING') {
-    const substrings = wanted as string[];
-    return { ok: true, matches: (value) => substrings.some((s) => (scalarOf(value) as string).includes(s)) };
+    const containsAny = containsAnyMatcher(wanted as string[]);
+    return { ok: true, matches: (value) => containsAny(scalarOf(value) as string) };
   }
   return {
     ok: true,
@@ -390,36 +395,6 @@ function scalarOf(value: RuleValue): unknown {
 
 function listOf(value: RuleValue): unknown[] {
   return Array.isArray((value as { value?: unknown }).value) ? (value as { value: unknown[] }).value : [];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timestamps
-
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
-
-/** Milliseconds since the epoch (fractions below 1 ms kept), or undefined when not RFC 3339. */
-export function parseRfc3339ToMs(text: string): number | undefined {
-  const m = RFC3339.exec(text.trim());
-  if (m === null) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
-  const offsetHours = m[8] ? 0 : Number(m[10]);
-  const offsetMinutes = m[8] ? 0 : Number(m[11]);
-  const valid =
-    month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) &&
-    hour <= 23 && minute <= 59 && second <= 60 && offsetHours <= 23 && offsetMinutes <= 59;
-  if (!valid) return undefined;
-  const date = new Date(0);
-  // setUTCFullYear, unlike Date.UTC, does not map years 0..99 to 1900..1999
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, 0);
-  const fractionMs = m[7] ? Number(m[7]) * 1000 : 0;
-  const offsetMs = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
-  return date.getTime() + fractionMs - offsetMs;
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -562,7 +537,7 @@ function naturalRuleValue(attr: ContextualAttribute): RuleValue | undefined {
     return typeof bool === 'number' ? { kind: 'boolean', value: bool !== 0 } : { kind: 'boolean', value: bool === true };
   }
   if (attr.timestampValue !== undefined) {
-    const ms = parseRfc3339ToMs(attr.timestampValue);
+    const ms = parseRfc3339Exact(attr.timestampValue);
     return ms === undefined ? undefined : { kind: 'timestamp', valueMs: ms };
   }
   if (attr.timestampMicrosValue !== undefined) return microsToTimestamp(attr.timestampMicrosValue);

@@ -3,15 +3,50 @@ import type { EventPayload } from '../queues/queues.js';
 import type { PropertyValue } from './types.js';
 import { invalidField, InvalidArgumentError, type ErrorDetail } from '../errors.js';
 import type { ExternalEventIn, PropertyMap } from '../schemas/ingest.schemas.js';
+import { parseRfc3339 } from '../wire/rfc3339.js';
 
 /** D31: an event more than 24 h in the client's future is rejected. */
 export const MAX_FUTURE_MS = 24 * 3600 * 1000;
+const DAY_MS = 86_400_000;
 /** The range ClickHouse's DateTime64 stores: anything outside is rejected at the door, not retried forever. */
 export const MIN_TS_MS = Date.UTC(1900, 0, 1);
 export const MAX_TS_MS = Date.UTC(2300, 0, 1) - 1;
 
+/** Times inside property values: any storable time (they are not partition keys). */
 export function storableTime(ms: number): boolean {
   return ms >= MIN_TS_MS && ms <= MAX_TS_MS;
+}
+
+/**
+ * The times that decide a row's ClickHouse partition (tables are partitioned by month of the
+ * event's or interaction's time): accepted only within [now − RETENTION_DAYS, now + 24 h], so one
+ * request can touch at most ~15 monthly partitions (400 days) and never create one the TTL would
+ * drop at once (D44, D45). Outside: 400 naming the field, or a dead letter on the Pub/Sub path.
+ */
+export interface AcceptedTimes {
+  minMs: number;
+  maxMs: number;
+  retentionDays: number;
+}
+
+export function acceptedTimes(nowMs: number, retentionDays: number): AcceptedTimes {
+  return { minMs: nowMs - retentionDays * DAY_MS, maxMs: nowMs + MAX_FUTURE_MS, retentionDays };
+}
+
+/** Undefined when `ms` is accepted, else what is wrong with it. */
+export function acceptedTimeProblem(ms: number, window: AcceptedTimes): string | undefined {
+  if (ms > window.maxMs) return 'more than 24 hours in the future';
+  if (ms < window.minMs) return `more than ${window.retentionDays} days in the past (RETENTION_DAYS)`;
+  return undefined;
+}
+
+/** A partition-key time given as RFC 3339 text: epoch ms, or undefined with the problem recorded. */
+export function acceptedTimestamp(text: string, field: string, window: AcceptedTimes, problems: ErrorDetail[]): number | undefined {
+  const ms = parseRfc3339(text);
+  const problem = ms === undefined ? 'not a valid RFC 3339 timestamp' : acceptedTimeProblem(ms, window);
+  if (problem === undefined) return ms;
+  problems.push({ field, description: problem });
+  return undefined;
 }
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
@@ -37,8 +72,9 @@ export function normalizePropertyMap(map: PropertyMapIn | undefined, path: strin
       if (canonical === undefined) problems.push({ field: `${field}.longValue`, description: 'out of the int64 range' });
       else out[name] = { longValue: canonical };
     } else if ('timestampValue' in v) {
-      const ms = Date.parse(v.timestampValue);
-      if (Number.isNaN(ms)) problems.push({ field: `${field}.timestampValue`, description: 'not a valid RFC 3339 timestamp' });
+      const ms = parseRfc3339(v.timestampValue);
+      if (ms === undefined) problems.push({ field: `${field}.timestampValue`, description: 'not a valid RFC 3339 timestamp' });
+      else if (!storableTime(ms)) problems.push({ field: `${field}.timestampValue`, description: 'must be between 1900 and 2299' });
       else out[name] = { timestampValue: new Date(ms).toISOString() };
     } else if ('doubleValue' in v) {
       if (!Number.isFinite(v.doubleValue)) problems.push({ field: `${field}.doubleValue`, description: 'must be a finite number' });
@@ -51,20 +87,12 @@ export function normalizePropertyMap(map: PropertyMapIn | undefined, path: strin
 const OPTIONAL_STRINGS = ['preLoginTempUserId', 'sessionId', 'country', 'region', 'city', 'ipAddress', 'deviceId', 'appVersionId'] as const;
 
 /** Semantic checks the schema cannot express, and the normalised job payload. */
-export function normalizeEvents(events: Static<typeof ExternalEventIn>[], nowMs: number): EventPayload[] {
+export function normalizeEvents(events: Static<typeof ExternalEventIn>[], window: AcceptedTimes): EventPayload[] {
   const problems: ErrorDetail[] = [];
   const out = events.map((e, i) => {
     const path = `events[${i}]`;
-    const clientEventTs = Date.parse(e.clientEventTimestamp);
-    if (Number.isNaN(clientEventTs)) problems.push({ field: `${path}.clientEventTimestamp`, description: 'not a valid RFC 3339 timestamp' });
-    else if (clientEventTs > nowMs + MAX_FUTURE_MS) problems.push({ field: `${path}.clientEventTimestamp`, description: 'more than 24 hours in the future' });
-    else if (!storableTime(clientEventTs)) problems.push({ field: `${path}.clientEventTimestamp`, description: 'must be between 1900 and 2299' });
-    let serverReceivedTs: number | undefined;
-    if (e.serverReceivedTimestamp !== undefined) {
-      serverReceivedTs = Date.parse(e.serverReceivedTimestamp);
-      if (Number.isNaN(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'not a valid RFC 3339 timestamp' });
-      else if (!storableTime(serverReceivedTs)) problems.push({ field: `${path}.serverReceivedTimestamp`, description: 'must be between 1900 and 2299' });
-    }
+    const clientEventTs = acceptedTimestamp(e.clientEventTimestamp, `${path}.clientEventTimestamp`, window, problems) ?? 0;
+    const serverReceivedTs = e.serverReceivedTimestamp === undefined ? undefined : acceptedTimestamp(e.serverReceivedTimestamp, `${path}.serverReceivedTimestamp`, window, problems);
     // Only the fields present: the payload is serialised into the job and read back per event.
     const p: EventPayload = { eventName: e.eventName, clientEventTs };
     if (serverReceivedTs !== undefined) p.serverReceivedTs = serverReceivedTs;

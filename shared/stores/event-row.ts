@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { drainStream, type ClickHouseClient } from '@clickhouse/client';
 import type { EventAttributes, PropertyValue } from '../domain/types.js';
+import { parseRfc3339 } from '../wire/rfc3339.js';
 
 /**
  * Rows of the ClickHouse tables of infra/clickhouse/migrations, as written with JSONEachRow
@@ -99,16 +100,12 @@ export type ClickhouseTable = keyof TableRows;
 // DateTime64's range; outside it ClickHouse would clamp or wrap silently.
 const MIN_MS = Date.UTC(1900, 0, 1);
 const MAX_MS = Date.UTC(2300, 0, 1) - 1;
-const HAS_OFFSET = /(?:Z|[+-]\d{2}:?\d{2})$/i;
 
 function toEpochMs(value: number | string): number {
-  if (typeof value === 'string' && !HAS_OFFSET.test(value.trim())) {
-    // Without an offset Date.parse would use the process's local time zone.
-    throw new RangeError(`timestamp "${value}" has no UTC offset`);
-  }
-  const ms = typeof value === 'number' ? value : Date.parse(value);
-  if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
-    throw new RangeError(`timestamp ${JSON.stringify(value)} is not a date between 1900 and 2299`);
+  // one strict parser (D3): an offset is required (Date.parse would use the local time zone)
+  const ms = typeof value === 'number' ? value : parseRfc3339(value);
+  if (ms === undefined || !Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
+    throw new RangeError(`timestamp ${JSON.stringify(value)} is not an RFC 3339 time between 1900 and 2299`);
   }
   return Math.floor(ms);
 }

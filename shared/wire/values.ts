@@ -1,12 +1,5 @@
 import { invalidField } from '../errors.js';
 
-/** Parses an RFC 3339 timestamp (already shape-checked by the schema) to epoch ms. */
-export function parseTimestamp(field: string, value: string): number {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw invalidField(field, 'not a valid RFC 3339 timestamp');
-  return ms;
-}
-
 /** Normalises an int64 input (number or decimal string) to its canonical decimal string. */
 export function int64String(field: string, value: number | string): string {
   // A JSON number beyond 2^53 has already lost digits in the parser: refuse it rather than store a rounded id.

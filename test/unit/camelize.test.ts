@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { camelizeKeys, snakeToCamel } from '../../shared/wire/camelize.js';
+import { camelizeKeys, MAX_UNKNOWN_FIELDS, schemaFieldNames, snakeToCamel } from '../../shared/wire/camelize.js';
+import { InvalidArgumentError } from '../../shared/errors.js';
 
 describe('snake_case input (D1)', () => {
   it('rewrites snake_case names to camelCase', () => {
@@ -31,5 +32,16 @@ describe('snake_case input (D1)', () => {
     const copy = JSON.parse(JSON.stringify(body));
     camelizeKeys(body);
     expect(body).toEqual(copy);
+  });
+
+  it('with the schemas\' field names, stops at the first unknown name past the limit (D45)', () => {
+    const known = schemaFieldNames([{ type: 'object', properties: { projectId: { type: 'string' }, events: { type: 'array', items: { type: 'object', properties: { eventName: {} } } } } }]);
+    expect([...known].sort()).toEqual(['eventName', 'events', 'projectId']);
+    const few = Object.fromEntries(Array.from({ length: MAX_UNKNOWN_FIELDS }, (_, i) => [`x_${i}`, 1]));
+    expect(camelizeKeys({ project_id: 'p', ...few }, known)).toMatchObject({ projectId: 'p', x0: 1 });
+    expect(() => camelizeKeys({ project_id: 'p', ...few, one_more: 1 }, known)).toThrow(InvalidArgumentError);
+    // user-data map keys are the customer's own names, never counted
+    const map = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p_${i}`, { stringValue: 'x' }]));
+    expect(() => camelizeKeys({ events: [{ eventProperties: map }] }, new Set(['events', 'eventProperties', 'stringValue']))).not.toThrow();
   });
 });

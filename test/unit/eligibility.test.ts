@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   conditionFitsType,
   evaluateRule,
-  parseRfc3339ToMs,
   ruleValueFromContextualAttribute,
   ruleValueFromJson,
   validateRhs,
@@ -434,29 +433,6 @@ describe('validateRhs', () => {
   it('names the condition and type in its message', () => {
     expect(validateRhs('LESS_THAN', 'INTEGER', 'ten')).toBe('rhsValue of LESS_THAN on a INTEGER data field must be a number');
   });
-});
-
-describe('parseRfc3339ToMs', () => {
-  it.each([
-    ['2024-06-15T11:00:00Z', Date.UTC(2024, 5, 15, 11)],
-    ['2024-06-15T11:00:00.25Z', Date.UTC(2024, 5, 15, 11, 0, 0, 250)],
-    ['2024-06-15T13:00:00+02:00', Date.UTC(2024, 5, 15, 11)],
-    ['2024-02-29T00:00:00Z', Date.UTC(2024, 1, 29)],
-    ['0050-01-01T00:00:00Z', -60589296000000],
-  ])('%s', (text, ms) => {
-    expect(parseRfc3339ToMs(text)).toBe(ms);
-  });
-
-  it('keeps sub-millisecond fractions', () => {
-    expect(parseRfc3339ToMs('2024-06-15T11:00:00.000250Z')! - Date.UTC(2024, 5, 15, 11)).toBeCloseTo(0.25, 6);
-  });
-
-  it.each(['2023-02-29T00:00:00Z', '2024-13-01T00:00:00Z', '2024-06-15T11:60:00Z', '2024-06-15T11:00:00+24:00', 'x', ''])(
-    'rejects %j',
-    (text) => {
-      expect(parseRfc3339ToMs(text)).toBeUndefined();
-    },
-  );
 });
 
 describe('ruleValueFromJson', () => {

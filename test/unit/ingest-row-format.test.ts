@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { utcDay } from '../../shared/domain/data-field-values.js';
-import { normalizeEvents } from '../../shared/domain/ingest-normalize.js';
+import { acceptedTimes, normalizeEvents } from '../../shared/domain/ingest-normalize.js';
 import { InvalidArgumentError } from '../../shared/errors.js';
 import { eventRowLine, rowLine, toClickhouseDateTime64, toEventRow } from '../../shared/stores/event-row.js';
 
@@ -59,7 +59,7 @@ describe('event row lines', () => {
 });
 
 describe('normalizeEvents', () => {
-  const now = Date.UTC(2024, 5, 1);
+  const now = acceptedTimes(Date.UTC(2024, 5, 1), 400);
   const one = (longValue: string | number) => normalizeEvents([{ eventName: 'e', clientEventTimestamp: '2024-06-01T00:00:00Z', eventProperties: { n: { longValue } } }], now)[0].eventProperties!.n;
 
   it('writes every int64 in canonical decimal form, short or long, string or number', () => {

@@ -6,6 +6,7 @@ import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/domain/data-fi
 import type { DataFieldRecord, PropertyValue } from '../../shared/domain/types.js';
 import type { RedisKeys } from '../../shared/redis-keys.js';
 import { RedisScript } from '../../shared/clients/redis-script.js';
+import { parseRfc3339 } from '../../shared/wire/rfc3339.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
@@ -131,7 +132,7 @@ function propertyCondition(i: number, want: PropertyValue, params: Record<string
     params[v] = want.booleanValue ? 'true' : 'false';
     return `JSONExtractRaw(${at('booleanValue')}) = {${v}:String}`;
   }
-  params[v] = Date.parse(want.timestampValue);
+  params[v] = parseRfc3339(want.timestampValue) ?? 0;
   return `toUnixTimestamp64Milli(parseDateTime64BestEffortOrNull(JSONExtractString(${at('timestampValue')}), 3, 'UTC')) = {${v}:Int64}`;
 }
 

@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { createPubSub, ensureSubscription } from '../../shared/clients/pubsub.js';
 import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
-import { MAX_FUTURE_MS, normalizeEvents, normalizePropertyMap, storableTime } from '../../shared/domain/ingest-normalize.js';
+import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap } from '../../shared/domain/ingest-normalize.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/errors.js';
 import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../shared/proto/proto-codec.js';
 import type { SingleEventsJob } from '../../shared/queues/queues.js';
@@ -37,6 +37,8 @@ export interface ParseContext {
   sourceProjectId: string;
   codec: ProtoCodec;
   nowMs: number;
+  /** Event and update times older than this many days are dead letters (RETENTION_DAYS). */
+  retentionDays: number;
 }
 
 export type ParseResult = { ok: true; job: SingleEventsJob } | { ok: false; reason: string };
@@ -115,7 +117,7 @@ const eventData: DataTypeHandler = {
     const body = payload as Static<typeof LogEventsRequest>;
     let events;
     try {
-      events = normalizeEvents(body.events, ctx.nowMs);
+      events = normalizeEvents(body.events, acceptedTimes(ctx.nowMs, ctx.retentionDays));
     } catch (err) {
       if (err instanceof InvalidArgumentError) return { ok: false, reason: `invalid EventData: ${err.message}` };
       throw err;
@@ -140,10 +142,9 @@ const userAttribute: DataTypeHandler = {
     const body = payload as Static<typeof UserAttributePayload>;
     const details: ErrorDetail[] = [];
     const userProperties = normalizePropertyMap(body.userProperties, 'userProperties', details) ?? {};
-    const updateTs = Date.parse(body.updateTimestamp);
-    if (!storableTime(updateTs)) details.push({ field: 'updateTimestamp', description: 'must be between 1900 and 2299' });
-    // As for LogEvents (D31): a far-future time would win every later update (last-write-wins).
-    else if (updateTs > ctx.nowMs + MAX_FUTURE_MS) details.push({ field: 'updateTimestamp', description: 'more than 24 hours in the future' });
+    // As for LogEvents (D31, D45): a far-future time would win every later update
+    // (last-write-wins), and the time is the row's partition key.
+    const updateTs = acceptedTimestamp(body.updateTimestamp, 'updateTimestamp', acceptedTimes(ctx.nowMs, ctx.retentionDays), details) ?? 0;
     if (details.length > 0) return { ok: false, reason: `invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}` };
     return { ok: true, job: { kind: 'userAttributes', projectId: ctx.sourceProjectId, userId: body.userId, userProperties, updateTs, messageId: message.messageId, receivedAt: ctx.nowMs } };
   },
@@ -217,6 +218,8 @@ export interface PubSubIntakeOptions {
    * `maxMessages`, which slows the pull. @defaultValue 1000
    */
   backlogNackDelayMs?: number;
+  /** RETENTION_DAYS: older event and update times are dead letters. @defaultValue 400 */
+  retentionDays?: number;
 }
 
 interface Active {
@@ -250,7 +253,7 @@ export class PubSubIntake {
     private readonly deps: PubSubIntakeDeps,
     opts: PubSubIntakeOptions = {},
   ) {
-    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, backlogNackDelayMs: 1000, ...opts };
+    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, backlogNackDelayMs: 1000, retentionDays: 400, ...opts };
   }
 
   /** Resolves after the first reconcile; a source that cannot be subscribed yet is retried later. */
@@ -351,7 +354,7 @@ export class PubSubIntake {
     let outcome: MessageOutcome;
     try {
       const nowMs = this.deps.now();
-      outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs });
+      outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs, retentionDays: this.opts.retentionDays });
       if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
       else await this.storeDeadLetter(projectId, message, outcome.reason, nowMs);
     } catch (err) {
@@ -423,7 +426,7 @@ export async function startPubSubIntake(ctx: ServiceContext, clickhouse: ClickHo
       now: ctx.now,
       metrics: ctx.metrics,
     },
-    opts,
+    { retentionDays: ctx.config.retentionDays, ...opts },
   );
   await intake.start();
   return intake;

@@ -1,5 +1,5 @@
 import { conversionRate, upliftOf } from '../../../shared/domain/report-stats.js';
-import { parseRfc3339ToMs } from '../../../shared/domain/eligibility.js';
+import { parseRfc3339 } from '../../../shared/wire/rfc3339.js';
 import { InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
 import {
@@ -53,7 +53,7 @@ function periodOf(body: { startTimestamp?: string; endTimestamp?: string }, nowM
   const parse = (field: 'startTimestamp' | 'endTimestamp', dflt: number): number => {
     const text = body[field];
     if (text === undefined) return dflt;
-    const ms = parseRfc3339ToMs(text);
+    const ms = parseRfc3339(text);
     if (ms === undefined) {
       problems.push({ field, description: `"${text}" is not a valid RFC 3339 timestamp` });
       return dflt;

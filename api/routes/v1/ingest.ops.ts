@@ -1,6 +1,6 @@
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../../shared/schemas/ingest.schemas.js';
-import { checkTrackingId, normalizeEvents, storableTime } from '../../../shared/domain/ingest-normalize.js';
+import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../../shared/domain/ingest-normalize.js';
 import { invalidField } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
 import type { DeliveryType } from '../../../shared/domain/types.js';
@@ -14,9 +14,9 @@ export const logEvents = defineOperation({
   body: LogEventsRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
+    const events = normalizeEvents(body.events, acceptedTimes(ctx.now(), ctx.config.retentionDays));
     const full = ctx.ingestBacklog.admission();
     if (full) throw full;
-    const events = normalizeEvents(body.events, ctx.now());
     await ctx.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, { weight: events.length });
     return {};
   },
@@ -59,7 +59,9 @@ export const logTreatmentInteraction = defineOperation({
     if (full) throw full;
     checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
-    if (BigInt(micros) < 0n || !storableTime(Number(BigInt(micros) / 1000n))) throw invalidField('interactionTimeMicros', 'must be a time between 1970 and 2299 in microseconds since the epoch');
+    // the interaction's time is its row's partition key: bounded like an event's (D45)
+    const timeProblem = acceptedTimeProblem(Number(BigInt(micros) / 1000n), acceptedTimes(ctx.now(), ctx.config.retentionDays));
+    if (timeProblem !== undefined) throw invalidField('interactionTimeMicros', `${timeProblem}; microseconds since the epoch`);
     const deliveryType = await treatmentDeliveryType(ctx, body.projectId, body.treatmentId);
     if (deliveryType === null) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
     if (!(await surfaceExists(ctx, body.projectId, body.surface))) throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);

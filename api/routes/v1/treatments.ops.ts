@@ -3,7 +3,8 @@ import type { ServiceContext } from '../../../shared/service-context.js';
 import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../../shared/domain/content-validation.js';
-import { conditionFitsType, parseRfc3339ToMs, validateRhs } from '../../../shared/domain/eligibility.js';
+import { conditionFitsType, validateRhs } from '../../../shared/domain/eligibility.js';
+import { parseRfc3339 } from '../../../shared/wire/rfc3339.js';
 import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentControls, type TreatmentUpdate, type VersionFields } from '../../../shared/domain/treatment-versions.js';
 import { parseWindowDays } from '../../../shared/domain/data-field-params.js';
 import { filterTreatments } from '../../../shared/domain/treatment-filter.js';
@@ -64,9 +65,9 @@ function timestampsOf(body: VersionInput, out: Partial<VersionFields>, base?: Tr
   for (const field of ['startTimestamp', 'endTimestamp'] as const) {
     const text = body[field];
     if (text === undefined) continue;
-    const ms = parseRfc3339ToMs(text);
+    const ms = parseRfc3339(text);
     if (ms === undefined) problems.push({ field, description: `"${text}" is not a valid RFC 3339 timestamp` });
-    else out[field] = new Date(Math.floor(ms)).toISOString();
+    else out[field] = new Date(ms).toISOString();
   }
   if (problems.length > 0 || (out.startTimestamp === undefined && out.endTimestamp === undefined)) return problems;
   // Checked only when the request moves a bound: an inherited pair may legitimately be inverted

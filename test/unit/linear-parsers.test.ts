@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { snakeToCamel } from '../../shared/wire/camelize.js';
+import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/domain/content-render.js';
+import { bodyShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH } from '../../shared/wire/body-shape.js';
+import { containsAnyMatcher } from '../../shared/domain/substring-search.js';
+
+/** The regular expressions the hand-written scanners replaced: same results, without their quadratic cost. */
+const OLD_SNAKE = /_+([a-zA-Z0-9])/g;
+const OLD_PLACEHOLDER = String.raw`\{\{\s*([^{}|\s][^{}|]*?)\s*(?:\|([^{}]*))?\}\}`;
+
+function timed(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+describe('snakeToCamel', () => {
+  it('matches the former regular expression on any key', () => {
+    const key = fc.array(fc.constantFrom('_', '_', 'a', 'B', '9', '-', ' ', 'é', '$'), { maxLength: 20 }).map((a) => a.join(''));
+    fc.assert(
+      fc.property(fc.oneof(key, fc.string()), (k) => {
+        expect(snakeToCamel(k)).toBe(k.replace(OLD_SNAKE, (_m, c: string) => c.toUpperCase()));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('is linear: 1,000,000 underscores in milliseconds (the regular expression needed minutes)', () => {
+    expect(timed(() => snakeToCamel(`${'_'.repeat(1_000_000)}!`))).toBeLessThan(250);
+    expect(timed(() => snakeToCamel('_a'.repeat(500_000)))).toBeLessThan(250);
+  });
+});
+
+describe('placeholder scanner', () => {
+  const text = fc
+    .array(fc.constantFrom('{', '{{', '}', '}}', '|', ' ', '\t', '\u00a0', 'a', 'name', 'x y', '{{ a }}', '{{b|c}}'), { maxLength: 24 })
+    .map((a) => a.join(''));
+
+  it('finds exactly what the former regular expression found', () => {
+    fc.assert(
+      fc.property(fc.oneof(text, fc.string()), (value) => {
+        const names = new Set<string>();
+        const parts: unknown[] = [];
+        let last = 0;
+        for (const m of value.matchAll(new RegExp(OLD_PLACEHOLDER, 'g'))) {
+          names.add(m[1]);
+          if (m.index > last) parts.push(value.slice(last, m.index));
+          parts.push({ name: m[1], fallback: m[2]?.trim() ?? '' });
+          last = m.index + m[0].length;
+        }
+        if (last < value.length && parts.length > 0) parts.push(value.slice(last));
+        expect(placeholderNames(value)).toEqual([...names]);
+        expect(hasPlaceholders(value)).toBe(names.size > 0);
+        // rendering with a lookup that names each placeholder shows the parts in order
+        const rendered = JSON.parse(renderContent([{ fieldName: 'f', stringValue: value }], (n) => `<${n}>`)).f;
+        const expected = parts.length === 0 ? value : parts.map((p) => (typeof p === 'string' ? p : `<${(p as { name: string }).name}>`)).join('');
+        expect(rendered).toBe(expected);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('is linear on the inputs that made the regular expression quadratic', () => {
+    const attacks = [`{{a${' '.repeat(1_000_000)}`, `{{${' a'.repeat(500_000)}`, '{{'.repeat(500_000), `{{a|${' '.repeat(1_000_000)}`, '{{a}'.repeat(250_000)];
+    for (const value of attacks) {
+      expect(timed(() => renderContent([{ fieldName: 'f', stringValue: value }], () => 'x'))).toBeLessThan(250);
+      expect(timed(() => placeholderNames(value))).toBeLessThan(250);
+    }
+  });
+});
+
+describe('body shape limits', () => {
+  const nest = (depth: number): unknown => {
+    let v: unknown = 1;
+    for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+    return v;
+  };
+
+  it(`accepts ${MAX_BODY_DEPTH} levels, refuses one more with the path`, () => {
+    expect(bodyShapeError(nest(MAX_BODY_DEPTH))).toBeUndefined();
+    const err = bodyShapeError({ x: nest(MAX_BODY_DEPTH) });
+    expect(err?.details[0].field).toMatch(/^x(\.a|\[0\])+$/);
+    expect(err?.details[0].description).toMatch(/nested more than 32 levels/);
+  });
+
+  it('refuses 100,000 nested arrays without exhausting the stack', () => {
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+    expect(bodyShapeError({ projectId: 'p', events: deep })?.httpStatus).toBe(400);
+  });
+
+  it(`accepts keys of ${MAX_KEY_LENGTH} characters and refuses longer ones, naming a shortened key`, () => {
+    expect(bodyShapeError({ events: [{ eventProperties: { ['k'.repeat(MAX_KEY_LENGTH)]: { stringValue: 'x' } } }] })).toBeUndefined();
+    const err = bodyShapeError({ events: [{ eventProperties: { ['_'.repeat(60_000)]: 1 } }] });
+    expect(err?.details[0].field).toBe(`events[0].eventProperties.${'_'.repeat(32)}…`);
+    expect(err?.details[0].description).toMatch(/60000 characters/);
+  });
+});
+
+describe('substring rules (CONTAINS, CONTAINS_ANY_OF)', () => {
+  it('answers as includes does, for any text and patterns', () => {
+    const text = fc.array(fc.constantFrom('a', 'b', 'ab', 'ba', 'é', '𝔘'), { maxLength: 60 }).map((a) => a.join(''));
+    fc.assert(
+      fc.property(text, fc.array(text, { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 400 }), (t, patterns, repeat) => {
+        const long = t.repeat(repeat); // long enough to take the automaton
+        const matcher = containsAnyMatcher(patterns);
+        expect(matcher(t)).toBe(patterns.some((p) => t.includes(p)));
+        expect(matcher(long)).toBe(patterns.some((p) => long.includes(p)));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('is linear in the text whatever the patterns (includes took 84 ms and 18 s on these)', () => {
+    const as = 'a'.repeat(65_536);
+    expect(timed(() => expect(containsAnyMatcher([`${'a'.repeat(1000)}b${'a'.repeat(1000)}`])(as)).toBe(false))).toBeLessThan(250);
+    const vs = 'v'.repeat(65_536);
+    const items = Array.from({ length: 6000 }, (_, i) => `v${i}`);
+    expect(timed(() => expect(containsAnyMatcher(items)(vs)).toBe(false))).toBeLessThan(250);
+  });
+});
