@@ -211,9 +211,16 @@ describe('ops listener of every process kind', () => {
     expect((await api.post('/v1/GetTreatments', { projectId: keys.projectId, userId: 'u1', surfaces: [] }, { 'x-api-key': 'tds_wrong' })).status).toBe(401);
 
     // the backfill of the new field ran over the three users' events, the interaction is stored
+    // (InsertSurface's provisioned fields are backfilled too, over no user: wait for the users, not
+    // for the first backfill to report it is done)
     await waitUntil(async () => {
       const s = await scrape(backgroundOps);
-      return value(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 && (value(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1;
+      return (
+        value(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) === users.length &&
+        value(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
+        value(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
+        (value(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
+      );
     }, 60_000, 200);
 
     const a = await scrape(apiOps);
