@@ -29,10 +29,10 @@ export interface ContextOptions {
 /** Builds every client and store once; `closeContext` releases them in order. */
 export function createServiceContext(config: Readonly<Config>, log: Logger, opts: ContextOptions = {}): ServiceContext {
   const now = opts.now ?? Date.now;
-  const redis = createRedis(config.redisUrl, 'producer', 'tds-api');
+  const redis = createRedis(config, 'producer', 'tds-api');
   redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
   const keys = redisKeys(config.redisPrefix);
-  const bus = new InvalidationBus(config.redisUrl, keys.invalidationChannel(), log);
+  const bus = new InvalidationBus(config, keys.invalidationChannel(), log);
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
