@@ -22,9 +22,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await other?.close();
-  await t?.close();
-  await cluster?.stop();
+  try {
+    await other?.close();
+    await t?.close();
+  } finally {
+    await cluster?.stop();
+  }
 }, 60_000);
 
 async function ok(operation: string, key: string, body: unknown, app = t): Promise<any> {

@@ -45,12 +45,18 @@ beforeAll(async () => {
     ],
   });
   [countField, firstField] = fields.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   child?.proc.kill('SIGKILL');
-  await t?.close();
-});
+  await child?.exited;
+  try {
+    await t?.close();
+  } finally {
+    await cluster?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 60_000);
 
 async function pending(): Promise<number> {
   const c = await t.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');

@@ -79,13 +79,16 @@ afterAll(async () => {
     c.proc.kill('SIGKILL');
     await c.exited;
   }
-  await queue?.close();
-  if (redis) {
-    await deletePrefix(redis, prefix);
-    redis.disconnect();
+  try {
+    await queue?.close();
+    if (redis) {
+      await deletePrefix(redis, prefix);
+      redis.disconnect();
+    }
+  } finally {
+    await cluster?.stop();
+    for (const d of [workersDir, schedulerDir]) rmSync(d, { recursive: true, force: true });
   }
-  await cluster?.stop();
-  for (const d of [workersDir, schedulerDir]) rmSync(d, { recursive: true, force: true });
 }, 60_000);
 
 describe('Redis Cluster + ROLE=api ×2 + ROLE=workers + ROLE=scheduler', () => {

@@ -26,7 +26,13 @@ export async function startRedisCluster(primaries = 3): Promise<TestRedisCluster
   const dir = mkdtempSync(join(tmpdir(), 'tds-redis-cluster-'));
   const procs: ChildProcess[] = [];
   const ports: number[] = [];
+  // A test process that ends without its afterAll (a crash, a timeout) must not leave servers behind.
+  const killAll = () => {
+    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
   const stop = async () => {
+    process.off('exit', killAll);
     await Promise.all(
       procs.map(
         (p) =>
