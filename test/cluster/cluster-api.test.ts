@@ -151,4 +151,20 @@ describe('on a Redis Cluster', () => {
       }, 10_000);
     });
   });
+
+  // last: it takes a primary away
+  it('a request whose slot is on a dead primary fails fast with 503, never hangs', async () => {
+    const p = await createProjectWithKeys(t);
+    const c = t.ctx.redis as unknown as Cluster;
+    const queueSlot = Number(await c.call('CLUSTER', 'KEYSLOT', `{${t.ctx.config.redisPrefix}}:bull`));
+    const [, , [host, port]] = (await c.call('CLUSTER', 'SLOTS') as [number, number, [string, number]][]).find(([from, to]) => from <= queueSlot && queueSlot <= to)!;
+    expect(host).toBe('127.0.0.1');
+    await cluster.kill(port);
+    const started = performance.now();
+    const r = await call(t, 'LogEvents', p.logEvents, { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] });
+    expect(r.status).toBe(503);
+    expect(r.body.error).toMatchObject({ code: 503, status: 'UNAVAILABLE' });
+    // generous bound for a loaded machine: the producer profile gives up after about a second
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
 });

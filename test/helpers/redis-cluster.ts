@@ -14,6 +14,8 @@ export interface TestRedisCluster {
   /** REDIS_CLUSTER_NODES value. */
   nodes: string;
   dir: string;
+  /** SIGKILLs the server on `port` (a primary lost without warning). */
+  kill(port: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -62,7 +64,14 @@ export async function startRedisCluster(primaries = 3): Promise<TestRedisCluster
     const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
     for (const port of ports) await until(() => cli(port, 'cluster', 'info').includes('cluster_state:ok'), 60_000, `cluster not ok on ${port}`);
-    return { ports, nodes: ports.map((p) => `127.0.0.1:${p}`).join(','), dir, stop };
+    const kill = async (port: number) => {
+      const p = procs[ports.indexOf(port)];
+      if (!p || p.exitCode !== null || p.signalCode !== null) return;
+      const exited = new Promise((resolve) => p.once('exit', resolve));
+      p.kill('SIGKILL');
+      await exited;
+    };
+    return { ports, nodes: ports.map((p) => `127.0.0.1:${p}`).join(','), dir, kill, stop };
   } catch (err) {
     await stop();
     throw err;
