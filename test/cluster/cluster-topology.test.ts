@@ -27,6 +27,7 @@ const PER_USER = EVENTS_PER_REQUEST + (REQUESTS_PER_USER - 1) * (EVENTS_PER_REQU
 const prefix = uniquePrefix('topo');
 const workersDir = mkdtempSync(join(tmpdir(), 'tds-topo-workers-'));
 const schedulerDir = mkdtempSync(join(tmpdir(), 'tds-topo-scheduler-'));
+const apiDirs: string[] = [];
 let cluster: TestRedisCluster;
 let redis: Redis;
 let queue: Queue;
@@ -62,7 +63,7 @@ beforeAll(async () => {
   queue = new Queue(QUEUE.events, { connection: redis, prefix: bullPrefix(prefix, redis), skipVersionCheck: true });
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    const child = spawnService({ ...common, ROLE: 'api', PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-topo-api-')) });
+    const child = spawnService({ ...common, ROLE: 'api', PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: apiDirs[apiDirs.push(mkdtempSync(join(tmpdir(), 'tds-topo-api-'))) - 1] });
     apis.push({ child, url: `http://127.0.0.1:${port}` });
   }
   scheduler = spawnService({ ...common, ROLE: 'scheduler', DATA_DIR: schedulerDir });
@@ -87,7 +88,7 @@ afterAll(async () => {
     }
   } finally {
     await cluster?.stop();
-    for (const d of [workersDir, schedulerDir]) rmSync(d, { recursive: true, force: true });
+    for (const d of [workersDir, schedulerDir, ...apiDirs]) rmSync(d, { recursive: true, force: true });
   }
 }, 60_000);
 
