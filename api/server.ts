@@ -32,7 +32,7 @@ export interface RunningService {
 
 /** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
-  const redisChild = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
+  const redisChild = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
   try {
     return await startRoles(config, log, redisChild);
   } catch (err) {
@@ -73,7 +73,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     ctx.clickhouse = clickhouse;
     ctx.warehouse = directWarehouseOps({ clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
     if (config.roles.has('workers')) {
-      const connection = createRedis(config.redisUrl, 'worker', 'tds-rpc');
+      const connection = createRedis(config, 'worker', 'tds-rpc');
       connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
       const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, ctx.warehouse, log.child({ role: 'rpc' }));
       roles.push({ name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } });

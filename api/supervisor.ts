@@ -53,7 +53,7 @@ function serverEntry(): string {
 }
 
 export async function runSupervisor(config: Readonly<Config>, log: Logger): Promise<void> {
-  const redisChild: ChildProcess | undefined = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
+  const redisChild: ChildProcess | undefined = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
   cluster.setupPrimary({ exec: serverEntry(), execArgv: process.execArgv, silent: false });
   const slots: Slot[] = childSpecs(config).map((spec) => ({ spec, startedAt: 0, failures: 0 }));
   let stopping = false;

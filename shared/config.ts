@@ -5,6 +5,11 @@
 export type Role = 'api' | 'workers' | 'scheduler';
 export const ROLES: readonly Role[] = ['api', 'workers', 'scheduler'];
 
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
 export interface Config {
   /** Roles this process runs; `ROLE` unset = all of them (the all-in-one service). */
   roles: ReadonlySet<Role>;
@@ -23,6 +28,11 @@ export interface Config {
   opsHost: string;
   /** @defaultValue redis://127.0.0.1:6379 */
   redisUrl: string;
+  /**
+   * Seed nodes of a Redis Cluster (`REDIS_CLUSTER_NODES=host:port,host:port,...`). When set, every
+   * connection is an ioredis `Cluster` and REDIS_URL is ignored (no local redis-server is started).
+   */
+  redisClusterNodes?: readonly RedisNode[];
   /** Prefix of every Redis key (and BullMQ prefix), so several deployments or tests share one Redis. @defaultValue tds */
   redisPrefix: string;
   /** @defaultValue ./data */
@@ -125,6 +135,21 @@ function roles(env: Env): Set<Role> {
   return new Set(parts as Role[]);
 }
 
+/** `host:port,host:port,...` (an IPv6 host in brackets: `[::1]:7000`); at most 64 seed nodes. */
+function clusterNodes(env: Env): RedisNode[] | undefined {
+  const raw = optional(env, 'REDIS_CLUSTER_NODES');
+  if (raw === undefined) return undefined;
+  const expected = 'expected host:port[,host:port...] (the seed nodes of a Redis Cluster)';
+  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (parts.length === 0 || parts.length > 64) throw new ConfigError('REDIS_CLUSTER_NODES', expected);
+  return parts.map((part) => {
+    const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/.exec(part);
+    const port = m ? Number(m[2]) : 0;
+    if (!m || port < 1 || port > 65535) throw new ConfigError('REDIS_CLUSTER_NODES', `${expected}, got "${part}"`);
+    return { host: m[1].startsWith('[') ? m[1].slice(1, -1) : m[1], port };
+  });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -136,6 +161,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   } catch {
     throw new ConfigError('REDIS_URL', 'expected redis://[user:password@]host[:port][/db]');
   }
+  const redisClusterNodes = clusterNodes(env);
   const clickhouseUrl = optional(env, 'CLICKHOUSE_URL');
   if (clickhouseUrl !== undefined) {
     try {
@@ -159,6 +185,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     opsPort: port(env, 'OPS_PORT', 9464),
     opsHost: optional(env, 'OPS_HOST') ?? '127.0.0.1',
     redisUrl,
+    redisClusterNodes,
     redisPrefix: prefix,
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     clickhouseUrl,

@@ -35,10 +35,10 @@ export interface ContextOptions {
 /** Builds every client and store once; `closeContext` releases them in order. */
 export function createServiceContext(config: Readonly<Config>, log: Logger, opts: ContextOptions = {}): ServiceContext {
   const now = opts.now ?? Date.now;
-  const redis = createRedis(config.redisUrl, 'producer', 'tds-api');
+  const redis = createRedis(config, 'producer', 'tds-api');
   redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
   const keys = redisKeys(config.redisPrefix);
-  const bus = new InvalidationBus(config.redisUrl, keys.invalidationChannel(), log);
+  const bus = new InvalidationBus(config, keys.invalidationChannel(), log);
   const projects = new ProjectStore(redis, keys, now);
   const apiKeys = new ApiKeyStore(redis, keys, now);
   const auth = new Authenticator(apiKeys, projects, bus);
@@ -86,7 +86,7 @@ export function createServiceContext(config: Readonly<Config>, log: Logger, opts
 
 /** The decision log's producer on the fail-fast connection: a Redis outage never holds a response. */
 function decisionLog(redis: ReturnType<typeof createRedis>, redisPrefix: string, log: Logger): DecisionLogProducer {
-  const queue = new Queue(QUEUE.decisions, { connection: redis, prefix: bullPrefix(redisPrefix), skipVersionCheck: true, skipMetasUpdate: true });
+  const queue = new Queue(QUEUE.decisions, { connection: redis, prefix: bullPrefix(redisPrefix, redis), skipVersionCheck: true, skipMetasUpdate: true });
   queue.on('error', () => undefined);
   return new DecisionLogProducer(queue, log.child({ component: 'decision-log' }));
 }

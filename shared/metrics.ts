@@ -116,7 +116,7 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
  * `skipMetasUpdate`: observers leave the queue's metadata to the producers.
  */
 export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[] {
-  const prefix = bullPrefix(redisPrefix);
+  const prefix = bullPrefix(redisPrefix, connection);
   return Object.values(QUEUE).map((name) => {
     const q = new Queue(name, { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true });
     // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.

@@ -7,9 +7,19 @@
  * can never build the same key, whatever they contain (`v` + `w}:profile` vs `v}:dedup:i:w`).
  * Ordinary ids stay readable in `redis-cli`.
  *
- * Hash tags (Redis Cluster readiness): every key of a project's management state and ranking
- * counters shares `{<project>}`; every key of one user shares `{<project>:<user>}`. Each script
- * touches keys of one tag only, and receives them in KEYS.
+ * Slot layout (Redis Cluster, REDIS_CLUSTER_NODES): every script and multi-key command touches
+ * keys of one hash tag only, and receives them in KEYS.
+ * - `{m}`: ALL management state, global and per project (`projects`, `apikey:<id>`, `seq:*`,
+ *   `pubsub-sources`, `datafield-created`, and each project's record, keys, surfaces, types,
+ *   treatments, data fields, catalogue version and change log). It is small (kilobytes to a few
+ *   megabytes a project) and written rarely, so one slot holds it, and every management write
+ *   (which combines a global key such as `apikey:<id>` or `seq:*` with a project's keys) and the
+ *   catalogue version MGET across projects are single-slot.
+ * - `{<project>:<user>}`: one user's profile, job markers and insertId markers: the per-user state
+ *   that outgrows one Redis, spread over the whole cluster; the ingest script touches one user.
+ * - `{<project>}`: the project's ranking counters and their job markers (one ingest script).
+ * - BullMQ's keys: prefix `{<prefix>}:bull` on a cluster (see `bullPrefix`).
+ * On a single Redis the tags change nothing; the layout is the same so one code path serves both.
  */
 export interface RedisKeys {
   readonly prefix: string;
@@ -65,15 +75,18 @@ export function unescapeKeyPart(part: string): string {
 
 export function redisKeys(prefix: string): RedisKeys {
   const p = `${prefix}:`;
-  const proj = (projectId: string) => `${p}p:{${escapeKeyPart(projectId)}}`;
+  /** Management state: one hash tag for all of it (see the slot layout above). */
+  const m = `${p}{m}:`;
+  const proj = (projectId: string) => `${m}p:${escapeKeyPart(projectId)}`;
+  const ranking = (projectId: string) => `${p}p:{${escapeKeyPart(projectId)}}`;
   const user = (projectId: string, userId: string) => `${p}u:{${escapeKeyPart(projectId)}:${escapeKeyPart(userId)}}`;
   return {
     prefix,
-    projects: () => `${p}projects`,
+    projects: () => `${m}projects`,
     project: (id) => `${proj(id)}:project`,
-    apiKey: (keyId) => `${p}apikey:${escapeKeyPart(keyId)}`,
+    apiKey: (keyId) => `${m}apikey:${escapeKeyPart(keyId)}`,
     projectApiKeys: (id) => `${proj(id)}:apikeys`,
-    seq: (kind) => `${p}seq:${kind}`,
+    seq: (kind) => `${m}seq:${kind}`,
     surfaces: (id) => `${proj(id)}:surfaces`,
     treatmentTypes: (id) => `${proj(id)}:ttypes`,
     treatmentTypeNames: (id) => `${proj(id)}:ttype-names`,
@@ -87,13 +100,13 @@ export function redisKeys(prefix: string): RedisKeys {
     eventSchemaIds: (id) => `${proj(id)}:event-schema-ids`,
     catalogVersion: (id) => `${proj(id)}:version`,
     changes: (id) => `${proj(id)}:changes`,
-    pubSubSources: () => `${p}pubsub-sources`,
+    pubSubSources: () => `${m}pubsub-sources`,
     profile: (id, userId) => `${user(id, userId)}:profile`,
     jobMarker: (id, userId, jobId) => `${user(id, userId)}:job:${escapeKeyPart(jobId)}`,
     insertMarkers: (id, userId, day) => `${user(id, userId)}:ins:${escapeKeyPart(day)}`,
-    rankingStats: (id) => `${proj(id)}:ranking`,
-    rankingJobMarker: (id, jobId) => `${proj(id)}:ranking-job:${escapeKeyPart(jobId)}`,
+    rankingStats: (id) => `${ranking(id)}:ranking`,
+    rankingJobMarker: (id, jobId) => `${ranking(id)}:ranking-job:${escapeKeyPart(jobId)}`,
     invalidationChannel: () => `${p}invalidate`,
-    dataFieldCreated: () => `${p}datafield-created`,
+    dataFieldCreated: () => `${m}datafield-created`,
   };
 }

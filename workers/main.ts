@@ -36,7 +36,7 @@ export interface WorkersRole extends RoleHandle {
  * Redis connection waits through outages (`maxRetriesPerRequest: null`) instead of failing jobs.
  */
 export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
-  const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-workers');
+  const connection = createRedis(ctx.config, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
   const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);

@@ -54,7 +54,7 @@ async function execute(op: AdminOperation, body: unknown, env: Env): Promise<unk
   const config = loadConfig(env);
   const log = cliLogger(env, config.logLevel);
   // Without a running service, start (and afterwards stop) the local Redis the service would use.
-  const redisChild = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
+  const redisChild = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
   const ctx = createServiceContext(config, log);
   try {
     await waitForRedis(ctx.redis, REDIS_WAIT_MS).catch(() => {

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { RedisTarget } from './redis.js';
 import type { Logger } from 'pino';
 
 /**
@@ -59,10 +60,35 @@ export class InvalidationBus {
   /** Bumped whenever the connection is replaced: a late PONG of an old one proves nothing. */
   private epoch = 0;
 
-  constructor(url: string, private readonly channel: string, private readonly log: Logger, opts: InvalidationBusOptions = {}) {
+  /**
+   * On a Redis Cluster (`target.redisClusterNodes`) the subscriber is a plain connection to one
+   * node: PUBLISH is broadcast to every node of a cluster, so one node hears every message, and the
+   * heartbeat below (PING on the subscribed connection) keeps its meaning. Each reconnection
+   * attempt moves on to the next seed node, so a node that is gone is left behind.
+   */
+  constructor(target: string | RedisTarget, private readonly channel: string, private readonly log: Logger, opts: InvalidationBusOptions = {}) {
     this.heartbeatMs = opts.heartbeatMs ?? 500;
     this.silenceMs = opts.silenceMs ?? 1500;
-    this.sub = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 200, 2000), connectionName: 'invalidation' });
+    const base = { maxRetriesPerRequest: null, retryStrategy: (t: number) => Math.min(t * 200, 2000), connectionName: 'invalidation' };
+    const nodes = typeof target === 'string' ? undefined : target.redisClusterNodes;
+    if (nodes && nodes.length > 0) {
+      let next = 0;
+      const sub: Redis = new Redis({
+        ...base,
+        host: nodes[0].host,
+        port: nodes[0].port,
+        retryStrategy: (t: number) => {
+          next = (next + 1) % nodes.length;
+          // ioredis reads host and port from its options at each connection attempt
+          sub.options.host = nodes[next].host;
+          sub.options.port = nodes[next].port;
+          return base.retryStrategy(t);
+        },
+      });
+      this.sub = sub;
+    } else {
+      this.sub = new Redis(typeof target === 'string' ? target : target.redisUrl, base);
+    }
     this.sub.on('error', (err) => this.log.debug({ err }, 'invalidation subscriber error'));
     this.sub.on('ready', () => {
       const epoch = this.epoch;

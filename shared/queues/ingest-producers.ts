@@ -23,7 +23,7 @@ export interface IngestProducers {
 export const MERGED_JOB_EVENTS = 100;
 
 export function createIngestProducers(connection: Redis, redisPrefix: string): IngestProducers {
-  const prefix = bullPrefix(redisPrefix);
+  const prefix = bullPrefix(redisPrefix, connection);
   // No start-up INFO/meta calls: on the fail-fast connection a slow boot could time them out
   // and leave the queue object failing every later call.
   const opts = { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true };

@@ -1,6 +1,7 @@
 import type { JobsOptions } from 'bullmq';
 import type { EventAttributes, PropertyValue } from '../domain/types.js';
 import type { DecisionRecord } from '../domain/decisions.js';
+import { isCluster } from '../clients/redis.js';
 
 /**
  * Queue names and job payloads, shared by the API (producers) and the workers (consumers).
@@ -120,7 +121,12 @@ export function cappedExponentialBackoff(attemptsMade: number): number {
   return Math.min(BACKOFF_CAP_MS, 200 * 2 ** Math.min(attemptsMade, 20));
 }
 
-/** BullMQ prefix: under the service's Redis prefix, so tests and deployments do not collide. */
-export function bullPrefix(redisPrefix: string): string {
-  return `${redisPrefix}:bull`;
+/**
+ * BullMQ prefix: under the service's Redis prefix, so tests and deployments do not collide. On a
+ * Redis Cluster (the connection is an ioredis `Cluster`) BullMQ's scripts touch several keys of a
+ * queue, so the prefix is hash-tagged, `{<prefix>}:bull`, and every queue lives in one slot; on a
+ * single Redis it stays `<prefix>:bull`, so existing deployments keep their queues.
+ */
+export function bullPrefix(redisPrefix: string, connection?: unknown): string {
+  return isCluster(connection) ? `{${redisPrefix}}:bull` : `${redisPrefix}:bull`;
 }

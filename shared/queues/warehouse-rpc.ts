@@ -5,6 +5,7 @@ import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from './queues.js';
 import type { DecisionOutcome } from '../domain/decisions.js';
 import type { GroupCounts } from '../domain/report-stats.js';
+import { duplicateRedis } from '../clients/redis.js';
 
 /**
  * The operations that need ClickHouse but are asked for through the API (admin routes, the CLI).
@@ -81,7 +82,7 @@ export interface RemoteWarehouseOps extends WarehouseOps {
  * connection of its own, only on the first call (most API processes never make one).
  */
 export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: Logger): RemoteWarehouseOps {
-  const prefix = bullPrefix(redisPrefix);
+  const prefix = bullPrefix(redisPrefix, connection);
   let queue: Queue<RpcJob> | undefined;
   let events: QueueEvents | undefined;
   let eventsConnection: Redis | undefined;
@@ -89,7 +90,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     if (!queue) {
       queue = new Queue<RpcJob>(QUEUE.rpc, { connection, prefix, skipVersionCheck: true });
       queue.on('error', (err) => log.debug({ err }, 'rpc queue error'));
-      eventsConnection = connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, commandTimeout: undefined });
+      eventsConnection = duplicateRedis(connection, { maxRetriesPerRequest: null, enableOfflineQueue: true, commandTimeout: undefined });
       eventsConnection.on('error', (err) => log.debug({ err }, 'rpc reply connection error'));
       events = new QueueEvents(QUEUE.rpc, { connection: eventsConnection, prefix });
       events.on('error', (err) => log.debug({ err }, 'rpc reply listener error'));
@@ -160,7 +161,7 @@ export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, 
         throw err;
       }
     },
-    { connection, prefix: bullPrefix(redisPrefix), concurrency: 4 },
+    { connection, prefix: bullPrefix(redisPrefix, connection), concurrency: 4 },
   );
   worker.on('error', (err) => log.warn({ err }, 'rpc worker error'));
   return { close: () => worker.close() };

@@ -4,6 +4,7 @@ import type { RedisKeys } from '../redis-keys.js';
 import { createHash } from 'node:crypto';
 import { RedisScript } from '../clients/redis-script.js';
 import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../queues/queues.js';
+import { isCluster } from '../clients/redis.js';
 
 /**
  * D31: an insertId is de-duplicated for at least 7 days, whatever timestamp its retries carry.
@@ -254,6 +255,9 @@ export class ProfileStore {
    */
   async applied(units: readonly AppliedUnit[]): Promise<boolean[]> {
     if (units.length === 0) return [];
+    // On a cluster the markers are in their users' slots (on several nodes): one command each,
+    // which ioredis sends to the right node (a Cluster pipeline must stay on one node).
+    if (isCluster(this.redis)) return Promise.all(units.map(async (u) => (await this.redis.exists(this.keys.jobMarker(u.projectId, u.userId, u.id))) === 1));
     const p = this.redis.pipeline();
     for (const u of units) p.exists(this.keys.jobMarker(u.projectId, u.userId, u.id));
     const res = (await p.exec()) ?? [];
@@ -271,6 +275,11 @@ export class ProfileStore {
    */
   async expireJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[], graceSeconds: number): Promise<void> {
     if (units.length === 0 && extraKeys.length === 0) return;
+    if (isCluster(this.redis)) {
+      const keys = [...units.map((u) => this.keys.jobMarker(u.projectId, u.userId, u.id)), ...extraKeys];
+      await Promise.all(keys.map((k) => this.redis.expire(k, graceSeconds)));
+      return;
+    }
     const p = this.redis.pipeline();
     // One command per key: each key is in its own user's slot (Redis Cluster forbids multi-slot commands).
     for (const u of units) p.expire(this.keys.jobMarker(u.projectId, u.userId, u.id), graceSeconds);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService, type RunningService } from '../../api/server.js';
 import { createLogger } from '../../shared/logger.js';
+import { createRedis } from '../../shared/clients/redis.js';
 import { ADMIN_TOKEN, testConfig } from './context.js';
 import { deletePrefix } from './redis-cleanup.js';
 
@@ -46,8 +47,7 @@ export async function startTestService(overrides: Record<string, string> = {}): 
       const { ctx } = service;
       const prefix = ctx.config.redisPrefix;
       await service.stop();
-      const { Redis } = await import('ioredis');
-      const r = new Redis(ctx.config.redisUrl);
+      const r = createRedis(ctx.config, 'worker', 'test-cleanup');
       await deletePrefix(r, prefix);
       r.disconnect();
     },

@@ -149,4 +149,19 @@ describe('loadConfig', () => {
     expect(configErrorOf({ OPS_PORT: '8081' }).variable).toBe('OPS_PORT');
     expect(loadConfig({ ROLE: 'workers', OPS_PORT: '8080' }).opsPort).toBe(8080);
   });
+
+  it('REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster, validated', () => {
+    expect(loadConfig({}).redisClusterNodes).toBeUndefined();
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '' }).redisClusterNodes).toBeUndefined();
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-1.internal:7001,[::1]:7002' }).redisClusterNodes).toEqual([
+      { host: '10.0.0.1', port: 7000 },
+      { host: 'redis-1.internal', port: 7001 },
+      { host: '::1', port: 7002 },
+    ]);
+    for (const bad of ['10.0.0.1', 'host:0', 'host:70000', 'redis://h:7000', ',', 'h:7000,h', 'a b:7000', Array.from({ length: 65 }, (_, i) => `h:${i + 1}`).join(',')]) {
+      const err = configErrorOf({ REDIS_CLUSTER_NODES: bad });
+      expect(err.variable).toBe('REDIS_CLUSTER_NODES');
+      expect(err.message).toContain('host:port');
+    }
+  });
 });

@@ -7,6 +7,7 @@ import type { DataFieldRecord, PropertyValue } from '../../shared/domain/types.j
 import type { RedisKeys } from '../../shared/redis-keys.js';
 import { RedisScript } from '../../shared/clients/redis-script.js';
 import { parseRfc3339 } from '../../shared/wire/rfc3339.js';
+import { isCluster } from '../../shared/clients/redis.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
@@ -387,6 +388,12 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
   // A new field's backfill skips the scan for stale entries: it has none but what the incremental
   // path wrote since its creation, and the window sums ignore days outside the window anyway.
   const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
+  if (isCluster(deps.redis)) {
+    // On a Redis Cluster each user's profile is in its own slot (`{<project>:<user>}`) and a script
+    // may touch one slot only: one call per user, all in flight at once (ioredis sends each to its node).
+    await Promise.all(users.map((u) => WRITE.run(deps.redis, [deps.keys.profile(run.projectId, u.userId)], writeArgs(spec, run.kind, [u]))));
+    return;
+  }
   await WRITE.run(deps.redis, users.map((u) => deps.keys.profile(run.projectId, u.userId)), writeArgs(spec, run.kind, users));
 }
 

@@ -75,9 +75,9 @@ export async function reconcileSchedules(queue: Queue, specs: readonly ScheduleS
 
 /** The scheduler role: only enqueues; the aggregation worker (workers role) does the work. */
 export async function startScheduler(ctx: ServiceContext): Promise<{ name: string; close(): Promise<void> }> {
-  const connection = createRedis(ctx.config.redisUrl, 'worker', 'tds-scheduler');
+  const connection = createRedis(ctx.config, 'worker', 'tds-scheduler');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (scheduler) error'));
-  const queue = new Queue(QUEUE.aggregations, { connection, prefix: bullPrefix(ctx.config.redisPrefix) });
+  const queue = new Queue(QUEUE.aggregations, { connection, prefix: bullPrefix(ctx.config.redisPrefix, connection) });
   queue.on('error', (err) => ctx.log.warn({ err }, 'aggregations queue error'));
   await reconcileSchedules(queue, AGGREGATION_SCHEDULES, ctx.log.child({ role: 'scheduler' }));
   ctx.log.info('scheduler role started');
@@ -219,7 +219,7 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
  * script that keeps the larger count for the current day and replaces only finished days.
  */
 export function startAggregationWorker(o: AggregationWorkerOptions): AggregationWorker {
-  const prefix = bullPrefix(o.redisPrefix);
+  const prefix = bullPrefix(o.redisPrefix, o.connection);
   const queue = new Queue(QUEUE.aggregations, { connection: o.connection, prefix });
   queue.on('error', (err) => o.log.warn({ err }, 'aggregations queue error'));
   const worker = new Worker<AggregationQueueJob>(

@@ -67,7 +67,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
   const common = {
     connection: o.connection,
-    prefix: bullPrefix(o.redisPrefix),
+    prefix: bullPrefix(o.redisPrefix, o.connection),
     concurrency: o.concurrency ?? 64,
     lockDuration: o.lockMs ?? 30_000,
     stalledInterval: o.lockMs ?? 30_000,
@@ -126,7 +126,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
     { ...common, concurrency: 1, maxStalledCount: ISOLATED_MAX_STALLS },
   );
-  const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix) });
+  const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection) });
   isolationQueue.on('error', (err) => o.log.warn({ err }, 'isolation queue error'));
   const isolate = async (job: Job, source: DeadLetterSource, requests: EventsJob[] | undefined): Promise<number> => {
     const jobs = requests
