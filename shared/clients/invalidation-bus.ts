@@ -12,6 +12,11 @@ export interface Invalidation {
   kind: 'apiKey' | 'project' | 'catalog' | 'pubsubSource' | 'all';
   projectId?: string;
   id?: string;
+  /**
+   * Set on delivery only: the change was made by this process, which must see it before its next
+   * answer (read your own writes), where other processes may take up to a second.
+   */
+  local?: boolean;
 }
 
 export type InvalidationListener = (msg: Invalidation) => void;
@@ -26,7 +31,7 @@ const localBuses = new Map<string, Set<InvalidationBus>>();
  */
 export function deliverLocally(channel: string, raw: string): void {
   const buses = localBuses.get(channel);
-  if (buses) for (const bus of buses) bus.receive(raw);
+  if (buses) for (const bus of buses) bus.receive(raw, true);
 }
 
 export interface InvalidationBusOptions {
@@ -166,15 +171,15 @@ export class InvalidationBus {
     );
   }
 
-  /** One message as published on the channel; an unreadable one drops everything. */
-  receive(raw: string): void {
+  /** One message as published on the channel (`local`: by this process); an unreadable one drops everything. */
+  receive(raw: string, local = false): void {
     let msg: Invalidation;
     try {
       msg = JSON.parse(raw) as Invalidation;
     } catch {
       msg = { kind: 'all' };
     }
-    this.emit(msg);
+    this.emit(local ? { ...msg, local: true } : msg);
   }
 
   /** Caches must not serve entries while this is false: messages could be missed. */

@@ -40,7 +40,15 @@ interface Entry {
   /** bumped by every invalidation; the plan is fresh when it was compiled at the current generation */
   generation: number;
   compiledGeneration: number;
+  /**
+   * The generation this process's own last change created: until a plan of at least that
+   * generation exists, callers wait for it instead of being served the older plan (read your own
+   * writes). Changes made by other processes only start a background recompile.
+   */
+  ownGeneration: number;
   compiling: boolean;
+  /** the recompile under way, for callers that must wait for it */
+  recompiling?: Promise<void>;
   /** `catalogVersion` read before the plan's records were */
   version: string | null;
   lastUsed: number;
@@ -77,7 +85,7 @@ export class CatalogCache {
     this.clock = opts.clock ?? (() => performance.now());
     this.unsubscribe = deps.bus.on((msg) => {
       if (msg.kind === 'all') for (const projectId of this.entries.keys()) this.invalidate(projectId);
-      else if ((msg.kind === 'catalog' || msg.kind === 'project') && msg.projectId !== undefined) this.invalidate(msg.projectId);
+      else if ((msg.kind === 'catalog' || msg.kind === 'project') && msg.projectId !== undefined) this.invalidate(msg.projectId, msg.local === true);
     });
   }
 
@@ -86,25 +94,44 @@ export class CatalogCache {
     this.startTimer();
     let entry = this.entries.get(projectId);
     if (entry === undefined) {
-      entry = { generation: 0, compiledGeneration: -1, compiling: false, version: null, lastUsed: this.clock() };
+      entry = { generation: 0, compiledGeneration: -1, ownGeneration: -1, compiling: false, version: null, lastUsed: this.clock() };
       this.entries.set(projectId, entry);
     }
     entry.lastUsed = this.clock();
     if (entry.plan !== undefined) {
-      this.cacheStats.hits++;
-      return entry.plan;
+      if (entry.compiledGeneration >= entry.ownGeneration) {
+        this.cacheStats.hits++;
+        return entry.plan;
+      }
+      return this.ownChangeCompiled(projectId, entry);
     }
     this.cacheStats.misses++;
     entry.first ??= this.firstCompile(projectId, entry);
     return entry.first;
   }
 
-  /** The project's catalogue changed: recompile now if it is cached (an uncached one compiles on first use). */
-  invalidate(projectId: string): void {
+  /**
+   * The project's catalogue changed: recompile now if it is cached (an uncached one compiles on
+   * first use). `own`: the change was made by this process, whose next calls wait for it.
+   */
+  invalidate(projectId: string, own = false): void {
     const entry = this.entries.get(projectId);
     if (entry === undefined) return;
     entry.generation++;
+    if (own) entry.ownGeneration = entry.generation;
     if (entry.plan !== undefined) void this.recompile(projectId, entry);
+  }
+
+  /** Waits until the plan includes this process's own last change (a failed compile is retried here). */
+  private async ownChangeCompiled(projectId: string, entry: Entry): Promise<CatalogPlan> {
+    this.cacheStats.misses++;
+    for (let attempt = 0; entry.compiledGeneration < entry.ownGeneration; attempt++) {
+      if (entry.recompiling) await entry.recompiling;
+      else if (attempt > 0) await this.compileOnce(projectId, entry);
+      else await this.recompile(projectId, entry);
+      if (this.closed || attempt > 20) break;
+    }
+    return entry.plan!;
   }
 
   async close(): Promise<void> {
@@ -127,8 +154,15 @@ export class CatalogCache {
   }
 
   /** Compiles until the plan is at the latest generation; invalidations during a compile coalesce into one more. */
-  private async recompile(projectId: string, entry: Entry): Promise<void> {
-    if (entry.compiling || this.closed) return;
+  private recompile(projectId: string, entry: Entry): Promise<void> {
+    if (entry.compiling || this.closed) return entry.recompiling ?? Promise.resolve();
+    entry.recompiling = this.recompileLoop(projectId, entry).finally(() => {
+      entry.recompiling = undefined;
+    });
+    return entry.recompiling;
+  }
+
+  private async recompileLoop(projectId: string, entry: Entry): Promise<void> {
     entry.compiling = true;
     try {
       while (entry.generation !== entry.compiledGeneration && !this.closed && this.entries.get(projectId) === entry) {
