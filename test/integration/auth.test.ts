@@ -12,7 +12,7 @@ const D8: Record<string, { permissions: Permission[]; keyParam?: 'api_key' | 'ap
   LogTreatmentInteraction: { permissions: ['DELIVERY'], keyParam: 'api-key' },
   LogEvents: { permissions: ['LOG_EVENTS'], keyParam: 'api-key' },
   ...Object.fromEntries(
-    ['InsertTreatment', 'UpdateTreatment', 'GetAllTreatments', 'InsertTreatmentType', 'UpdateTreatmentType', 'GetAllTreatmentTypes', 'InsertSurface', 'GetAllSurfaces', 'InsertDataField', 'GetDataFields', 'GetAllDataFields', 'PreviewTreatment', 'ExplainTreatments'].map((op) => [
+    ['InsertTreatment', 'UpdateTreatment', 'GetAllTreatments', 'InsertTreatmentType', 'UpdateTreatmentType', 'GetAllTreatmentTypes', 'InsertSurface', 'GetAllSurfaces', 'InsertDataField', 'GetDataFields', 'GetAllDataFields', 'PreviewTreatment', 'ExplainTreatments', 'InsertEventSchema', 'GetEventSchemas', 'ListDecisions', 'GetTreatmentReport', 'DeleteUserData'].map((op) => [
       op,
       { permissions: ['TREATMENT_MANAGEMENT'] as Permission[] },
     ]),

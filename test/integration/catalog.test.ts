@@ -408,9 +408,13 @@ describe('change log, catalogue version and invalidation', () => {
     await waitUntil(() => seen.filter((m) => m.kind === 'catalog' && m.projectId === p.projectId).length >= 14, 2000);
     off();
 
-    const r = await admin(t, 'ListChanges', { projectId: p.projectId, pageSize: 14 });
+    const r = await admin(t, 'ListChanges', { projectId: p.projectId, pageSize: 15 });
     expect(r.status).toBe(200);
-    const [field, named, ...rest] = r.body.changes;
+    // GetDataFields' eventSchemaName also registers the event name (D35): its own entry
+    const schemas = r.body.changes.filter((c: { operation: string }) => c.operation === 'InsertEventSchema');
+    expect(schemas).toHaveLength(1);
+    expect(schemas[0]).toMatchObject({ resourceKind: 'eventSchema', after: { eventName: 'audited' } });
+    const [field, named, ...rest] = r.body.changes.filter((c: { operation: string }) => c.operation !== 'InsertEventSchema');
     const [update, insert] = rest.slice(-2);
     const surface = rest[rest.length - 3];
     for (const provisioned of rest.slice(0, 9)) expect(provisioned).toMatchObject({ operation: 'InsertSurface', actor: 'api', resourceKind: 'dataField', before: null, after: { params: { treatmentDataFieldParams: { surfaceName: 'audited-surface' } } } });
