@@ -58,6 +58,8 @@ export function lowerProcessPriority(nice: number, log: Logger): void {
 
 /** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
+  // first, so every thread started from here on (the engine's included) inherits the priority
+  if (!config.roles.has('api') && (config.roles.has('workers') || config.roles.has('scheduler'))) lowerProcessPriority(config.workersNice, log);
   const redisChild = config.autoStartRedis ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
   try {
     return await startRoles(config, log, redisChild);
@@ -78,7 +80,6 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   const roles: RoleHandle[] = [];
   let clickhouse: ClickHouseClient | undefined;
   const background = config.roles.has('workers') || config.roles.has('scheduler');
-  if (background && !config.roles.has('api')) lowerProcessPriority(config.workersNice, log);
   if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);

@@ -128,6 +128,13 @@ describe('npm start (the supervisor)', () => {
     const s = await startNpm();
     const kids = descendants(s.npm.pid!);
     expect(kids.length).toBeGreaterThanOrEqual(3); // supervisor, API process, background process
+    expect((await admin(s, 'CreateProject', { projectId: 'sup' })).status).toBe(200);
+    const letters = await admin(s, 'ListDeadLetters', { projectId: 'sup' });
+    expect(letters).toMatchObject({ status: 200, body: { deadLetters: [] } });
+    // each process answers on its own ops listener: readiness of its own dependencies, its own metrics
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`).catch(() => undefined))?.status === 200, 30_000, 200);
+    const background = await (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`)).json();
+    expect(JSON.stringify(background)).toContain('clickhouse');
     // WORKERS_NICE (default 10): every thread of the background process (the engine's own
     // threads inherit it) runs below the API process, whose threads keep the default priority
     const byRole = new Map(kids.map((p) => [roleOf(p), p]));
@@ -138,13 +145,6 @@ describe('npm start (the supervisor)', () => {
     expect(niceOf(backgroundPid)).toBe(10);
     expect(threadNices(backgroundPid).filter((n) => n >= 0 && n < 10)).toEqual([]);
     expect(niceOf(api)).toBe(0);
-    expect((await admin(s, 'CreateProject', { projectId: 'sup' })).status).toBe(200);
-    const letters = await admin(s, 'ListDeadLetters', { projectId: 'sup' });
-    expect(letters).toMatchObject({ status: 200, body: { deadLetters: [] } });
-    // each process answers on its own ops listener: readiness of its own dependencies, its own metrics
-    await waitUntil(async () => (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`).catch(() => undefined))?.status === 200, 30_000, 200);
-    const background = await (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`)).json();
-    expect(JSON.stringify(background)).toContain('clickhouse');
     expect((await fetch(`http://127.0.0.1:${s.opsPort + 1}/readyz`)).status).toBe(200);
     expect(await (await fetch(`http://127.0.0.1:${s.opsPort + 1}/metrics`)).text()).toContain('tds_http_requests_total');
     const agg = await admin(s, 'RunAggregations', { projectId: 'sup' });
