@@ -2,7 +2,8 @@ import { utcDay, dailyCountKey } from '../../shared/domain/data-field-values.js'
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';
-import type { LoadOptions } from '../lib/load-runner.js';
+import { checkLoad, type LoadOptions } from '../lib/load-runner.js';
+import { runOpenLoop } from '../lib/open-loop.js';
 import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
@@ -156,14 +157,22 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     // open loop: a constant arrival rate of half the baseline's capacity, whatever the latency
     const rate = Math.max(1, Math.round(b.rps / 2));
     run.params.openLoopRate = rate;
-    const open = (baseUrl: string, headers: Record<string, string> = {}): LoadOptions => ({ ...load(baseUrl, headers), connections: p.openLoopConnections, overallRate: rate });
-    const bOpen = await run.measureLoad(`baseline (open loop, ${rate} req/s)`, () => base.sampler.cpuSeconds(), open(base.baseUrl), 0, 'baseline server');
+    const openLoop = async (label: string, baseUrl: string, cpu: () => number, serverLabel: string, headers: Record<string, string> = {}) => {
+      const o = { baseUrl, path: '/v1/GetTreatments', rate, durationSec: p.durationSec, connections: p.openLoopConnections, headers, body };
+      // a warm-up at the same rate: the generator's connections and code paths, not measured
+      await runOpenLoop({ ...o, durationSec: p.warmupSec });
+      const m = await run.withCpu(cpu, () => runOpenLoop(o));
+      checkLoad(label, m.value);
+      run.loadNote(label, m.value, m, serverLabel);
+      return m.value;
+    };
+    const bOpen = await openLoop(`baseline (open loop, ${rate} req/s)`, base.baseUrl, () => base.sampler.cpuSeconds(), 'baseline server');
     await base.stop();
 
     run.progress(`service, 1 API process: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s; then ${rate} req/s open loop`);
     const s1 = await run.startService({ apiProcesses: 1 });
     const r = await run.measureLoad('service, 1 API process (closed loop)', () => s1.sampler.cpuSeconds(), load(s1.baseUrl, svcHeaders), p.warmupSec);
-    const rOpen = await run.measureLoad(`service, 1 API process (open loop, ${rate} req/s)`, () => s1.sampler.cpuSeconds(), open(s1.baseUrl, svcHeaders), 0);
+    const rOpen = await openLoop(`service, 1 API process (open loop, ${rate} req/s)`, s1.baseUrl, () => s1.sampler.cpuSeconds(), 'service', svcHeaders);
     const peaks1 = await run.stopService(s1, 'service (1 API process)');
 
     run.progress(`service, 2 API processes: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
