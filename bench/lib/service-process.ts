@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcessGroupSampler, type GroupPeaks, type ProcessKind } from './process-sampler.js';
-import { freePort, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
+import { freePort, REPO_ROOT, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
 
 export interface ServiceProcessOptions {
   redisUrl: string;
@@ -74,8 +74,15 @@ export class ServiceProcess {
       mkdirSync(opts.cpuProfDir, { recursive: true });
       nodeArgs.push('--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir);
     }
-    // the supervisor's children inherit these node flags (node:cluster forks with its execArgv)
-    const child = spawnTsxChild('api/supervisor.ts', {
+    // `npm run bench` measures what production runs: node on the compiled service (it builds
+    // first and sets BENCH_SERVICE=dist); otherwise (the smoke test) the sources through tsx,
+    // whose loader adds ~40 MB to every process. The supervisor's children inherit the node
+    // flags (node:cluster forks with its execArgv).
+    const fromDist = process.env.BENCH_SERVICE === 'dist';
+    const script = fromDist ? 'dist/api/supervisor.js' : 'api/supervisor.ts';
+    if (fromDist && !existsSync(join(REPO_ROOT, script))) throw new Error(`BENCH_SERVICE=dist but ${script} is missing: run npm run build`);
+    const child = spawnTsxChild(script, {
+      tsx: !fromDist,
       nodeArgs,
       env: {
         API_PROCESSES: String(opts.apiProcesses ?? 1),
