@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/bench/**/*.test.ts'],
-    testTimeout: 180_000,
+    testTimeout: 300_000,
     hookTimeout: 60_000,
     maxWorkers: 1,
   },

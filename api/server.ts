@@ -12,7 +12,8 @@ import { metricsPlugin, requestMetricsPlugin } from './plugins/metrics.plugin.js
 import { queueDashboardPlugin } from './plugins/queue-dashboard.plugin.js';
 import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
-import { startWorkersThread } from '../workers/thread/workers-thread-host.js';
+import { readdirSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
 import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
@@ -30,8 +31,35 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/**
+ * Lowers the CPU priority of this whole process (and of the threads the embedded ClickHouse starts
+ * afterwards, which inherit it) to `nice` (`WORKERS_NICE`): a background process (workers,
+ * scheduler, no api role) then takes what CPU the API processes leave, so requests are answered
+ * first when CPU is short and ingestion catches up when load drops. Linux semantics; elsewhere a
+ * failure is logged and the process keeps its priority.
+ */
+export function lowerProcessPriority(nice: number, log: Logger): void {
+  if (nice === 0) return;
+  try {
+    // Linux applies setpriority(PRIO_PROCESS) to one thread: every thread started so far (V8's
+    // and libuv's) is lowered one by one; those started later inherit the value.
+    let tids: number[] = [process.pid];
+    try {
+      tids = readdirSync('/proc/self/task').map(Number);
+    } catch {
+      // no /proc: the main thread only
+    }
+    for (const tid of tids) setPriority(tid, nice);
+    log.info({ nice, threads: tids.length }, 'background process runs at a lower CPU priority than the API processes');
+  } catch (err) {
+    log.warn({ err }, 'could not lower the CPU priority of the background process');
+  }
+}
+
 /** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
+  // first, so every thread started from here on (the engine's included) inherits the priority
+  if (!config.roles.has('api') && (config.roles.has('workers') || config.roles.has('scheduler'))) lowerProcessPriority(config.workersNice, log);
   const redisChild = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
   try {
     return await startRoles(config, log, redisChild);
@@ -46,21 +74,13 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   const ctx = createServiceContext(config, log);
   await waitForRedis(ctx.redis, 10_000);
 
-  // The all-in-one process runs the workers and the scheduler in a thread of their own (the
-  // second core), which also owns the embedded ClickHouse; otherwise one ClickHouse client per
-  // process (chDB: one engine per process) is shared by every role of this thread.
+  // One ClickHouse client per process (chDB: one engine per process), shared by every role of
+  // the process. An all-roles process runs the workers and the scheduler on its main thread; under
+  // the supervisor (api/supervisor.ts) they have a process of their own, niced below the API.
   const roles: RoleHandle[] = [];
   let clickhouse: ClickHouseClient | undefined;
   const background = config.roles.has('workers') || config.roles.has('scheduler');
-  if (background && config.workersThread && config.roles.has('api')) {
-    const onFatal = (err: Error) => {
-      log.fatal({ err }, 'the workers thread died; exiting');
-      process.exit(1);
-    };
-    const thread = await startWorkersThread(config, log, onFatal);
-    clickhouse = thread.clickhouse;
-    roles.push({ name: 'workers-thread', close: () => thread.close(), ops: thread.ops });
-  } else if (background) {
+  if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
     if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));

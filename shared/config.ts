@@ -59,13 +59,8 @@ export interface Config {
   /** Jobs processed at once per ingestion queue. @defaultValue 64 */
   workerConcurrency: number;
   /**
-   * With the api role and the workers or scheduler role in one process, run the latter in a
-   * worker thread (with the embedded ClickHouse), so ingestion does not starve the API.
-   * @defaultValue true
-   */
-  workersThread: boolean;
-  /**
-   * Nice value (0–19) of the workers thread: under CPU contention the API thread answers first
+   * Nice value (0–19) of a process that runs the workers or scheduler role without the api role
+   * (the supervisor's background process): under CPU contention the API processes answer first
    * and ingestion uses what is left, catching up when load drops. 0 leaves them equal. Linux only.
    * @defaultValue 10
    */
@@ -199,7 +194,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
-    workersThread: bool(env, 'WORKERS_THREAD', true),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 5000, 1, 10_000_000),

@@ -60,6 +60,12 @@ export class ProcessSampler {
     }
   }
 
+  /** One sample now (for a caller that times the samples itself); the current RSS in KB, NaN when gone. */
+  sampleNow(): number {
+    this.sample();
+    return this.status()?.rssKb ?? NaN;
+  }
+
   private sample(): void {
     const s = this.status();
     // a process that is exec'ing or exiting has no Vm lines
@@ -77,6 +83,139 @@ export class ProcessSampler {
       return undefined;
     }
   }
+}
+
+/** The kinds of process the supervisor (api/supervisor.ts) runs, told apart by their ROLE. */
+export type ProcessKind = 'api' | 'background';
+
+export interface GroupPeaks {
+  /** Largest peak of one API process (each has its own heap and connections). */
+  apiMb: number;
+  /** Peak of the background process (workers, scheduler, the embedded ClickHouse). */
+  backgroundMb: number;
+  /** Peak of the supervisor and all its children together (sampled at the same instants). */
+  totalMb: number;
+  /** Peak of each process, by kind and pid. */
+  processes: { kind: ProcessKind | 'supervisor'; pid: number; peakMb: number }[];
+}
+
+/**
+ * Samples the supervisor and every child it runs (API processes and the background process),
+ * found through /proc/<pid>/task/<pid>/children, each with its own ProcessSampler; a child the
+ * supervisor restarted is picked up as a new process. Linux only.
+ */
+export class ProcessGroupSampler {
+  private readonly supervisor: ProcessSampler;
+  private readonly children = new Map<number, { kind: ProcessKind; sampler: ProcessSampler }>();
+  private peakTotalKb = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly pid: number,
+    private readonly intervalMs = 100,
+  ) {
+    this.supervisor = new ProcessSampler(pid);
+  }
+
+  start(): this {
+    this.sample();
+    this.timer ??= setInterval(() => this.sample(), this.intervalMs);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    this.sample();
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** The pids of the current children of each kind. */
+  pids(kind: ProcessKind): number[] {
+    this.discover();
+    return [...this.children].filter(([pid, c]) => c.kind === kind && existsProc(pid)).map(([pid]) => pid);
+  }
+
+  /** RSS of the whole group now, MB. */
+  rssMb(): number {
+    return this.sample() / 1024;
+  }
+
+  /** RSS now of the largest process of `kind`, MB. */
+  kindRssMb(kind: ProcessKind): number {
+    this.discover();
+    const live = [...this.children.values()].filter((c) => c.kind === kind).map((c) => c.sampler.rssMb()).filter(Number.isFinite);
+    return live.length > 0 ? Math.max(...live) : NaN;
+  }
+
+  /** CPU seconds of the supervisor and its live children. */
+  cpuSeconds(): number {
+    this.discover();
+    let total = this.supervisor.cpuSeconds();
+    for (const c of this.children.values()) {
+      const s = c.sampler.cpuSeconds();
+      if (Number.isFinite(s)) total += s;
+    }
+    return total;
+  }
+
+  get peaks(): GroupPeaks {
+    const maxOf = (xs: number[]) => (xs.length > 0 ? Math.max(...xs) : NaN);
+    const kindPeak = (kind: ProcessKind) => maxOf([...this.children.values()].filter((c) => c.kind === kind).map((c) => c.sampler.peakRssMb).filter(Number.isFinite));
+    return {
+      apiMb: kindPeak('api'),
+      backgroundMb: kindPeak('background'),
+      totalMb: this.peakTotalKb > 0 ? this.peakTotalKb / 1024 : NaN,
+      processes: [{ kind: 'supervisor' as const, pid: this.pid, peakMb: this.supervisor.peakRssMb }, ...[...this.children].map(([pid, c]) => ({ kind: c.kind, pid, peakMb: c.sampler.peakRssMb }))],
+    };
+  }
+
+  private discover(): void {
+    let pids: number[];
+    try {
+      pids = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return;
+    }
+    for (const pid of pids) {
+      if (this.children.has(pid)) continue;
+      const kind = kindOf(pid);
+      // tsx's esbuild service and anything else without a ROLE is not a service process
+      if (kind) this.children.set(pid, { kind, sampler: new ProcessSampler(pid) });
+    }
+  }
+
+  /** Samples every process; returns the group's RSS in KB (the sum of the live processes). */
+  private sample(): number {
+    this.discover();
+    let total = 0;
+    for (const s of [this.supervisor, ...[...this.children.values()].map((c) => c.sampler)]) {
+      const kb = s.sampleNow();
+      if (Number.isFinite(kb)) total += kb;
+    }
+    this.peakTotalKb = Math.max(this.peakTotalKb, total);
+    return total;
+  }
+}
+
+function existsProc(pid: number): boolean {
+  try {
+    readFileSync(`/proc/${pid}/stat`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function kindOf(pid: number): ProcessKind | undefined {
+  try {
+    const role = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('ROLE='))?.slice(5);
+    if (role === 'api') return 'api';
+    if (role && /workers|scheduler/.test(role)) return 'background';
+  } catch {
+    // gone, or not ours to read
+  }
+  return undefined;
 }
 
 /** CPU cores a process used over a span: cpu seconds / wall seconds. */

@@ -6,7 +6,7 @@ import { redisKeys, type RedisKeys } from '../../shared/redis-keys.js';
 import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
 import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
 import { checkLoad, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';
-import { CpuSpan, ownCpuSeconds } from './process-sampler.js';
+import { CpuSpan, ownCpuSeconds, type GroupPeaks } from './process-sampler.js';
 import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
 
@@ -59,28 +59,32 @@ export class ScenarioRun {
     return dir;
   }
 
-  async startService(): Promise<ServiceProcess> {
-    this.progress('starting the all-in-one service (child process)');
-    const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, this.name) : undefined;
-    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir });
+  async startService(opts: { apiProcesses?: number } = {}): Promise<ServiceProcess> {
+    const n = opts.apiProcesses ?? 1;
+    this.progress(`starting the service: the supervisor with ${n} API process${n === 1 ? '' : 'es'} and the background process`);
+    const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, `${this.name}-api${n}`) : undefined;
+    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir, apiProcesses: n });
     this.services.add(svc);
-    this.progress(`service ready (pid ${svc.pid}, ${svc.readyRssMb.toFixed(0)} MB RSS)`);
+    const r = svc.readyRss;
+    this.progress(`service ready (supervisor pid ${svc.pid}; RSS ${r.totalMb.toFixed(0)} MB in total, API process ${r.apiMb.toFixed(0)} MB, background ${r.backgroundMb.toFixed(0)} MB)`);
     return svc;
   }
 
-  /** Stops the service; its CPU profile, when there is one, is summarised into the notes. */
-  async stopService(svc: ServiceProcess): Promise<{ peakRssMb: number }> {
+  /**
+   * Stops the service; notes the peak RSS of every process; CPU profiles, when there are, are
+   * summarised into the notes.
+   */
+  async stopService(svc: ServiceProcess, label = 'service'): Promise<GroupPeaks> {
     this.progress('stopping the service');
-    const { peakRssMb, peakSplitMb, cpuProfile } = await svc.stop();
+    const { peaks, cpuProfiles } = await svc.stop();
     this.services.delete(svc);
-    if (peakSplitMb) {
-      this.notes.push(`largest RSS sample of the service: ${peakSplitMb.anonMb.toFixed(0)} MB anonymous (heaps, buffers) + ${peakSplitMb.fileMb.toFixed(0)} MB file-backed (mapped code, mostly the chDB library)`);
+    const each = peaks.processes.map((p) => `${p.kind} ${p.peakMb.toFixed(0)} MB`).join(', ');
+    this.notes.push(`${label}: peak RSS per process: ${each}; all together ${peaks.totalMb.toFixed(0)} MB (ready: ${svc.readyRss.totalMb.toFixed(0)} MB)`);
+    for (const p of cpuProfiles) {
+      this.notes.push(`CPU profile of the ${p.kind} process: ${p.path}`);
+      this.notes.push(...formatCpuSummary(summarizeCpuProfile(p.path)));
     }
-    if (cpuProfile) {
-      this.notes.push(`CPU profile of the service: ${cpuProfile}`);
-      this.notes.push(...formatCpuSummary(summarizeCpuProfile(cpuProfile)));
-    }
-    return { peakRssMb };
+    return peaks;
   }
 
   /** Measures the CPU cores used by the service child, this process and Redis over `fn`. */

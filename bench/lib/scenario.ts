@@ -74,12 +74,29 @@ export function figure(f: Omit<Figure, 'ratio' | 'met'>): Figure {
   return { ...f, ratio, met };
 }
 
-/** The issue's memory target, shared by every scenario. */
-export const RSS_TARGET: Target = { on: 'value', bound: 'max', limit: 600 };
+/** Issue 11's memory targets: per API process under delivery load, the background process under ingest. */
+export const API_RSS_TARGET: Target = { on: 'value', bound: 'max', limit: 150 };
+export const BACKGROUND_RSS_TARGET: Target = { on: 'value', bound: 'max', limit: 600 };
 
-/** Peak RSS of the all-in-one process beside its RSS once ready (before any load). */
-export function rssFigure(peakMb: number, idleMb: number): Figure {
-  return figure({ label: 'peak RSS of the service', unit: 'MB', value: peakMb, baseline: idleMb, baselineLabel: 'RSS of the same process when ready, idle', better: 'lower', target: RSS_TARGET });
+/**
+ * Peak RSS of the service's processes beside their RSS once ready (before any load): the largest
+ * API process, the background process and the whole group (supervisor included). `targets` says
+ * which of issue 11's memory targets this scenario's load is the one for.
+ */
+export function rssFigures(
+  peaks: { apiMb: number; backgroundMb: number; totalMb: number },
+  ready: { apiMb: number; backgroundMb: number; totalMb: number },
+  targets: { api?: boolean; background?: boolean } = {},
+  variant?: { key: string; label: string },
+): Record<string, Figure> {
+  const baselineLabel = 'RSS of the same process(es) when ready, idle';
+  const key = (k: string) => `${k}${variant?.key ?? ''}`;
+  const label = (l: string) => (variant ? `${l}, ${variant.label}` : l);
+  return {
+    [key('peakRssApiMb')]: figure({ label: label('peak RSS of an API process'), unit: 'MB', value: peaks.apiMb, baseline: ready.apiMb, baselineLabel, better: 'lower', target: targets.api ? API_RSS_TARGET : undefined }),
+    [key('peakRssBackgroundMb')]: figure({ label: label('peak RSS of the background process'), unit: 'MB', value: peaks.backgroundMb, baseline: ready.backgroundMb, baselineLabel, better: 'lower', target: targets.background ? BACKGROUND_RSS_TARGET : undefined }),
+    [key('peakRssTotalMb')]: figure({ label: label('peak RSS of all processes'), unit: 'MB', value: peaks.totalMb, baseline: ready.totalMb, baselineLabel, better: 'lower' }),
+  };
 }
 
 export function percentile(sorted: readonly number[], p: number): number {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ProcessSampler } from './process-sampler.js';
-import { freePort, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
+import { ProcessGroupSampler, type GroupPeaks, type ProcessKind } from './process-sampler.js';
+import { freePort, REPO_ROOT, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
 
 export interface ServiceProcessOptions {
   redisUrl: string;
@@ -12,6 +12,21 @@ export interface ServiceProcessOptions {
   cpuProfDir?: string;
   env?: Record<string, string>;
   readyTimeoutMs?: number;
+  /** `API_PROCESSES` of the supervisor. @defaultValue 1 */
+  apiProcesses?: number;
+}
+
+/** RSS in MB of the group once ready: the whole group, the largest API process, the background process. */
+export interface GroupRss {
+  totalMb: number;
+  apiMb: number;
+  backgroundMb: number;
+}
+
+export interface ServiceStop {
+  peaks: GroupPeaks;
+  /** CPU profiles written by the service's processes (`--cpu-prof`), by kind. */
+  cpuProfiles: { kind: ProcessKind; path: string }[];
 }
 
 export interface ProjectKeys {
@@ -22,14 +37,16 @@ export interface ProjectKeys {
 }
 
 /**
- * The all-in-one service (`api/server.ts`: API, workers, scheduler, embedded ClickHouse) in a
- * child process: its RSS can be sampled on its own, and the load generator in this process does
- * not share its CPU thread.
+ * The service as production runs it: the supervisor (`api/supervisor.ts`, as `npm start`) with
+ * `API_PROCESSES` API processes and one background process (workers, scheduler, the embedded
+ * ClickHouse), as children of this process's child. Every process of the group is sampled on its
+ * own (`ProcessGroupSampler`), and the load generator in this process shares none of their CPU
+ * threads.
  */
 export class ServiceProcess {
-  readonly sampler: ProcessSampler;
-  /** RSS once the service answered /readyz, before any load. */
-  readonly readyRssMb: number;
+  readonly sampler: ProcessGroupSampler;
+  /** RSS once every process answered /readyz, before any load. */
+  readonly readyRss: GroupRss;
 
   private constructor(
     readonly child: TsxChild,
@@ -37,27 +54,41 @@ export class ServiceProcess {
     private readonly adminToken: string,
     readonly opts: ServiceProcessOptions,
   ) {
-    this.sampler = new ProcessSampler(child.pid).start();
-    this.readyRssMb = this.sampler.rssMb();
+    this.sampler = new ProcessGroupSampler(child.pid).start();
+    this.readyRss = { totalMb: this.sampler.rssMb(), apiMb: this.sampler.kindRssMb('api'), backgroundMb: this.sampler.kindRssMb('background') };
+  }
+
+  /** RSS of the whole group when ready (MB). */
+  get readyRssMb(): number {
+    return this.readyRss.totalMb;
   }
 
   static async start(opts: ServiceProcessOptions): Promise<ServiceProcess> {
     const [port, altPort] = [await freePort(), await freePort()];
+    // the background process's ops listener; API process i listens on opsPort + i
+    const opsPort = await freePort();
     const adminToken = randomBytes(24).toString('hex');
-    // Extra V8/node flags for the service child only, to try a setting (e.g. --max-semi-space-size=32).
+    // Extra V8/node flags for the service's processes only, to try a setting (e.g. --max-semi-space-size=32).
     const nodeArgs: string[] = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
     if (opts.cpuProfDir) {
       mkdirSync(opts.cpuProfDir, { recursive: true });
       nodeArgs.push('--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir);
     }
-    const child = spawnTsxChild('api/server.ts', {
+    // `npm run bench` measures what production runs: node on the compiled service (it builds
+    // first and sets BENCH_SERVICE=dist); otherwise (the smoke test) the sources through tsx,
+    // whose loader adds ~40 MB to every process. The supervisor's children inherit the node
+    // flags (node:cluster forks with its execArgv).
+    const fromDist = process.env.BENCH_SERVICE === 'dist';
+    const script = fromDist ? 'dist/api/supervisor.js' : 'api/supervisor.ts';
+    if (fromDist && !existsSync(join(REPO_ROOT, script))) throw new Error(`BENCH_SERVICE=dist but ${script} is missing: run npm run build`);
+    const child = spawnTsxChild(script, {
+      tsx: !fromDist,
       nodeArgs,
       env: {
-        ROLE: 'all',
+        API_PROCESSES: String(opts.apiProcesses ?? 1),
         PORT: String(port),
         ALT_PORT: String(altPort),
-        // a free ops port: benchmarks and tests of several engineers share the machine
-        OPS_PORT: '0',
+        OPS_PORT: String(opsPort),
         HOST: '127.0.0.1',
         REDIS_URL: opts.redisUrl,
         REDIS_PREFIX: opts.prefix,
@@ -70,7 +101,10 @@ export class ServiceProcess {
     });
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
-      await waitForHttp(`${baseUrl}/readyz`, child, opts.readyTimeoutMs ?? 90_000);
+      const timeout = opts.readyTimeoutMs ?? 90_000;
+      // the API processes, then the background process (the workers consume, ClickHouse answers)
+      await waitForHttp(`${baseUrl}/readyz`, child, timeout);
+      await waitForHttp(`http://127.0.0.1:${opsPort}/readyz`, child, timeout);
     } catch (err) {
       await child.stop(2000);
       throw err;
@@ -107,17 +141,25 @@ export class ServiceProcess {
   }
 
   /**
-   * Ordered shutdown of the child (SIGTERM: it drains its workers); returns its peak RSS and the
-   * path of its CPU profile when it ran with one.
+   * Ordered shutdown (SIGTERM to the supervisor: it stops the API processes, then the background
+   * process, which drains its workers); returns the peaks of every process and the CPU profiles.
    */
-  async stop(): Promise<{ peakRssMb: number; peakSplitMb?: { anonMb: number; fileMb: number }; cpuProfile?: string }> {
+  async stop(): Promise<ServiceStop> {
     this.sampler.stop();
-    const { peakRssMb, peakSplitMb } = this.sampler;
+    const peaks = this.sampler.peaks;
     const code = await this.child.stop(60_000);
-    if (code !== 0 && code !== null) process.stderr.write(`service child exited with ${code}:\n${this.child.output()}\n`);
+    if (code !== 0 && code !== null) process.stderr.write(`service exited with ${code}:\n${this.child.output()}\n`);
     const dir = this.opts.cpuProfDir;
-    // thread 0 is the main thread (tsx's loader thread writes a profile of its own)
-    const profile = dir ? readdirSync(dir).find((f) => f.endsWith('.cpuprofile') && f.includes(`.${this.pid}.0.`)) : undefined;
-    return { peakRssMb, peakSplitMb, cpuProfile: profile && dir ? join(dir, profile) : undefined };
+    const cpuProfiles: { kind: ProcessKind; path: string }[] = [];
+    if (dir) {
+      const files = readdirSync(dir);
+      // thread 0 is a process's main thread (tsx's loader thread writes a profile of its own)
+      for (const p of peaks.processes) {
+        if (p.kind === 'supervisor') continue;
+        const f = files.find((name) => name.endsWith('.cpuprofile') && name.includes(`.${p.pid}.0.`));
+        if (f) cpuProfiles.push({ kind: p.kind, path: join(dir, f) });
+      }
+    }
+    return { peaks, cpuProfiles };
   }
 }

@@ -22,6 +22,8 @@ export interface TsxChildOptions {
   /** Called with every complete line the child writes to stdout. */
   onStdoutLine?: (line: string) => void;
   onStderrLine?: (line: string) => void;
+  /** false: plain node on a JavaScript file (the compiled service under dist/). @defaultValue true */
+  tsx?: boolean;
 }
 
 /** Variables of the caller that must not leak into a benchmark child (it gets them explicitly). */
@@ -31,7 +33,7 @@ const SCRUBBED = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'C
 export function spawnTsxChild(script: string, o: TsxChildOptions = {}): TsxChild {
   const env: Record<string, string | undefined> = { ...process.env };
   for (const name of SCRUBBED) delete env[name];
-  const proc = spawn(process.execPath, [...(o.nodeArgs ?? []), '--import', 'tsx', script, ...(o.args ?? [])], {
+  const proc = spawn(process.execPath, [...(o.nodeArgs ?? []), ...(o.tsx === false ? [] : ['--import', 'tsx']), script, ...(o.args ?? [])], {
     cwd: REPO_ROOT,
     env: { ...env, ...o.env },
     stdio: ['ignore', 'pipe', 'pipe'],

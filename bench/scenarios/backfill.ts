@@ -4,7 +4,7 @@ import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
 import { readProfiles, seedProfiles } from '../lib/bench-redis.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
 import { EVENT_NAMES, userIdOf } from '../lib/event-generator.js';
-import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import { sleep } from '../lib/tsx-child.js';
 import { PROJECT_ID } from './log-events.js';
@@ -141,7 +141,7 @@ export async function runBackfill(ctx: ScenarioContext): Promise<ScenarioResult>
         better: 'lower',
         target: { on: 'ratio', bound: 'max', limit: 2 },
       }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
     await run.close();

@@ -2,8 +2,9 @@ import { utcDay, dailyCountKey } from '../../shared/domain/data-field-values.js'
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';
-import type { LoadOptions } from '../lib/load-runner.js';
-import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { checkLoad, type LoadOptions } from '../lib/load-runner.js';
+import { runOpenLoop } from '../lib/open-loop.js';
+import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
 import { PROJECT_ID } from './log-events.js';
@@ -16,11 +17,13 @@ export interface DeliveryParams {
   connections: number;
   durationSec: number;
   warmupSec: number;
+  /** Connections of the open-loop run (enough that none waits for a free one at the target rate). */
+  openLoopConnections: number;
 }
 
 export const DELIVERY_SIZES: Record<Size, DeliveryParams> = {
-  tiny: { users: 100, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 2, durationSec: 1, warmupSec: 0.3 },
-  full: { users: 100_000, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 50, durationSec: 10, warmupSec: 3 },
+  tiny: { users: 100, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 2, durationSec: 1, warmupSec: 0.3, openLoopConnections: 4 },
+  full: { users: 100_000, treatments: 50, surfaces: 5, surfacesPerRequest: 2, connections: 50, durationSec: 10, warmupSec: 3, openLoopConnections: 100 },
 };
 
 const COUNTRIES = ['US', 'DE', 'FR', 'GB', 'ES', 'IT', 'NL', 'SE'];
@@ -142,22 +145,53 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     const body = getTreatmentsBodies(p);
     run.notes.push(`treatments returned per response (sample of 50): ${(await sampleResponses(svc, keys.delivery, body, 50)).toFixed(2)} of at most ${3 * p.surfacesPerRequest}`);
 
-    run.progress(`service: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
     const load = (baseUrl: string, headers: Record<string, string> = {}): LoadOptions => ({ baseUrl, path: '/v1/GetTreatments', connections: p.connections, durationSec: p.durationSec, headers, body });
-    const r = await run.measureLoad('service', () => svc.sampler.cpuSeconds(), load(svc.baseUrl, { 'x-api-key': keys.delivery }), p.warmupSec);
-    const svcStop = await run.stopService(svc);
+    const svcHeaders = { 'x-api-key': keys.delivery };
+    // the service stops while the baseline runs (it would take CPU from it) and starts again on
+    // the same data for each later run
+    await run.stopService(svc, 'service (catalogue set-up)');
 
     run.progress('baseline: bare Fastify + one Redis HGETALL');
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
-    const b = await run.measureLoad('baseline', () => base.sampler.cpuSeconds(), load(base.baseUrl), p.warmupSec, 'baseline server');
+    const b = await run.measureLoad('baseline (closed loop)', () => base.sampler.cpuSeconds(), load(base.baseUrl), p.warmupSec, 'baseline server');
+    // open loop: a constant arrival rate of half the baseline's capacity, whatever the latency
+    const rate = Math.max(1, Math.round(b.rps / 2));
+    run.params.openLoopRate = rate;
+    const openLoop = async (label: string, baseUrl: string, cpu: () => number, serverLabel: string, headers: Record<string, string> = {}) => {
+      const o = { baseUrl, path: '/v1/GetTreatments', rate, durationSec: p.durationSec, connections: p.openLoopConnections, headers, body };
+      // a warm-up at the same rate: the generator's connections and code paths, not measured
+      await runOpenLoop({ ...o, durationSec: p.warmupSec });
+      const m = await run.withCpu(cpu, () => runOpenLoop(o));
+      checkLoad(label, m.value);
+      run.loadNote(label, m.value, m, serverLabel);
+      return m.value;
+    };
+    const bOpen = await openLoop(`baseline (open loop, ${rate} req/s)`, base.baseUrl, () => base.sampler.cpuSeconds(), 'baseline server');
     await base.stop();
 
+    run.progress(`service, 1 API process: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s; then ${rate} req/s open loop`);
+    const s1 = await run.startService({ apiProcesses: 1 });
+    const r = await run.measureLoad('service, 1 API process (closed loop)', () => s1.sampler.cpuSeconds(), load(s1.baseUrl, svcHeaders), p.warmupSec);
+    const rOpen = await openLoop(`service, 1 API process (open loop, ${rate} req/s)`, s1.baseUrl, () => s1.sampler.cpuSeconds(), 'service', svcHeaders);
+    const peaks1 = await run.stopService(s1, 'service (1 API process)');
+
+    run.progress(`service, 2 API processes: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
+    const s2 = await run.startService({ apiProcesses: 2 });
+    const r2 = await run.measureLoad('service, 2 API processes (closed loop)', () => s2.sampler.cpuSeconds(), load(s2.baseUrl, svcHeaders), p.warmupSec);
+    const peaks2 = await run.stopService(s2, 'service (2 API processes)');
+
     const baselineLabel = 'bare Fastify route answering one HGETALL of the profile';
+    const openLabel = `the same baseline at the same open-loop rate (${rate} req/s)`;
     return run.result({
       requestsPerSec: figure({ label: 'GetTreatments requests/s', unit: 'req/s', value: r.rps, baseline: b.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.6 } }),
-      p50Ms: figure({ label: 'GetTreatments p50', unit: 'ms', value: r.p50, baseline: b.p50, baselineLabel, better: 'lower' }),
-      p99Ms: figure({ label: 'GetTreatments p99', unit: 'ms', value: r.p99, baseline: b.p99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 10 } }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      p50Ms: figure({ label: 'GetTreatments p50 at saturation', unit: 'ms', value: r.p50, baseline: b.p50, baselineLabel, better: 'lower' }),
+      p99Ms: figure({ label: 'GetTreatments p99 at saturation', unit: 'ms', value: r.p99, baseline: b.p99, baselineLabel, better: 'lower' }),
+      openLoopP50Ms: figure({ label: 'GetTreatments p50, open loop at half the baseline capacity', unit: 'ms', value: rOpen.p50, baseline: bOpen.p50, baselineLabel: openLabel, better: 'lower' }),
+      openLoopP99Ms: figure({ label: 'GetTreatments p99, open loop at half the baseline capacity', unit: 'ms', value: rOpen.p99, baseline: bOpen.p99, baselineLabel: openLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 10 } }),
+      requestsPerSec2Api: figure({ label: 'GetTreatments requests/s, API_PROCESSES=2', unit: 'req/s', value: r2.rps, baseline: b.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.6 } }),
+      p99Ms2Api: figure({ label: 'GetTreatments p99 at saturation, API_PROCESSES=2', unit: 'ms', value: r2.p99, baseline: b.p99, baselineLabel, better: 'lower' }),
+      ...rssFigures(peaks1, s1.readyRss, { api: true }),
+      ...rssFigures(peaks2, s2.readyRss, { api: true }, { key: '2Api', label: 'API_PROCESSES=2' }),
     });
   } finally {
     await run.close();

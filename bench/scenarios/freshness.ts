@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
 import { checkLoad, runLoad } from '../lib/load-runner.js';
-import { figure, percentile, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { figure, percentile, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
 import { sleep } from '../lib/tsx-child.js';
@@ -178,7 +178,7 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
     return run.result({
       p50Ms: figure({ label: 'LogEvents 200 → GetTreatments, p50', unit: 'ms', value: percentile(loaded.sorted, 50), baseline: percentile(idle.sorted, 50), baselineLabel, better: 'lower' }),
       p99Ms: figure({ label: 'LogEvents 200 → GetTreatments, p99', unit: 'ms', value: percentile(loaded.sorted, 99), baseline: percentile(idle.sorted, 99), baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 1000 } }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
     await run.close();

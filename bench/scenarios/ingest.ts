@@ -4,7 +4,7 @@ import { eventsQueue, eventsQueueState, readProfiles } from '../lib/bench-redis.
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
 import { EVENT_NAMES, eventRequest, logEventsBody, userIdOf, type EventStream } from '../lib/event-generator.js';
 import { checkLoad, runLoad } from '../lib/load-runner.js';
-import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ServiceProcess, ProjectKeys } from '../lib/service-process.js';
 import { sleep } from '../lib/tsx-child.js';
@@ -149,7 +149,7 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
         better: 'higher',
         target: { on: 'value', bound: 'min', limit: 50_000 },
       }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      ...rssFigures(svcStop, svc.readyRss, { background: true }),
     });
   } finally {
     await run.close();

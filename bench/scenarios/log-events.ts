@@ -3,7 +3,7 @@ import { startBaselineServer } from '../lib/baseline-server.js';
 import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
 import { eventRequest, logEventsBody, type EventStream } from '../lib/event-generator.js';
 import { runLoad, type LoadOptions } from '../lib/load-runner.js';
-import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 
 export interface LogEventsParams {
@@ -29,8 +29,8 @@ export function logEventsBodies(p: Pick<LogEventsParams, 'users' | 'eventsPerReq
 }
 
 /**
- * LogEvents with 10 events per request as fast as the all-in-one service accepts them (its
- * workers ingest at the same time, in the same process), against a bare Fastify route that
+ * LogEvents with 10 events per request as fast as the service accepts them (its
+ * background process ingests at the same time), against a bare Fastify route that
  * adds one BullMQ job per request.
  */
 export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult> {
@@ -66,7 +66,7 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
       requestsPerSec: figure({ label: 'LogEvents requests/s', unit: 'req/s', value: r.rps, baseline: b.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.7 } }),
       eventsPerSec: figure({ label: 'events accepted/s', unit: 'events/s', value: r.rps * p.eventsPerRequest, baseline: b.rps * p.eventsPerRequest, baselineLabel, better: 'higher' }),
       p99Ms: figure({ label: 'LogEvents p99', unit: 'ms', value: r.p99, baseline: b.p99, baselineLabel, better: 'lower' }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
     await run.close();

@@ -1,5 +1,5 @@
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
-import { figure, rssFigure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
+import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import { PROJECT_ID } from './log-events.js';
 
@@ -102,7 +102,7 @@ export async function runReport(ctx: ScenarioContext): Promise<ScenarioResult> {
         better: 'lower',
         target: { on: 'value', bound: 'max', limit: 2 },
       }),
-      peakRssMb: rssFigure(svcStop.peakRssMb, svc.readyRssMb),
+      ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
     await run.close();

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import protojson from 'protobufjs/ext/protojson.js';
 import type { EventAttributes, PropertyValue } from '../domain/types.js';
+import { repoFile } from '../platform/repo-root.js';
 
 /**
  * Binary protobuf ⇄ JSON for the Pub/Sub payloads of `tds/v1/events.proto` (spec
@@ -78,7 +79,7 @@ type Json = Record<string, unknown>;
 
 /** Loads the schema once per codec; build one codec in the composition root and pass it down. */
 export function createProtoCodec(): ProtoCodec {
-  const root = protobuf.loadSync(fileURLToPath(new URL('./tds/v1/events.proto', import.meta.url)));
+  const root = protobuf.loadSync(fileURLToPath(repoFile('shared/proto/tds/v1/events.proto')));
   const logEventsType = root.lookupType('tds.v1.LogEventsRequest');
   const userAttributeType = root.lookupType('tds.v1.UserAttribute');
   return {

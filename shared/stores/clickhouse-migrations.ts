@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
+import { repoFile } from '../platform/repo-root.js';
 
 /**
  * Versioned ClickHouse migrations, applied at start-up by every process that writes or reads
@@ -13,7 +14,8 @@ import type { Logger } from 'pino';
  * (IF NOT EXISTS / IF EXISTS). That also makes two processes that start at the same moment safe:
  * both may apply the same file, and schema_migrations collapses their two rows.
  */
-export const MIGRATIONS_DIR = new URL('../../infra/clickhouse/migrations/', import.meta.url);
+/** From the repository root, so `dist/` finds it too. */
+export const MIGRATIONS_DIR = repoFile('infra/clickhouse/migrations/');
 
 export interface Migration {
   version: number;

@@ -25,9 +25,9 @@ let customer: PubSub;
 
 beforeAll(async () => {
   emulator = await startPubSubEmulator();
-  // The intake runs in this thread (WORKERS_THREAD=false) so the tests can watch what it hands to
-  // the queue; every other all-in-one test runs the workers in their thread.
-  s = await startTestService({ PUBSUB_EMULATOR_HOST: emulator.host, PUBSUB_PROJECT_ID: emulator.projectId, WORKERS_THREAD: 'false' });
+  // The intake runs in this process's main thread (as every role of an all-roles process does), so
+  // the tests can watch what it hands to the queue.
+  s = await startTestService({ PUBSUB_EMULATOR_HOST: emulator.host, PUBSUB_PROJECT_ID: emulator.projectId });
   customer = new PubSub(emulator.clientOptions);
 }, 120_000);
 

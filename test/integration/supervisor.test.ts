@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -81,6 +81,22 @@ function descendants(pid: number): number[] {
   return all;
 }
 
+/** The ROLE a process was started with ('' when it has none or is gone). */
+function roleOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('ROLE='))?.slice(5) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** Field 19 of /proc/<pid>/task/<tid>/stat: a thread's nice value. */
+function threadNice(pid: number, tid: number | string): number {
+  return Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]);
+}
+const niceOf = (pid: number) => threadNice(pid, pid);
+const threadNices = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => threadNice(pid, tid));
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -119,6 +135,16 @@ describe('npm start (the supervisor)', () => {
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`).catch(() => undefined))?.status === 200, 30_000, 200);
     const background = await (await fetch(`http://127.0.0.1:${s.opsPort}/readyz`)).json();
     expect(JSON.stringify(background)).toContain('clickhouse');
+    // WORKERS_NICE (default 10): every thread of the background process (the engine's own
+    // threads inherit it) runs below the API process, whose threads keep the default priority
+    const byRole = new Map(kids.map((p) => [roleOf(p), p]));
+    const backgroundPid = byRole.get('workers,scheduler')!;
+    const api = byRole.get('api')!;
+    expect(backgroundPid).toBeDefined();
+    expect(api).toBeDefined();
+    expect(niceOf(backgroundPid)).toBe(10);
+    expect(threadNices(backgroundPid).filter((n) => n >= 0 && n < 10)).toEqual([]);
+    expect(niceOf(api)).toBe(0);
     expect((await fetch(`http://127.0.0.1:${s.opsPort + 1}/readyz`)).status).toBe(200);
     expect(await (await fetch(`http://127.0.0.1:${s.opsPort + 1}/metrics`)).text()).toContain('tds_http_requests_total');
     const agg = await admin(s, 'RunAggregations', { projectId: 'sup' });
