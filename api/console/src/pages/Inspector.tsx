@@ -1,0 +1,5 @@
+import type { PageProps } from '../App';
+
+export function InspectorPage(_props: PageProps) {
+  return <p>Coming next.</p>;
+}
