@@ -112,15 +112,17 @@ function useTitle(title: string) {
 }
 
 function ProjectPicker({ session, setSession }: { session: Session; setSession: (s: Session) => void }) {
-  const projects = useLoad(() => admin<{ projects: { projectId: string }[] }>(session, 'ListProjects', {}), [session.secret]);
+  const projects = useLoad(() => admin<{ projects: { projectId: string }[] }>(session, 'ListProjects', {}), [session.secret, session.projectId]);
+  const ids = (projects.data?.projects ?? []).map((p) => p.projectId);
+  if (session.projectId && !ids.includes(session.projectId)) ids.push(session.projectId);
   return (
     <label className="picker">
       Project{' '}
       <select value={session.projectId} onChange={(e) => setSession({ ...session, projectId: e.target.value })}>
         {!session.projectId && <option value="">(choose)</option>}
-        {(projects.data?.projects ?? [{ projectId: session.projectId }]).filter((p) => p.projectId).map((p) => (
-          <option key={p.projectId} value={p.projectId}>
-            {p.projectId}
+        {ids.map((id) => (
+          <option key={id} value={id}>
+            {id}
           </option>
         ))}
       </select>

@@ -117,12 +117,13 @@ export function checkRhs(type: string, condition: string, rhs: string): string |
     if (base === 'BOOLEAN') return /^(true|false)$/i.test(v.trim());
     return true;
   };
-  if (RELATIVE_TIME.includes(condition)) return /^\d+(\.\d+)?s?$/.test(rhs.trim()) ? null : 'a non-negative number of seconds, e.g. 86400';
+  if (RELATIVE_TIME.includes(condition)) return /^\d+(\.\d+)?s?$/.test(rhs.trim()) ? null : 'must be a non-negative number of seconds, e.g. 86400';
   if (ONE_OF.includes(condition) || OVERLAP.includes(condition)) {
     const items = listItems(rhs);
-    if (!items || items.length === 0) return 'a non-empty list: comma-separated or a JSON array';
-    return items.every(scalarOk) ? null : `every item must be ${base === 'STRING' ? 'text' : `a ${base.toLowerCase()}`}`;
+    if (!items || items.length === 0) return 'must be a non-empty list: comma-separated or a JSON array';
+    return items.every(scalarOk) ? null : `every item must be ${base === 'STRING' ? 'text' : base === 'INTEGER' ? 'a whole number' : base === 'BOOLEAN' ? 'true or false' : 'a number'}`;
   }
   if (base === 'STRING') return null;
-  return scalarOk(rhs) ? null : base === 'BOOLEAN' ? 'true or false' : `a ${base === 'TIMESTAMP_SECONDS' ? 'number of epoch seconds' : base.toLowerCase()}`;
+  const expected: Record<string, string> = { BOOLEAN: 'true or false', INTEGER: 'a whole number', DOUBLE: 'a number', TIMESTAMP_SECONDS: 'a number of epoch seconds' };
+  return scalarOk(rhs) ? null : `must be ${expected[base] ?? 'a value of the field type'}`;
 }

@@ -35,7 +35,7 @@ export function CataloguePage(props: PageProps) {
         <ErrorBanner error={types.error} />
         {types.data?.treatmentTypes.length === 0 && <Empty>No treatment type yet.</Empty>}
         {!!types.data?.treatmentTypes.length && (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
               <thead>
                 <tr>
@@ -80,7 +80,7 @@ export function CataloguePage(props: PageProps) {
         <ErrorBanner error={fields.error} />
         {fields.data?.dataFields.length === 0 && <Empty>No data field yet.</Empty>}
         {!!fields.data?.dataFields.length && (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
               <thead>
                 <tr>

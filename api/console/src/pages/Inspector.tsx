@@ -107,7 +107,7 @@ export function InspectorPage({ session, setSession }: PageProps) {
             <section aria-labelledby="profile-h">
               <h2 id="profile-h">Profile of {userId}</h2>
               <div className="two">
-                <div className="table-wrap">
+                <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                   <table>
                     <caption className="sr-only">User properties</caption>
                     <thead><tr><th scope="col">Property</th><th scope="col">Value</th></tr></thead>
@@ -117,7 +117,7 @@ export function InspectorPage({ session, setSession }: PageProps) {
                     </tbody>
                   </table>
                 </div>
-                <div className="table-wrap">
+                <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                   <table>
                     <caption className="sr-only">Computed data fields</caption>
                     <thead><tr><th scope="col">Data field</th><th scope="col">Value</th></tr></thead>
@@ -146,7 +146,7 @@ export function InspectorPage({ session, setSession }: PageProps) {
                       {t.reasons.length > 0 && <> ({t.reasons.map((r) => REASONS[r] ?? r).join('; ')}{t.blockedBy ? `: ${t.blockedBy}` : ''})</>}
                     </div>
                     {t.rules.length > 0 && (
-                      <div className="table-wrap">
+                      <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                         <table>
                           <caption className="sr-only">Rules of {t.name}</caption>
                           <thead><tr><th scope="col">Data field</th><th scope="col">Rule</th><th scope="col">User's value</th><th scope="col">Met</th></tr></thead>

@@ -23,7 +23,7 @@ interface DeadLetter {
 function brief(v: unknown): string {
   if (v === null || v === undefined) return '—';
   const s = JSON.stringify(v);
-  return s.length > 160 ? `${s.slice(0, 157)}…` : s;
+  return s.length > 200 ? `${s.slice(0, 197)}…` : s;
 }
 
 export function OperationsPage({ session }: PageProps) {
@@ -58,7 +58,7 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
         <ErrorBanner error={dead.error} />
         {dead.data?.deadLetters.length === 0 && <Empty>No dead letter: everything was ingested.</Empty>}
         {!!dead.data?.deadLetters.length && (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
               <thead><tr><th scope="col">Received</th><th scope="col">Source</th><th scope="col">Type</th><th scope="col">Reason</th></tr></thead>
               <tbody>
@@ -76,13 +76,13 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
         <ErrorBanner error={changes.error} />
         {changes.data?.changes.length === 0 && <Empty>No change recorded yet.</Empty>}
         {!!changes.data?.changes.length && (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
               <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Operation</th><th scope="col">Resource</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>
               <tbody>
                 {changes.data.changes.map((c) => (
                   <tr key={c.changeId}>
-                    <td>{formatTime(c.time)}</td>
+                    <td className="nowrap">{formatTime(c.time)}</td>
                     <td>{c.actor}</td>
                     <td>{c.operation}</td>
                     <td>{c.resourceKind} {c.resourceId}</td>

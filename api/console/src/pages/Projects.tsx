@@ -22,7 +22,7 @@ export function ProjectsPage({ session, setSession }: PageProps) {
         <ErrorBanner error={list.error} />
         {list.data && list.data.projects.length === 0 && <Empty>No project yet: create the first one below.</Empty>}
         {list.data && list.data.projects.length > 0 && (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
               <thead>
                 <tr>
@@ -159,7 +159,7 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
       <ErrorBanner error={keys.error ?? revoke.error} />
       {keys.data && keys.data.apiKeys.length === 0 && <Empty>No key yet.</Empty>}
       {keys.data && keys.data.apiKeys.length > 0 && (
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
           <table>
             <thead>
               <tr>

@@ -83,9 +83,7 @@ function TreatmentList({ session, setSession, navigate }: PageProps) {
   return (
     <>
       <div className="actions">
-        <a className="button-link" href="/console/treatments/new" onClick={(e) => { e.preventDefault(); navigate('treatments/new'); }}>
-          <button type="button" className="primary" tabIndex={-1}>New treatment</button>
-        </a>
+        <button type="button" className="primary" onClick={() => navigate('treatments/new')}>New treatment</button>
       </div>
       <form className="row card" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
         <Field label="Search">{(id) => <input id={id} type="search" value={text} onChange={(e) => setText(e.target.value)} />}</Field>
@@ -120,7 +118,7 @@ function TreatmentList({ session, setSession, navigate }: PageProps) {
       {list.data && all.length === 0 && <Empty>No treatment yet: create the first one.</Empty>}
       {list.data && all.length > 0 && shown.length === 0 && <Empty>No treatment matches these filters.</Empty>}
       {shown.length > 0 && (
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
           <table>
             <thead>
               <tr>
@@ -205,7 +203,7 @@ function TreatmentDetail({ session, setSession, navigate, treatmentId, editing, 
         <dt>Last change</dt><dd>{t.lastModifiedBy}, {formatTime(t.lastModifiedTimestamp)} ({t.modificationSource})</dd>
       </dl>
       <h3>Version history</h3>
-      <div className="table-wrap">
+      <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
         <table>
           <thead>
             <tr>
