@@ -19,7 +19,7 @@ export default tseslint.config(
   {
     // The web console runs in the browser and reads the API's untyped JSON answers.
     files: ['api/console/**/*.{ts,tsx}'],
-    languageOptions: { parserOptions: { ecmaFeatures: { jsx: true } }, globals: { window: 'readonly', document: 'readonly', sessionStorage: 'readonly', navigator: 'readonly', fetch: 'readonly', Response: 'readonly', HTMLElement: 'readonly' } },
+    languageOptions: { parserOptions: { ecmaFeatures: { jsx: true } }, globals: { window: 'readonly', document: 'readonly', localStorage: 'readonly', sessionStorage: 'readonly', navigator: 'readonly', fetch: 'readonly', Response: 'readonly', HTMLElement: 'readonly' } },
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {

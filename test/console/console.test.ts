@@ -32,7 +32,7 @@ beforeAll(async () => {
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
-  page.setDefaultTimeout(60_000);
+  page.setDefaultTimeout(45_000);
   page.on('dialog', (d) => void d.accept());
 }, 900_000);
 
@@ -88,7 +88,7 @@ async function selectByText(label: string, prefix: string): Promise<void> {
   await select.selectOption(value!);
 }
 
-describe('the web console', () => {
+describe('the web console', { timeout: 240_000 }, () => {
   let managementKey = '';
   let managementKeyId = '';
   let treatmentId = '';
@@ -124,6 +124,12 @@ describe('the web console', () => {
     await page.getByText('No treatment yet').waitFor();
     await go('Catalogue');
     await page.getByText('No surface yet.').waitFor();
+    // A D4 error is shown next to the field its details name.
+    await page.getByLabel('Surface name', { exact: true }).fill('not a name!');
+    await page.getByRole('button', { name: 'Add surface' }).click();
+    const surfaceField = page.locator('.field', { has: page.getByLabel('Surface name', { exact: true }) });
+    await surfaceField.locator('.field-error').waitFor();
+    expect(await page.getByLabel('Surface name', { exact: true }).getAttribute('aria-describedby')).toContain('-err');
     await page.getByLabel('Surface name', { exact: true }).fill('home');
     await page.getByRole('button', { name: 'Add surface' }).click();
     await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
@@ -181,7 +187,24 @@ describe('the web console', () => {
     expect(stored.body.treatment).toMatchObject({ lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE', status: 'LIVE' });
     expect(stored.body.treatment.versions[0].eligibilityRules.rules).toHaveLength(2);
 
+    // An edit makes version 2, and the history says what changed.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit Welcome back' }).waitFor();
+    expect(await page.getByLabel('Rule 1 value', { exact: true }).inputValue()).toBe('gold');
+    await page.getByLabel('title (en)', { exact: true }).fill('Welcome back, {{plan}} member!');
+    await page.getByLabel('Publish the new version').check();
+    await page.getByRole('button', { name: 'Save new version' }).click();
+    await page.locator('.error-banner, h2 .badge').first().waitFor();
+    expect(await page.locator('.error-banner').count(), (await page.locator('.error-banner').allTextContents()).join()).toBe(0);
+    await page.locator('tbody tr').nth(1).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(2);
+    expect(await page.locator('tbody tr').first().locator('td').last().textContent()).toBe('content');
+
     await go('Treatments');
+    await page.getByRole('link', { name: 'Welcome back' }).waitFor();
+    await page.getByLabel('Status', { exact: true }).selectOption('PAUSED');
+    await page.getByText('No treatment matches these filters.').waitFor();
+    await page.getByLabel('Status', { exact: true }).selectOption('LIVE');
     await page.getByRole('link', { name: 'Welcome back' }).waitFor();
     await capture('06-treatments');
   });
@@ -206,7 +229,7 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Preview', exact: true }).click();
     const preview = page.getByTestId('preview-result');
     await preview.waitFor();
-    expect(await preview.textContent()).toContain('Welcome back, gold member!');
+    expect(await preview.textContent()).toContain('Welcome back, gold member!'); // {{plan}} filled from the profile
     expect(await preview.locator('.badge.ok').first().textContent()).toBe('eligible');
     await capture('07-user-inspector');
 

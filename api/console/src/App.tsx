@@ -38,6 +38,8 @@ export function App() {
     window.history.pushState(null, '', `/console/${to}`);
     setPath(currentPath());
     window.scrollTo(0, 0);
+    // Keyboard and screen-reader users land on the new page's content, not back at the top bar.
+    window.setTimeout(() => document.getElementById('main')?.focus(), 0);
   };
   const setSession = (s: Session | null) => {
     saveSession(s);

@@ -243,7 +243,8 @@ function versionDiff(a: Version, b: Version): string[] {
   if (!same(a.eligibilityRules, b.eligibilityRules)) out.push(`rules (${a.eligibilityRules.rules.length} → ${b.eligibilityRules.rules.length})`);
   if (!same(a.tags, b.tags)) out.push(`tags → ${b.tags.map((x) => x.name).join(', ') || 'none'}`);
   if (a.startTimestamp !== b.startTimestamp) out.push('start');
-  if (a.endTimestamp !== b.endTimestamp) out.push('end');
+  // Publishing a version ends the one before it, so only an end the newer version has counts.
+  if (b.endTimestamp !== undefined && a.endTimestamp !== b.endTimestamp) out.push('end');
   if (!same(a.removedSurfaces, b.removedSurfaces)) out.push('removed surfaces');
   if (!same(a.targetAction, b.targetAction)) out.push('target action');
   return out;
@@ -314,8 +315,9 @@ function TreatmentForm({ session, setSession, navigate, existing }: PageProps & 
     const body: Record<string, unknown> = {
       name,
       description,
-      startTimestamp: fromLocal(start),
-      ...(end ? { endTimestamp: fromLocal(end) } : existing && top?.endTimestamp ? { clearEndTimestamp: true } : {}),
+      // An edit keeps the stored times (to the millisecond) unless they were changed here.
+      ...(existing && start === toLocal(top?.startTimestamp) ? {} : { startTimestamp: fromLocal(start) }),
+      ...(existing && end === toLocal(top?.endTimestamp) ? {} : end ? { endTimestamp: fromLocal(end) } : existing && top?.endTimestamp ? { clearEndTimestamp: true } : {}),
       content,
       tags: tags.split(',').map((s) => s.trim()).filter(Boolean).map((n) => ({ name: n })),
       eligibilityRules: { rules: rules.map((r) => ({ dataFieldId: r.dataFieldId, condition: r.condition, rhsValue: r.rhsValue, dataMissingBehaviour: r.dataMissingBehaviour })) },
