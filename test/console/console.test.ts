@@ -169,9 +169,9 @@ describe('the web console', { timeout: 240_000 }, () => {
     expect(offered).not.toContain('contains');
     await page.getByLabel('Rule 2 condition', { exact: true }).selectOption('LESS_THAN');
     await page.getByLabel('Rule 2 value', { exact: true }).fill('three');
-    await page.getByText('must be a whole number').waitFor();
+    await page.getByText('must be a number').waitFor();
     await page.getByLabel('Rule 2 value', { exact: true }).fill('3');
-    await expect.poll(() => page.getByText('must be a whole number').count()).toBe(0);
+    await expect.poll(() => page.getByText('must be a number').count()).toBe(0);
     await page.getByLabel('Rule 2 when data is missing', { exact: true }).selectOption('EVALUATE_TO_ELIGIBLE');
     await page.getByLabel('Tags', { exact: true }).fill('welcome, gold');
     await page.getByLabel('Publish now').check();

@@ -94,36 +94,68 @@ export const CONDITION_LABELS: Record<string, string> = {
   DOES_NOT_CONTAIN_ANY_OF: 'contains none of',
 };
 
+// The value checks below mirror the service's (shared/domain/eligibility.ts), which has the last
+// word; test/unit/console-rule-check.test.ts keeps the two in agreement.
+const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+function isNumber(text: string): boolean {
+  const t = text.trim();
+  return NUMBER_TEXT.test(t) && Number.isFinite(Number(t));
+}
+
+function isTimestamp(text: string): boolean {
+  if (isNumber(text)) return true;
+  const m = RFC3339.exec(text.trim());
+  if (!m) return false;
+  const [, y, mo, d, h, mi, sec] = m.map(Number);
+  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, sec));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && h < 24 && mi < 60 && sec < 61;
+}
+
+const SCALAR: Record<string, { ok: (text: string) => boolean; expected: string; items: string }> = {
+  INTEGER: { ok: isNumber, expected: 'must be a number', items: 'numbers' },
+  DOUBLE: { ok: isNumber, expected: 'must be a number', items: 'numbers' },
+  STRING: { ok: () => true, expected: 'must be a string', items: 'strings' },
+  BOOLEAN: { ok: (t) => /^(true|false)$/i.test(t.trim()), expected: 'must be true or false', items: 'true/false values' },
+  TIMESTAMP_SECONDS: { ok: isTimestamp, expected: 'must be an RFC 3339 timestamp or a number of epoch seconds', items: 'RFC 3339 timestamps or epoch seconds' },
+};
+
+function splitCommaList(text: string): string[] {
+  return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+}
+
+/** A list value: a JSON array, else comma-separated (a JSON string is one item). */
 function listItems(rhs: string): string[] | undefined {
   const t = rhs.trim();
-  if (t.startsWith('[')) {
+  if (t.startsWith('[') || t.startsWith('"')) {
+    let parsed: unknown;
     try {
-      const v = JSON.parse(t) as unknown;
-      return Array.isArray(v) ? v.map(String) : undefined;
+      parsed = JSON.parse(t);
     } catch {
-      return undefined;
+      parsed = undefined;
     }
+    if (Array.isArray(parsed)) return parsed.every((i) => ['string', 'number', 'boolean'].includes(typeof i)) ? parsed.map(String) : undefined;
+    if (typeof parsed === 'string') return [parsed];
+    if (t.startsWith('[') && t.endsWith(']')) return splitCommaList(t.slice(1, -1));
   }
-  return t.split(',').map((s) => s.trim()).filter(Boolean);
+  return splitCommaList(t);
 }
 
 /** The value checked as it is typed: null when the service would accept it, else why not. */
 export function checkRhs(type: string, condition: string, rhs: string): string | null {
   if (!condition) return 'choose a condition';
-  const base = type.replace(/_LIST$/, '');
-  const scalarOk = (v: string): boolean => {
-    if (base === 'INTEGER' || base === 'TIMESTAMP_SECONDS') return /^[+-]?\d+(\.\d+)?$/.test(v.trim());
-    if (base === 'DOUBLE') return v.trim() !== '' && Number.isFinite(Number(v));
-    if (base === 'BOOLEAN') return /^(true|false)$/i.test(v.trim());
-    return true;
-  };
-  if (RELATIVE_TIME.includes(condition)) return /^\d+(\.\d+)?s?$/.test(rhs.trim()) ? null : 'must be a non-negative number of seconds, e.g. 86400';
+  const scalar = SCALAR[type.replace(/_LIST$/, '')];
+  if (!scalar) return 'this data field has no comparable type';
+  if (RELATIVE_TIME.includes(condition)) {
+    const t = rhs.trim();
+    const n = t.endsWith('s') ? t.slice(0, -1) : t;
+    return isNumber(n) && Number(n.trim()) >= 0 ? null : 'must be a non-negative number of seconds, e.g. 86400';
+  }
   if (ONE_OF.includes(condition) || OVERLAP.includes(condition)) {
     const items = listItems(rhs);
-    if (!items || items.length === 0) return 'must be a non-empty list: comma-separated or a JSON array';
-    return items.every(scalarOk) ? null : `every item must be ${base === 'STRING' ? 'text' : base === 'INTEGER' ? 'a whole number' : base === 'BOOLEAN' ? 'true or false' : 'a number'}`;
+    return items && items.length > 0 && items.every(scalar.ok) ? null : `must be a non-empty list of ${scalar.items} (comma-separated or a JSON array)`;
   }
-  if (base === 'STRING') return null;
-  const expected: Record<string, string> = { BOOLEAN: 'true or false', INTEGER: 'a whole number', DOUBLE: 'a number', TIMESTAMP_SECONDS: 'a number of epoch seconds' };
-  return scalarOk(rhs) ? null : `must be ${expected[base] ?? 'a value of the field type'}`;
+  if (MEMBERSHIP.includes(condition) && type === 'STRING') return null;
+  return scalar.ok(rhs) ? null : scalar.expected;
 }
