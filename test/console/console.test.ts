@@ -265,7 +265,17 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByRole('cell', { name: 'Ada', exact: true }).first().waitFor();
     await page.getByRole('link', { name: /queue dashboard/ }).waitFor();
     await capture('09-operations');
+
+    // An admin works on a project's catalogue through a management key the console issues for
+    // the session, and revokes at sign-out.
+    await go('Catalogue');
+    await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
+    const sessionKeys = async () => ((await adminApi('ListApiKeys', { projectId: 'shop' })).body.apiKeys as any[]).filter((k) => k.description === 'web console session of Ada Admin');
+    const issued = await sessionKeys();
+    expect(issued).toHaveLength(1); // the page's parallel calls share one key
+    expect(issued[0].revokeTime).toBeUndefined();
     await signOut();
+    await waitUntil(async () => (await sessionKeys())[0].revokeTime !== undefined, 30_000, 100);
 
     await signIn('key', managementKey, 'shop', 'Ada');
     const banner = page.locator('.error-banner');

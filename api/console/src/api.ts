@@ -59,8 +59,9 @@ async function post<T>(path: string, body: unknown, headers: Record<string, stri
     parsed = {};
   }
   if (!res.ok) {
-    const e = (parsed as { error?: { code?: string; message?: string; details?: ErrorDetail[] } }).error;
-    throw new ApiError(res.status, e?.code ?? 'ERROR', e?.message ?? `HTTP ${res.status}`, e?.details ?? []);
+    // D4: `code` is the HTTP status, `status` its name (NOT_FOUND, INVALID_ARGUMENT, ...).
+    const e = (parsed as { error?: { status?: string; message?: string; details?: ErrorDetail[] } }).error;
+    throw new ApiError(res.status, e?.status ?? 'ERROR', e?.message ?? `HTTP ${res.status}`, e?.details ?? []);
   }
   return parsed as T;
 }
@@ -81,28 +82,42 @@ export function v1WithKey<T = any>(key: string, operation: string, body: unknown
   return post<T>(`/v1/${operation}`, body, { 'x-api-key': key });
 }
 
+/** Keys being issued, per project: the calls of one page share one key. */
+const issuing = new Map<string, Promise<{ keyId: string; key: string }>>();
+
 async function managementKey(session: Session, onSession?: (s: Session) => void): Promise<string> {
   if (session.mode === 'key') return session.secret;
-  const known = session.projectKeys[session.projectId];
+  const projectId = session.projectId;
+  const known = loadSession()?.projectKeys[projectId] ?? session.projectKeys[projectId];
   if (known) return known.key;
   // An admin works on a project through a management key of its own, issued once per project
   // and session, so that every /v1 change is made (and logged) exactly as a script's would be.
-  const made = await admin<{ apiKey: { keyId: string }; key: string }>(session, 'CreateApiKey', {
-    projectId: session.projectId,
-    permissions: ['TREATMENT_MANAGEMENT'],
-    description: `web console session of ${session.operator}`,
-  });
-  session.projectKeys[session.projectId] = { keyId: made.apiKey.keyId, key: made.key };
-  saveSession(session);
-  onSession?.({ ...session });
-  return made.key;
+  let pending = issuing.get(projectId);
+  if (!pending) {
+    pending = admin<{ apiKey: { keyId: string }; key: string }>(session, 'CreateApiKey', {
+      projectId,
+      permissions: ['TREATMENT_MANAGEMENT'],
+      description: `web console session of ${session.operator}`,
+    }).then((made) => {
+      const entry = { keyId: made.apiKey.keyId, key: made.key };
+      const stored = loadSession() ?? session;
+      const next = { ...stored, projectKeys: { ...stored.projectKeys, [projectId]: entry } };
+      saveSession(next);
+      onSession?.(next);
+      return entry;
+    });
+    issuing.set(projectId, pending);
+    void pending.catch(() => undefined).finally(() => issuing.delete(projectId));
+  }
+  return (await pending).key;
 }
 
 /** Sign-out: the admin's session keys are revoked, then the secret is forgotten. */
 export async function signOut(session: Session): Promise<void> {
   if (session.mode === 'admin') {
+    const keys = loadSession()?.projectKeys ?? session.projectKeys;
     await Promise.all(
-      Object.entries(session.projectKeys).map(([projectId, k]) => admin(session, 'RevokeApiKey', { projectId, keyId: k.keyId }).catch(() => undefined)),
+      Object.entries(keys).map(([projectId, k]) => admin(session, 'RevokeApiKey', { projectId, keyId: k.keyId }).catch(() => undefined)),
     );
   }
   saveSession(null);

@@ -161,6 +161,7 @@ function TreatmentList({ session, setSession, navigate }: PageProps) {
 
 function TreatmentDetail({ session, setSession, navigate, treatmentId, editing, ...rest }: PageProps & { treatmentId: string; editing: boolean }) {
   const one = useLoad(() => v1<{ treatment: Treatment }>(session, 'GetTreatment', { treatmentId }, setSession), [session.projectId, treatmentId, editing]);
+  const fields = useLoad(() => v1<{ dataFields: DataField[] }>(session, 'GetAllDataFields', {}, setSession), [session.projectId]);
   const act = useAction(async (change: Record<string, unknown>) => {
     await v1(session, 'UpdateTreatment', { treatmentId, ...change, ...stamp(session) }, setSession);
     one.reload();
@@ -230,9 +231,55 @@ function TreatmentDetail({ session, setSession, navigate, treatmentId, editing, 
           </tbody>
         </table>
       </div>
-      <h3>Newest version's content and rules</h3>
-      <pre>{JSON.stringify({ content: top.content, eligibilityRules: top.eligibilityRules.rules, tags: top.tags.map((x) => x.name) }, null, 2)}</pre>
+      <VersionView version={top} fields={fields.data?.dataFields ?? []} />
     </>
+  );
+}
+
+const MISSING: Record<string, string> = { EVALUATE_TO_ELIGIBLE: 'eligible', EVALUATE_TO_INELIGIBLE: 'not eligible', ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED: 'not eligible' };
+
+function VersionView({ version, fields }: { version: Version; fields: DataField[] }) {
+  const name = (id: string) => {
+    const f = fields.find((x) => x.dataFieldId === id);
+    return f ? describeField(f) : `data field ${id}`;
+  };
+  return (
+    <section aria-labelledby="version-h">
+      <h3 id="version-h">Version {version.versionNumber}: content and rules</h3>
+      <div className="two">
+        <div className="card">
+          <h4>Content</h4>
+          <dl className="facts">
+            {version.content.contentByLanguage.flatMap((c) =>
+              c.contentFields.map((f) => (
+                <div key={`${c.languageCode.languageCode}/${f.fieldName}`} style={{ display: 'contents' }}>
+                  <dt>{f.fieldName} ({c.languageCode.languageCode})</dt>
+                  <dd>{f.stringValue}</dd>
+                </div>
+              )),
+            )}
+            {version.content.languageAgnosticContentFields.map((f) => (
+              <div key={`*/${f.fieldName}`} style={{ display: 'contents' }}>
+                <dt>{f.fieldName}</dt>
+                <dd>{f.stringValue}</dd>
+              </div>
+            ))}
+          </dl>
+          <p>Tags: {version.tags.map((x) => x.name).join(', ') || '—'}</p>
+        </div>
+        <div className="card">
+          <h4>Eligibility rules</h4>
+          {version.eligibilityRules.rules.length === 0 && <Empty>No rule: every user is eligible.</Empty>}
+          <ol>
+            {version.eligibilityRules.rules.map((r, i) => (
+              <li key={i}>
+                {name(r.dataFieldId)} <strong>{CONDITION_LABELS[r.condition] ?? r.condition}</strong> <code>{r.rhsValue}</code> <span className="muted">(data missing: {MISSING[r.dataMissingBehaviour] ?? r.dataMissingBehaviour})</span>
+              </li>
+            ))}
+          </ol>
+        </div>
+      </div>
+    </section>
   );
 }
 
