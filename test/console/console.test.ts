@@ -97,7 +97,26 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.goto(`${s.baseUrl}/console/`);
     await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
     await capture('01-sign-in');
-    await signIn('admin', ADMIN_TOKEN, '', 'Ada Admin');
+    // Keyboard only: the focus order follows the form, and Enter signs in.
+    const focused = () => page.evaluate(() => {
+      const el = document.activeElement as HTMLInputElement | null;
+      return el ? (el.labels?.[0]?.textContent ?? el.textContent ?? '').trim() : '';
+    });
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused());
+    }
+    expect(order).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
+    await page.getByLabel('a TREATMENT_MANAGEMENT key (one project)').focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('the admin token (every project)');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('Ada Admin');
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Projects and keys' }).waitFor();
     await page.getByLabel('Project id', { exact: true }).fill('shop');
     await page.getByLabel('Display name', { exact: true }).fill('The shop');
