@@ -10,6 +10,7 @@ import { registerOperation, type Listener } from './v1-operation.js';
 import { v1Operations } from './routes/v1/index.js';
 import { adminOperations, registerAdminRoutes } from './routes/admin/index.js';
 import { registerHealthRoutes } from './routes/health.route.js';
+import { registerConsoleRoutes } from './console-route.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -99,6 +100,7 @@ export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Prom
   registerHealthRoutes(app, ctx);
   for (const op of v1Operations) registerOperation(app, ctx, op, opts.listener);
   if (opts.listener === 'base') await registerAdminRoutes(app, ctx);
+  if (opts.listener === 'base') registerConsoleRoutes(app);
   for (const plugin of opts.extraPlugins ?? []) await plugin(app);
   await app.ready();
   return app;

@@ -1,3 +1,6 @@
+/** D46: where a management change came from (the web console sends TDS_CONSOLE). */
+export type ModificationSource = 'API' | 'TDS_CONSOLE' | 'MODIFICATION_SOURCE_UNSPECIFIED';
+
 /**
  * Stored records of the management plane. These are what the stores keep in Redis (as JSON);
  * the wire shapes of the API live in `shared/schemas/` and are produced from these by the
@@ -56,6 +59,8 @@ export interface TreatmentType {
   surfaces: string[];
   lastModifiedBy: string;
   lastModifiedTimestamp: string;
+  /** D46: absent on types stored before it existed (= API) */
+  modificationSource?: ModificationSource;
   createTime: string;
 }
 
@@ -127,7 +132,7 @@ export interface TreatmentRecord {
   paused: boolean;
   lastModifiedBy: string;
   lastModifiedTimestamp: string;
-  modificationSource: 'API' | 'MODIFICATION_SOURCE_UNSPECIFIED';
+  modificationSource: ModificationSource;
   createTime: string;
   versions: TreatmentVersionRecord[];
   // Delivery controls (D37, D39, D42, D43): treatment-level, so changing them creates no version.

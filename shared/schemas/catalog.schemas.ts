@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { DATA_FIELD_NAME_MAX, DATA_FIELD_NAME_PATTERN, INTERACTION_TYPES } from '../domain/data-field-params.js';
+import { ModificationSourceIn } from './treatment.schemas.js';
 import { Int64In, Int64Out, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from './common.js';
 
 /** Wire shapes of the catalogue operations (surfaces, treatment types, data fields). */
@@ -49,6 +50,7 @@ const TreatmentTypeOut = Type.Object({
   deliveryType: Type.String(),
   lastModifiedBy: Type.String(),
   lastModifiedTimestamp: TimestampOut,
+  modificationSource: Type.String({ description: 'D46: API or TDS_CONSOLE' }),
 });
 
 export const InsertTreatmentTypeBody = Strict({
@@ -58,6 +60,7 @@ export const InsertTreatmentTypeBody = Strict({
   contentFieldTypes: Type.Array(ContentFieldTypeIn, { maxItems: 200 }),
   deliveryType: Type.Optional(StringEnum(DELIVERY_TYPES)),
   lastModifiedBy: LastModifiedBy,
+  modificationSource: ModificationSourceIn,
 });
 export const UpdateTreatmentTypeBody = Strict({
   projectId: ProjectId,
@@ -68,6 +71,7 @@ export const UpdateTreatmentTypeBody = Strict({
   contentFieldTypes: Type.Array(ContentFieldTypeIn, { maxItems: 200 }),
   deliveryType: Type.Optional(StringEnum(DELIVERY_TYPES)),
   lastModifiedBy: LastModifiedBy,
+  modificationSource: ModificationSourceIn,
 });
 export const TreatmentTypeResponse = Type.Object({ treatmentType: TreatmentTypeOut });
 export const GetAllTreatmentTypesBody = Strict({ projectId: ProjectId });

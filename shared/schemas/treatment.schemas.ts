@@ -38,6 +38,8 @@ const ExternalIdIn = Type.String({ minLength: 1, maxLength: 256 });
 const Actor = NonEmpty(256);
 const Name = NonEmpty(256);
 const Description = Type.String({ maxLength: 4096 });
+/** D46: who made the change; the web console sends TDS_CONSOLE. Default API. */
+export const ModificationSourceIn = Type.Optional(Type.Union([Type.Literal('API'), Type.Literal('TDS_CONSOLE')], { description: 'D46: API (default) or TDS_CONSOLE for changes made in the web console' }));
 const GroupName = Type.String({ maxLength: 256, description: 'mutual exclusion group name; "" clears it on update' });
 
 // ------------------------------------------------------------------------------------------------
@@ -101,6 +103,7 @@ export const InsertTreatmentRequest = Strict({
   description: Description,
   treatmentTypeName: NonEmpty(256),
   lastModifiedBy: Actor,
+  modificationSource: ModificationSourceIn,
   startTimestamp: TimestampIn,
   content: ContentIn,
   ...versionFieldsIn,
@@ -116,6 +119,7 @@ export const UpdateTreatmentRequest = Strict({
   treatmentId: Type.Optional(TreatmentIdIn),
   externalTreatmentId: Type.Optional(ExternalIdIn),
   lastModifiedBy: Actor,
+  modificationSource: ModificationSourceIn,
   name: Type.Optional(Name),
   description: Type.Optional(Description),
   startTimestamp: Type.Optional(TimestampIn),
@@ -133,7 +137,7 @@ export const UpdateTreatmentRequest = Strict({
 export type UpdateTreatmentBody = Static<typeof UpdateTreatmentRequest>;
 
 /** Fields that may accompany shouldPause / shouldDelete (spec UpdateTreatment, D5). */
-export const PAUSE_DELETE_FIELDS: ReadonlySet<string> = new Set(['projectId', 'treatmentId', 'externalTreatmentId', 'lastModifiedBy', 'shouldPause', 'shouldDelete']);
+export const PAUSE_DELETE_FIELDS: ReadonlySet<string> = new Set(['projectId', 'treatmentId', 'externalTreatmentId', 'lastModifiedBy', 'modificationSource', 'shouldPause', 'shouldDelete']);
 
 export const GetTreatmentRequest = Strict({ projectId: ProjectId, treatmentId: TreatmentIdIn });
 

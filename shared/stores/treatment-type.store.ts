@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ContentFieldType, DeliveryType, TreatmentType } from '../domain/types.js';
+import type { ContentFieldType, DeliveryType, ModificationSource, TreatmentType } from '../domain/types.js';
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { compareIds } from '../domain/ids.js';
@@ -13,6 +13,8 @@ export interface TreatmentTypeInput {
   surfaces: string[];
   deliveryType: DeliveryType;
   lastModifiedBy: string;
+  /** D46: default API */
+  modificationSource?: ModificationSource;
 }
 
 export interface TreatmentTypePatch {
@@ -24,6 +26,8 @@ export interface TreatmentTypePatch {
   /** unset: unchanged */
   deliveryType?: DeliveryType;
   lastModifiedBy: string;
+  /** D46: default API */
+  modificationSource?: ModificationSource;
 }
 
 /**
@@ -71,6 +75,7 @@ export class TreatmentTypeStore {
         surfaces: input.surfaces,
         lastModifiedBy: input.lastModifiedBy,
         lastModifiedTimestamp: time,
+        modificationSource: input.modificationSource ?? 'API',
         createTime: time,
       };
       const ok = await atomicWrite(this.redis, {
@@ -111,6 +116,7 @@ export class TreatmentTypeStore {
         deliveryType: patch.deliveryType ?? before.deliveryType,
         lastModifiedBy: patch.lastModifiedBy,
         lastModifiedTimestamp: new Date(this.now()).toISOString(),
+        modificationSource: patch.modificationSource ?? 'API',
       };
       if (guard) await guard(before, after);
       const checks: AtomicWriteSpec['checks'] = [{ key, field: treatmentTypeId, expect: raw }];

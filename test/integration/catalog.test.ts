@@ -104,6 +104,7 @@ describe('InsertTreatmentType (D13, D13a)', () => {
       deliveryType: 'IN_APP',
       lastModifiedBy: 'alice',
       lastModifiedTimestamp: expect.stringMatching(/Z$/),
+      modificationSource: 'API',
     });
     const stored = await t.ctx.treatmentTypes.getByName(p.projectId, 'Banner');
     expect(stored?.treatmentTypeId).toBe(tt.treatmentTypeId);

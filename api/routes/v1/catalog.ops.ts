@@ -40,6 +40,7 @@ function presentTreatmentType(t: TreatmentType) {
     deliveryType: t.deliveryType,
     lastModifiedBy: t.lastModifiedBy,
     lastModifiedTimestamp: t.lastModifiedTimestamp,
+    modificationSource: t.modificationSource ?? 'API',
   };
 }
 
@@ -137,6 +138,7 @@ const insertTreatmentType = defineOperation({
       surfaces: surfaceNames(body.surfaces),
       deliveryType: body.deliveryType ?? 'IN_APP',
       lastModifiedBy: body.lastModifiedBy,
+      modificationSource: body.modificationSource,
     });
     return { treatmentType: presentTreatmentType(type) };
   },
@@ -158,6 +160,7 @@ const updateTreatmentType = defineOperation({
       surfaces: body.clearSurfaces === true ? [] : given.length > 0 ? given : undefined,
       deliveryType: body.deliveryType,
       lastModifiedBy: body.lastModifiedBy,
+      modificationSource: body.modificationSource,
     }, async (before, after) => {
       // D50: refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
       const details = typeChangeConflicts(before, after, await ctx.treatments.list(body.projectId), ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');

@@ -210,7 +210,8 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): 
       ctx.now(),
     );
   };
-  return ctx.treatments.insert(projectId, type.treatmentTypeId, build, { actor: lastModifiedBy, operation: 'InsertTreatment' });
+  const source = body.modificationSource ?? 'API';
+  return ctx.treatments.insert(projectId, type.treatmentTypeId, (id, current) => ({ ...build(id, current), modificationSource: source }), { actor: lastModifiedBy, operation: 'InsertTreatment' });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -336,7 +337,13 @@ async function updateTreatment(body: UpdateTreatmentBody, ctx: ServiceContext): 
   const target = await locateTreatment(ctx, body);
   const transition = action === 'edit' ? await editTransition(ctx, body, target) : lifecycleTransition(ctx, action, body, target);
   const operation = { edit: 'UpdateTreatment', pause: 'PauseTreatment', delete: 'DeleteTreatment' }[action];
-  return ctx.treatments.update(body.projectId, target.record.treatmentId, transition, { actor: body.lastModifiedBy, operation });
+  // D46: every change is stamped with where it came from (the console sends TDS_CONSOLE).
+  const source = body.modificationSource ?? 'API';
+  const stamped: TreatmentTransition = (current, type) => {
+    const result = transition(current, type);
+    return result.changed ? { ...result, treatment: { ...result.treatment, modificationSource: source } } : result;
+  };
+  return ctx.treatments.update(body.projectId, target.record.treatmentId, stamped, { actor: body.lastModifiedBy, operation });
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -1,0 +1,318 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+/**
+ * Issue 14's "done when": the real console, built and served by the real service, driven in
+ * Debian's Chromium. Screenshots of every page go to test-artifacts/console/ (git-ignored).
+ */
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
+const CHROMIUM = '/usr/bin/chromium';
+const BUDGET_GZIP_BYTES = 300 * 1024;
+
+let s: TestService;
+let browser: Browser;
+let page: Page;
+const a11y: { page: string; id: string; impact: string; help: string; nodes: string[] }[] = [];
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  execFileSync('bash', ['infra/scripts/ensure-chromium.sh'], { stdio: 'inherit' });
+  execFileSync('bash', ['infra/scripts/ensure-console-built.sh'], { stdio: 'inherit' });
+  s = await startTestService();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(45_000);
+  page.on('dialog', (d) => void d.accept());
+}, 900_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await s?.stop();
+});
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** A full-page screenshot, and axe-core's serious and critical findings for the page as it is. */
+async function capture(name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
+  const result = (await page.evaluate(() => (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'best-practice'] }))) as {
+    violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[];
+  };
+  for (const v of result.violations) {
+    if (v.impact === 'serious' || v.impact === 'critical') a11y.push({ page: name, id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
+  }
+}
+
+async function api(path: string, body: unknown, headers: Record<string, string>) {
+  return s.post(path, body, headers);
+}
+const adminApi = (op: string, body: unknown) => api(`/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+
+async function signIn(mode: 'admin' | 'key', secret: string, projectId: string, operator: string): Promise<void> {
+  await page.goto(`${s.baseUrl}/console/`);
+  await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
+  await page.getByLabel(mode === 'admin' ? 'the admin token (every project)' : 'a TREATMENT_MANAGEMENT key (one project)').check();
+  await page.getByLabel(mode === 'admin' ? 'Admin token' : 'API key', { exact: true }).fill(secret);
+  await page.getByLabel(mode === 'admin' ? 'Project (optional)' : 'Project id', { exact: true }).fill(projectId);
+  await page.getByLabel('Your name', { exact: true }).fill(operator);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+async function signOut(): Promise<void> {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
+}
+
+async function go(pageTitle: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: pageTitle, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: pageTitle }).waitFor();
+}
+
+/** Selects the option of a labelled select whose text starts with `prefix`. */
+async function selectByText(label: string, prefix: string): Promise<void> {
+  const select = page.getByLabel(label, { exact: true });
+  const value = await select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
+  expect(value, `an option of "${label}" starting with "${prefix}"`).toBeTruthy();
+  await select.selectOption(value!);
+}
+
+describe('the web console', { timeout: 240_000 }, () => {
+  let managementKey = '';
+  let managementKeyId = '';
+  let treatmentId = '';
+
+  it('signs in with the admin token, creates a project and issues a key whose secret is shown once', async () => {
+    await page.goto(`${s.baseUrl}/console/`);
+    await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
+    await capture('01-sign-in');
+    // Keyboard only: the focus order follows the form, and Enter signs in.
+    const focused = () => page.evaluate(() => {
+      const el = document.activeElement as HTMLInputElement | null;
+      return el ? (el.labels?.[0]?.textContent ?? el.textContent ?? '').trim() : '';
+    });
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused());
+    }
+    expect(order).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
+    await page.getByLabel('a TREATMENT_MANAGEMENT key (one project)').focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('the admin token (every project)');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('Ada Admin');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Projects and keys' }).waitFor();
+    await page.getByLabel('Project id', { exact: true }).fill('shop');
+    await page.getByLabel('Display name', { exact: true }).fill('The shop');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByRole('heading', { name: 'Project shop' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('tds-console-session'))).toContain('"projectId":"shop"');
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+
+    await page.getByLabel('Description', { exact: true }).fill('console e2e');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByTestId('new-key-secret');
+    await secret.waitFor();
+    managementKey = (await secret.textContent())!.trim();
+    managementKeyId = (await page.locator('.secret p code').textContent())!.trim();
+    expect(managementKey.length).toBeGreaterThan(20);
+    await page.getByRole('cell', { name: 'console e2e' }).waitFor();
+    await capture('02-projects-and-keys');
+    await signOut();
+  });
+
+  it('signs in with a management key and builds the catalogue', async () => {
+    await signIn('key', managementKey, 'shop', 'Ada');
+    await page.getByRole('heading', { level: 1, name: 'Treatments' }).waitFor();
+    await page.getByText('No treatment yet').waitFor();
+    await go('Catalogue');
+    await page.getByText('No surface yet.').waitFor();
+    // A D4 error is shown next to the field its details name.
+    await page.getByLabel('Surface name', { exact: true }).fill('not a name!');
+    await page.getByRole('button', { name: 'Add surface' }).click();
+    const surfaceField = page.locator('.field', { has: page.getByLabel('Surface name', { exact: true }) });
+    await surfaceField.locator('.field-error').waitFor();
+    expect(await page.getByLabel('Surface name', { exact: true }).getAttribute('aria-describedby')).toContain('-err');
+    await page.getByLabel('Surface name', { exact: true }).fill('home');
+    await page.getByRole('button', { name: 'Add surface' }).click();
+    await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
+
+    await page.getByLabel('Property name', { exact: true }).fill('plan');
+    await page.getByRole('button', { name: 'Add user property' }).click();
+    await page.getByRole('cell', { name: 'user property plan' }).waitFor();
+
+    await page.getByLabel('Type name', { exact: true }).fill('banner');
+    await page.getByRole('checkbox', { name: 'home' }).check();
+    await page.getByRole('button', { name: 'Add treatment type' }).click();
+    await page.getByRole('cell', { name: /^banner/ }).waitFor();
+    // A D4 error lands next to the field it names: the same name again is refused.
+    await page.getByLabel('Type name', { exact: true }).fill('banner');
+    await page.getByRole('button', { name: 'Add treatment type' }).click();
+    await page.locator('.error-banner').first().waitFor();
+    await capture('03-catalogue');
+  });
+
+  it('creates a treatment with two rules, checks values as they are typed, and publishes it', async () => {
+    await go('Treatments');
+    await page.getByRole('button', { name: 'New treatment' }).click();
+    await page.getByRole('heading', { name: 'New treatment' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('Welcome back');
+    await page.getByLabel('Treatment type', { exact: true }).selectOption('banner');
+    await page.getByLabel('title (en)', { exact: true }).fill('Welcome back, gold member!');
+    await page.getByText('26 / 80').waitFor();
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await selectByText('Rule 1 data field', 'user property plan');
+    await page.getByLabel('Rule 1 condition', { exact: true }).selectOption('EQUALS');
+    await page.getByLabel('Rule 1 value', { exact: true }).fill('gold');
+    await selectByText('Rule 2 data field', 'VIEWED on home · daily count LAST_7D');
+    // Only the conditions an integer allows are offered.
+    const offered = await page.getByLabel('Rule 2 condition', { exact: true }).locator('option').allTextContents();
+    expect(offered).toContain('<');
+    expect(offered).not.toContain('contains');
+    await page.getByLabel('Rule 2 condition', { exact: true }).selectOption('LESS_THAN');
+    await page.getByLabel('Rule 2 value', { exact: true }).fill('three');
+    await page.getByText('must be a number').waitFor();
+    await page.getByLabel('Rule 2 value', { exact: true }).fill('3');
+    await expect.poll(() => page.getByText('must be a number').count()).toBe(0);
+    await page.getByLabel('Rule 2 when data is missing', { exact: true }).selectOption('EVALUATE_TO_ELIGIBLE');
+    await page.getByLabel('Tags', { exact: true }).fill('welcome, gold');
+    await page.getByLabel('Publish now').check();
+    await capture('04-treatment-form');
+    await page.getByRole('button', { name: 'Create treatment' }).click();
+    await page.getByRole('heading', { level: 2, name: /Welcome back/ }).waitFor();
+    await page.locator('h2 .badge', { hasText: 'LIVE' }).waitFor();
+    treatmentId = page.url().split('/').pop()!;
+    await capture('05-treatment-detail');
+
+    // D46: the change carries the console as its source and the operator's name.
+    const stored = await api('/v1/GetTreatment', { projectId: 'shop', treatmentId }, { 'x-api-key': managementKey });
+    expect(stored.body.treatment).toMatchObject({ lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE', status: 'LIVE' });
+    expect(stored.body.treatment.versions[0].eligibilityRules.rules).toHaveLength(2);
+
+    // An edit makes version 2, and the history says what changed.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit Welcome back' }).waitFor();
+    expect(await page.getByLabel('Rule 1 value', { exact: true }).inputValue()).toBe('gold');
+    await page.getByLabel('title (en)', { exact: true }).fill('Welcome back, {{plan}} member!');
+    await page.getByLabel('Publish the new version').check();
+    await page.getByRole('button', { name: 'Save new version' }).click();
+    await page.locator('.error-banner, h2 .badge').first().waitFor();
+    expect(await page.locator('.error-banner').count(), (await page.locator('.error-banner').allTextContents()).join()).toBe(0);
+    await page.locator('tbody tr').nth(1).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(2);
+    expect(await page.locator('tbody tr').first().locator('td').last().textContent()).toBe('content');
+
+    await go('Treatments');
+    await page.getByRole('link', { name: 'Welcome back' }).waitFor();
+    await page.getByLabel('Status', { exact: true }).selectOption('PAUSED');
+    await page.getByText('No treatment matches these filters.').waitFor();
+    await page.getByLabel('Status', { exact: true }).selectOption('LIVE');
+    await page.getByRole('link', { name: 'Welcome back' }).waitFor();
+    await capture('06-treatments');
+  });
+
+  it('shows in the user inspector which treatment a user gets, and why', async () => {
+    const logKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['LOG_EVENTS'] })).body.key as string;
+    const logged = await api('/v1/LogEvents', { projectId: 'shop', userId: 'u1', events: [{ eventName: 'app_open', clientEventTimestamp: new Date().toISOString(), userProperties: { plan: { stringValue: 'gold' } } }] }, { 'x-api-key': logKey });
+    expect(logged.status, JSON.stringify(logged.body)).toBe(200);
+    await waitUntil(async () => (await adminApi('GetUserProfile', { projectId: 'shop', userId: 'u1' })).body?.profile?.userProperties?.plan === 'gold', 120_000, 200);
+
+    await go('User inspector');
+    await page.getByLabel('User id', { exact: true }).fill('u1');
+    await page.getByRole('button', { name: 'Inspect' }).click();
+    const verdict = page.getByTestId(`explain-home-${treatmentId}`);
+    await verdict.waitFor();
+    expect(await verdict.locator('.badge').first().textContent()).toBe('shown');
+    expect(await verdict.locator('tbody tr').count()).toBe(2);
+    expect(await verdict.locator('tbody tr td:last-child .badge').allTextContents()).toEqual(['yes', 'yes']);
+    expect(await verdict.textContent()).toContain('gold');
+
+    await page.getByLabel('Treatment', { exact: true }).selectOption(treatmentId);
+    await page.getByRole('button', { name: 'Preview', exact: true }).click();
+    const preview = page.getByTestId('preview-result');
+    await preview.waitFor();
+    expect(await preview.textContent()).toContain('Welcome back, gold member!'); // {{plan}} filled from the profile
+    expect(await preview.locator('.badge.ok').first().textContent()).toBe('eligible');
+    await capture('07-user-inspector');
+
+    await page.getByLabel('User id', { exact: true }).fill('u2');
+    await page.getByRole('button', { name: 'Inspect' }).click();
+    await page.getByText('a rule is not met').waitFor();
+    expect(await page.getByTestId(`explain-home-${treatmentId}`).locator('.badge').first().textContent()).toBe('not shown');
+  });
+
+  it('fits a phone-sized window', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go('Treatments');
+    await page.getByRole('link', { name: 'Welcome back' }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await capture('08-treatments-phone');
+    await go('User inspector');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('revokes a key, which is then refused, and shows the operations pages', async () => {
+    await signOut();
+    expect(await page.evaluate(() => sessionStorage.getItem('tds-console-session'))).toBeNull();
+    await signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
+    await page.getByRole('heading', { name: 'Project shop' }).waitFor();
+    await page.getByRole('button', { name: `Revoke key ${managementKeyId}` }).click();
+    await page.getByRole('row', { name: new RegExp(managementKeyId) }).getByText(/^revoked/).waitFor();
+    const refused = await api('/v1/GetAllSurfaces', { projectId: 'shop' }, { 'x-api-key': managementKey });
+    expect(refused.status).toBe(401);
+
+    await go('Operations');
+    await page.getByRole('heading', { name: 'Change log of shop' }).waitFor();
+    await page.getByRole('cell', { name: 'Ada', exact: true }).first().waitFor();
+    await page.getByRole('link', { name: /queue dashboard/ }).waitFor();
+    await capture('09-operations');
+
+    // An admin works on a project's catalogue through a management key the console issues for
+    // the session, and revokes at sign-out.
+    await go('Catalogue');
+    await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
+    const sessionKeys = async () => ((await adminApi('ListApiKeys', { projectId: 'shop' })).body.apiKeys as any[]).filter((k) => k.description === 'web console session of Ada Admin');
+    const issued = await sessionKeys();
+    expect(issued).toHaveLength(1); // the page's parallel calls share one key
+    expect(issued[0].revokeTime).toBeUndefined();
+    await signOut();
+    await waitUntil(async () => (await sessionKeys())[0].revokeTime !== undefined, 30_000, 100);
+
+    await signIn('key', managementKey, 'shop', 'Ada');
+    const banner = page.locator('.error-banner');
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain('401');
+    await capture('10-revoked-key-refused');
+  });
+
+  it('has no serious or critical accessibility violation on any page', () => {
+    expect(a11y, JSON.stringify(a11y, null, 2)).toEqual([]);
+  });
+
+  it('ships at most 300 KB of gzipped JavaScript', () => {
+    const dir = join(process.cwd(), 'dist', 'console', 'assets');
+    const total = readdirSync(dir)
+      .filter((f) => f.endsWith('.js'))
+      .reduce((sum, f) => sum + gzipSync(readFileSync(join(dir, f)), { level: 9 }).length, 0);
+    expect(total).toBeGreaterThan(0);
+    expect(total).toBeLessThanOrEqual(BUDGET_GZIP_BYTES);
+  });
+});
