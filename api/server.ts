@@ -12,6 +12,7 @@ import { metricsPlugin, requestMetricsPlugin } from './plugins/metrics.plugin.js
 import { queueDashboardPlugin } from './plugins/queue-dashboard.plugin.js';
 import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
+import { applyRetentionTtl } from '../workers/warehouse/user-data.js';
 import { startWorkersThread } from '../workers/thread/workers-thread-host.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
@@ -63,6 +64,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   } else if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
+    await applyRetentionTtl(clickhouse, config.retentionDays, log);
     if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
     if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   }

@@ -6,6 +6,7 @@ import { createLogger } from '../../shared/logger.js';
 import { createClickhouse } from '../../shared/clients/clickhouse.js';
 import { waitForRedis } from '../../shared/clients/redis.js';
 import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
+import { applyRetentionTtl } from '../warehouse/user-data.js';
 import { closeContext, createServiceContext } from '../../shared/create-context.js';
 import { startScheduler, startWorkers, type RoleHandle } from '../main.js';
 import { serveClickhouse, type ClickhouseRequest } from './remote-clickhouse.js';
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
   await waitForRedis(ctx.redis, 10_000);
   const clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
   await runMigrations(clickhouse, log);
+  await applyRetentionTtl(clickhouse, config.retentionDays, log);
   ctx.clickhouse = clickhouse;
   ctx.metrics.collectDefaults('workers');
   const roles: RoleHandle[] = [];
