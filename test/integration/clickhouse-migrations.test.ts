@@ -12,6 +12,7 @@ import {
   splitStatements,
   type MigrationReport,
 } from '../../shared/stores/clickhouse-migrations.js';
+import { applyRetentionTtl } from '../../workers/warehouse/user-data.js';
 import {
   eventDedupKey,
   insertRows,
@@ -37,6 +38,9 @@ beforeAll(async () => {
   const started = performance.now();
   firstRun = await runMigrations(client);
   firstRunMs = performance.now() - started;
+  // These tests store fixed dates of 2024: keep them clear of the RETENTION_DAYS TTL (D44) of
+  // migration 0006 (400 days by default), as a deployment with a 10-year retention would.
+  await applyRetentionTtl(client, 3650);
 });
 
 afterAll(async () => {
