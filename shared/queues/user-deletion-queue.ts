@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { bullPrefix, INGEST_JOB_OPTIONS } from './queues.js';
+import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE } from './queues.js';
 
 /**
  * D44: the ClickHouse side of DeleteUserData is a queued job, not a request/reply call. The API
@@ -10,7 +10,7 @@ import { bullPrefix, INGEST_JOB_OPTIONS } from './queues.js';
  * when they are back instead of being lost or failing the call (an rpc would need ClickHouse up
  * at the moment of the call and would lose the deletion with a crash in between).
  */
-export const USER_DELETION_QUEUE = 'user-deletions';
+export const USER_DELETION_QUEUE = QUEUE.userDeletions;
 
 export interface UserDeletionJob {
   kind: 'deleteUser';
