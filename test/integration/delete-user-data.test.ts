@@ -7,7 +7,7 @@ import { INGEST_JOB_OPTIONS, type EventsJob } from '../../shared/queues/queues.j
 import { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
 import { applyRetentionTtl, ttlDays, USER_TABLES } from '../../workers/warehouse/user-data.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
-import { toClickhouseDateTime64 } from '../../shared/stores/event-row.js';
+import { toClickhouseDateTime64, toDeadLetterRow } from '../../shared/stores/event-row.js';
 
 /**
  * D44 against the whole service (workers in this process, embedded ClickHouse, real Redis):
@@ -38,6 +38,10 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
 
 async function rowsOf(table: string, userId: string): Promise<number> {
   const rs = await ch.query({ query: `SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, query_params: { p: k.projectId, u: userId }, format: 'JSONEachRow' });
+  return Number((await rs.json<{ n: string }>())[0].n);
+}
+async function deadLetters(messageId: string): Promise<number> {
+  const rs = await ch.query({ query: 'SELECT count() AS n FROM dead_letters FINAL WHERE project_id = {p:String} AND message_id = {m:String}', query_params: { p: k.projectId, m: messageId }, format: 'JSONEachRow' });
   return Number((await rs.json<{ n: string }>())[0].n);
 }
 async function rowsByTable(userId: string): Promise<Record<string, number>> {
@@ -75,6 +79,8 @@ async function populate(userId: string): Promise<void> {
   await ok('GetTreatments', k.delivery, { userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 1 }] });
   await ok('LogTreatmentInteraction', k.delivery, { userId, treatmentId: '1', treatmentTrackingId: '1_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) });
   const now = toClickhouseDateTime64(Date.now());
+  // a dead letter of a LogEvents request of the user, as the workers store it
+  await ch.insert({ table: 'dead_letters', values: [toDeadLetterRow({ projectId: k.projectId, messageId: `dl-${userId}`, source: 'log_events', reason: 'test', receiveMs: Date.now(), dataType: 'EventData', payload: Buffer.from(JSON.stringify({ kind: 'events', projectId: k.projectId, userId, events: [] })) })], format: 'JSONEachRow' });
   await ch.insert({ table: 'user_attribute_updates', values: [{ project_id: k.projectId, user_id: userId, dedup_key: `m:${userId}`, update_ts: now, user_properties: '{}', source: 'pubsub', ingest_ts: now }], format: 'JSONEachRow' });
 }
 
@@ -128,6 +134,9 @@ describe('DeleteUserData', () => {
     let last: Record<string, number> = {};
     await waitUntil(async () => JSON.stringify((last = await rowsByTable(ALICE))) === JSON.stringify(none), 60_000, 200).catch(() => expect(last).toEqual(none));
     for (const [t, n] of Object.entries(await rowsByTable(ALZZCE))) expect(n, t).toBeGreaterThan(0);
+
+    await waitUntil(async () => (await deadLetters(`dl-${ALICE}`)) === 0, 60_000, 200);
+    expect(await deadLetters(`dl-${ALZZCE}`)).toBe(1);
 
     // a full recompute brings nothing back
     const run = await s.admin('RunAggregations', { projectId: k.projectId });

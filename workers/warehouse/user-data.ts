@@ -11,8 +11,7 @@ import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
  * D44 in ClickHouse: the rows of a deleted user, and RETENTION_DAYS as table TTLs.
  *
  * The per-user tables and the time column their TTL counts from. `dead_letters` has no user
- * column (a dead letter is a raw payload, possibly not even parseable): it is not searched for
- * the user; it keeps at most the newest rejected payloads and is bounded by its own policy.
+ * column (a dead letter is a raw payload): see `DEAD_LETTER_SOURCES_OF_ONE_USER`.
  */
 export const USER_TABLES = [
   { table: 'events', ttlColumn: 'client_event_ts' },
@@ -46,6 +45,15 @@ async function alterTarget(ch: ClickHouseClient, table: string): Promise<AlterTa
 }
 
 /**
+ * Dead letters whose payload is the JSON of one user's job (a LogEvents request, merged jobs are
+ * dead-lettered request by request, or a LogTreatmentInteraction call), written by the workers as
+ * `JSON.stringify(job)`: they are found by the exact `"userId":<JSON string>` member. Decision-log
+ * dead letters hold many users' records and Pub/Sub ones the raw message (any encoding): those
+ * are not searched (documented limit).
+ */
+export const DEAD_LETTER_SOURCES_OF_ONE_USER = ['log_events', 'log_treatment_interaction'] as const;
+
+/**
  * Deletes the user's rows ingested up to the deletion time from every per-user table, and waits
  * for the mutations to finish (mutations_sync), so the job completes only when the rows are gone.
  * Rows ingested later belong to the user's new profile and stay. Idempotent (a retry re-issues
@@ -61,6 +69,13 @@ export async function deleteUserRows(ch: ClickHouseClient, projectId: string, us
       query_params: { projectId, userId, deletedAtMs },
     });
   }
+  const t = await alterTarget(ch, 'dead_letters');
+  await ch.command({
+    query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String} AND source IN {sources:Array(String)}
+            AND receive_time <= fromUnixTimestamp64Milli({deletedAtMs:Int64}, 'UTC')
+            AND position(tryBase64Decode(payload_base64), {needle:String}) > 0 SETTINGS mutations_sync = ${t.sync}`,
+    query_params: { projectId, sources: [...DEAD_LETTER_SOURCES_OF_ONE_USER], deletedAtMs, needle: `"userId":${JSON.stringify(userId)}` },
+  });
 }
 
 /**
