@@ -18,6 +18,74 @@ export interface UserDeletionJob {
   userId: string;
   /** Rows ingested up to this time (epoch ms) are deleted; later rows belong to a new profile. */
   deletedAtMs: number;
+  /**
+   * Ingestion jobs of the user that were being processed when the tombstone was written: they
+   * had passed their tombstone check already, so their profile changes and rows may land after
+   * the erasure. The deletion job waits for them to finish, then erases the user's Redis keys
+   * again and deletes the rows up to that moment.
+   */
+  inFlight?: InFlightJob[];
+}
+
+export interface InFlightJob {
+  queue: string;
+  jobId: string;
+}
+
+/** The queues whose jobs change profiles and write per-user rows. */
+const INGEST_QUEUES = [QUEUE.events, QUEUE.interactions, QUEUE.decisions, QUEUE.isolated] as const;
+
+/** Whether a job's payload (any ingestion queue's) concerns this user. */
+export function jobConcernsUser(data: unknown, projectId: string, userId: string): boolean {
+  if (!data || typeof data !== 'object') return false;
+  const d = data as { projectId?: unknown; userId?: unknown; requests?: unknown; records?: unknown; data?: unknown; kind?: unknown };
+  if (d.projectId === projectId && d.userId === userId) return true;
+  if (Array.isArray(d.requests)) return d.requests.some((r) => jobConcernsUser(r, projectId, userId));
+  if (Array.isArray(d.records)) return d.records.some((r) => jobConcernsUser(r, projectId, userId));
+  // an isolated job wraps the original payload
+  if (d.kind === undefined && d.data !== undefined) return jobConcernsUser(d.data, projectId, userId);
+  return false;
+}
+
+const handles = new WeakMap<Redis, Map<string, Queue>>();
+
+function queueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
+  let byName = handles.get(connection);
+  if (!byName) handles.set(connection, (byName = new Map()));
+  let q = byName.get(name);
+  if (!q) {
+    q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
+    q.on('error', () => undefined);
+    byName.set(name, q);
+  }
+  return q;
+}
+
+/** The ingestion jobs of the user being processed right now (active). */
+export async function inFlightJobsOf(connection: Redis, redisPrefix: string, projectId: string, userId: string): Promise<InFlightJob[]> {
+  const out: InFlightJob[] = [];
+  for (const queue of INGEST_QUEUES) {
+    const active = await queueHandle(connection, redisPrefix, queue).getActive();
+    for (const job of active) if (job?.id !== undefined && jobConcernsUser(job.data, projectId, userId)) out.push({ queue, jobId: job.id });
+  }
+  return out;
+}
+
+/**
+ * Waits until none of these jobs is active any more, at most `timeoutMs` (a job held by a worker
+ * that died is retried later, and its retry is dropped by the tombstone). Returns whether they all finished.
+ */
+export async function waitUntilInactive(connection: Redis, redisPrefix: string, jobs: readonly InFlightJob[], timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  for (const j of jobs) {
+    for (;;) {
+      const job = await queueHandle(connection, redisPrefix, j.queue).getJob(j.jobId);
+      if (!job || !(await job.isActive())) break;
+      if (Date.now() > end) return false;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return true;
 }
 
 /** Retried with the ingestion's capped backoff (practically forever); kept a while for the dashboard. */

@@ -47,12 +47,11 @@ export class UserDeletionStore {
   ) {}
 
   /**
-   * Records the tombstone first (so from now on in-flight jobs of the user are dropped), then
-   * deletes every key of the user: the computable ones (profile, insertId marker sets of the
-   * arrival days that can still exist) and then whatever else carries the user's prefix (job
-   * markers), found by SCAN on each primary (all of them are in one slot). Idempotent.
+   * The tombstone: from now on jobs of the user accepted up to `deletedAtMs` are dropped, and
+   * recomputes leave out the user's rows ingested up to `rowsUpToMs` (default: the same time).
+   * Idempotent; a later call moves the times forward.
    */
-  async erase(projectId: string, userId: string, deletedAtMs: number): Promise<{ keysDeleted: number }> {
+  async tombstone(projectId: string, userId: string, deletedAtMs: number, rowsUpToMs = deletedAtMs): Promise<void> {
     const tomb = this.keys.deletedUsers(projectId);
     const pending = this.keys.pendingUserDeletions(projectId);
     await this.redis
@@ -60,17 +59,36 @@ export class UserDeletionStore {
       .zadd(tomb, String(deletedAtMs), userId)
       .zremrangebyscore(tomb, '-inf', String(deletedAtMs - TOMBSTONE_TTL_SECONDS * 1000))
       .expire(tomb, TOMBSTONE_TTL_SECONDS)
-      .hset(pending, userId, String(deletedAtMs))
+      .hset(pending, userId, String(rowsUpToMs))
       .expire(pending, TOMBSTONE_TTL_SECONDS)
       .exec();
+  }
+
+  /** Moves the recompute's cut-off of a pending deletion (the rows the ClickHouse job deletes). */
+  async setRowsCutoff(projectId: string, userId: string, rowsUpToMs: number): Promise<void> {
+    const pending = this.keys.pendingUserDeletions(projectId);
+    await this.redis.multi().hset(pending, userId, String(rowsUpToMs)).expire(pending, TOMBSTONE_TTL_SECONDS).exec();
+  }
+
+  /**
+   * Deletes every key of the user: the computable ones (profile, insertId marker sets of the
+   * arrival days that can still exist) and then whatever else carries the user's prefix (job
+   * markers), found by SCAN on each primary (all of them are in one slot).
+   */
+  async deleteKeys(projectId: string, userId: string, nowMs: number): Promise<number> {
     const computed = [this.keys.profile(projectId, userId)];
     // marker sets of arrival days: today (and tomorrow, for a clock ahead) back to the oldest that can still exist
-    const today = Math.floor(deletedAtMs / DAY_MS) * DAY_MS;
+    const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
     for (let i = -1; i <= INSERT_MARKER_DAYS; i++) computed.push(this.keys.insertMarkers(projectId, userId, new Date(today - i * DAY_MS).toISOString().slice(0, 10)));
     // every key carries the user's hash tag: one slot, so one DEL even on a cluster
-    let deleted = await this.redis.del(...computed);
-    deleted += await this.deleteMatching(this.keys.userKeyPrefix(projectId, userId));
-    return { keysDeleted: deleted };
+    const deleted = await this.redis.del(...computed);
+    return deleted + (await this.deleteMatching(this.keys.userKeyPrefix(projectId, userId)));
+  }
+
+  /** Tombstone, then every key of the user (see `tombstone` and `deleteKeys`). */
+  async erase(projectId: string, userId: string, deletedAtMs: number): Promise<{ keysDeleted: number }> {
+    await this.tombstone(projectId, userId, deletedAtMs);
+    return { keysDeleted: await this.deleteKeys(projectId, userId, deletedAtMs) };
   }
 
   /** SCANs each primary for keys starting with `prefix` and deletes them. */

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
-import { INGEST_JOB_OPTIONS, type EventsJob } from '../../shared/queues/queues.js';
+import { Queue, Worker } from 'bullmq';
+import { bullPrefix, INGEST_JOB_OPTIONS, type EventsJob } from '../../shared/queues/queues.js';
+import { enqueueUserDeletion, jobConcernsUser } from '../../shared/queues/user-deletion-queue.js';
+import { createRedis } from '../../shared/clients/redis.js';
 import { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
 import { applyRetentionTtl, ttlDays, USER_TABLES } from '../../workers/warehouse/user-data.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
@@ -181,6 +184,45 @@ describe('DeleteUserData', () => {
     expect(await userKeys(carol)).toEqual([]);
     expect(await rowsOf('events', carol)).toBe(0);
   }, 120_000);
+
+  it('a job in flight at the deletion: the deletion waits for it, then erases again and deletes its rows', async () => {
+    const { ctx } = s.service;
+    const prefix = bullPrefix(ctx.config.redisPrefix, ctx.redis);
+    // a job held by a (manual) worker stands for an ingestion job being processed at the deletion
+    const probe = new Queue('probe-in-flight', { connection: ctx.redis, prefix });
+    const holder = new Worker('probe-in-flight', null, { connection: createRedis(ctx.config, 'worker', 'probe'), prefix });
+    try {
+      await probe.add('x', { projectId: k.projectId, userId: 'frank' });
+      const token = 'probe-token';
+      const held = await holder.getNextJob(token);
+      expect(held).toBeDefined();
+      const deletedAtMs = Date.now();
+      await new UserDeletionStore(ctx.redis, ctx.keys).erase(k.projectId, 'frank', deletedAtMs);
+      await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: k.projectId, userId: 'frank', deletedAtMs, inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }] });
+      // what the racing job does after the erasure: its rows, then its profile script
+      const now = toClickhouseDateTime64(Date.now());
+      await ch.insert({ table: 'events', values: [{ project_id: k.projectId, user_id: 'frank', event_name: 'purchase', dedup_key: 'i:f1', insert_id: 'f1', client_event_ts: now, ingest_ts: now, source: 'api' }], format: 'JSONEachRow' });
+      await ctx.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
+      expect(await userKeys('frank')).not.toEqual([]);
+      await new Promise((r) => setTimeout(r, 300));
+      await held!.moveToCompleted('done', token, false);
+      await waitUntil(async () => (await userKeys('frank')).length === 0 && (await rowsOf('events', 'frank')) === 0, 60_000, 100);
+    } finally {
+      await holder.close();
+      await probe.obliterate({ force: true }).catch(() => undefined);
+      await probe.close();
+    }
+  }, 120_000);
+
+  it('finds the ingestion jobs of a user in any payload shape', () => {
+    expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'u' }, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'v' }, 'p', 'u')).toBe(false);
+    expect(jobConcernsUser({ kind: 'events', projectId: 'q', userId: 'u' }, 'p', 'u')).toBe(false);
+    expect(jobConcernsUser({ kind: 'eventsBatch', requests: [{ projectId: 'p', userId: 'v' }, { projectId: 'p', userId: 'u' }] }, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser({ kind: 'decisions', records: [{ projectId: 'p', userId: 'u', decisions: [] }] }, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser({ queue: 'log_events', data: { kind: 'eventsBatch', requests: [{ projectId: 'p', userId: 'u' }] } }, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser(null, 'p', 'u')).toBe(false);
+  });
 
   it('is an admin operation and a CLI command too', async () => {
     await logPurchases('dave', ['d1']);

@@ -3,7 +3,10 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { bullPrefix, cappedExponentialBackoff } from '../../shared/queues/queues.js';
-import { USER_DELETION_QUEUE, type UserDeletionJob } from '../../shared/queues/user-deletion-queue.js';
+import { USER_DELETION_QUEUE, waitUntilInactive, type UserDeletionJob } from '../../shared/queues/user-deletion-queue.js';
+
+/** How long a deletion waits for the user's jobs in flight at its time (a dead worker's job is retried later and then dropped). */
+const IN_FLIGHT_WAIT_MS = 120_000;
 import type { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 
@@ -123,8 +126,19 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
   const worker = new Worker<UserDeletionJob>(
     USER_DELETION_QUEUE,
     async (job: Job<UserDeletionJob>) => {
-      const { projectId, userId, deletedAtMs } = job.data;
+      const { projectId, userId, inFlight } = job.data;
+      let { deletedAtMs } = job.data;
       const started = performance.now();
+      if (inFlight && inFlight.length > 0) {
+        // Jobs of the user that were being processed at the deletion may have changed the profile
+        // and written rows after it: once they are done, erase again, and delete rows up to now.
+        const finished = await waitUntilInactive(o.connection, o.redisPrefix, inFlight, IN_FLIGHT_WAIT_MS);
+        deletedAtMs = Date.now();
+        await o.store.tombstone(projectId, userId, deletedAtMs);
+        await o.store.deleteKeys(projectId, userId, deletedAtMs);
+        await job.updateData({ ...job.data, deletedAtMs, inFlight: [] });
+        o.log.info({ jobId: job.id, projectId, inFlight: inFlight.length, finished }, 'user erased again after the jobs in flight at its deletion');
+      }
       await deleteUserRows(o.clickhouse, projectId, userId, deletedAtMs);
       await o.store.finished(projectId, userId, deletedAtMs);
       // no user id in logs: the job id names the deletion

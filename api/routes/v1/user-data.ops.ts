@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { ProjectId, Strict } from '../../../shared/schemas/common.js';
 import type { ServiceContext } from '../../../shared/service-context.js';
 import { UserDeletionStore } from '../../../shared/stores/user-deletion.store.js';
-import { enqueueUserDeletion } from '../../../shared/queues/user-deletion-queue.js';
+import { enqueueUserDeletion, inFlightJobsOf } from '../../../shared/queues/user-deletion-queue.js';
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
 import { defineAdminOperation } from '../../admin-operation.js';
 
@@ -21,13 +21,24 @@ export const DeleteUserDataResponse = Type.Object({});
  * call repeats the erasure (a later deletion time).
  */
 export async function deleteUserData(ctx: ServiceContext, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
-  const deletedAtMs = ctx.now();
+  const { projectId, userId } = body;
   const store = new UserDeletionStore(ctx.redis, ctx.keys);
-  const { keysDeleted } = await store.erase(body.projectId, body.userId, deletedAtMs);
-  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: body.projectId, userId: body.userId, deletedAtMs });
-  await store.recordChange(body.projectId, body.userId, deletedAtMs, actor);
+  const deletedAtMs = ctx.now();
+  await store.tombstone(projectId, userId, deletedAtMs);
+  // Jobs of the user that passed their tombstone check before it was written and are still being
+  // processed: looked for after the tombstone and before the keys go, so a job whose profile
+  // script could run after the deletion of the keys is among them (the deletion job waits for
+  // them and erases again).
+  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userId);
+  const keysDeleted = await store.deleteKeys(projectId, userId, deletedAtMs);
+  // Rows are deleted up to now, not up to the tombstone: a job that completed in between wrote
+  // its rows (with its own ingest time) before its profile script, which the keys' deletion removed.
+  const rowsUpToMs = ctx.now();
+  await store.setRowsCutoff(projectId, userId, rowsUpToMs);
+  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
+  await store.recordChange(projectId, userId, deletedAtMs, actor);
   // never the user id in a log line
-  ctx.log.info({ projectId: body.projectId, keysDeleted }, 'user data deleted from redis; clickhouse deletion queued');
+  ctx.log.info({ projectId, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');
   return {};
 }
 
