@@ -65,9 +65,11 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
   checkShape(data);
-  const [dropped] = await acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]);
+  const [[dropped], [applied]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
+    deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
+  ]);
   if (dropped) return 0;
-  const [applied] = await deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]);
   if (applied) return -1;
   if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
   return processEvents(data, jobId, deps);

@@ -36,9 +36,11 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
   if (!d || typeof d.projectId !== 'string' || typeof d.userId !== 'string' || typeof d.interactionTimeMicros !== 'string') throw new UnrecoverableError('malformed interaction job payload');
   const jobId = job.id!;
   const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
-  const [dropped] = await acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]);
+  const [[dropped], [done]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
+    deps.profiles.applied([{ projectId: d.projectId, userId: d.userId, id: jobId }]),
+  ]);
   if (dropped) return 0;
-  const [done] = await deps.profiles.applied([{ projectId: d.projectId, userId: d.userId, id: jobId }]);
   let applied = -1;
   if (!done) {
     await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow(d, `j:${jobId}`, deps.now()))]);
