@@ -14,6 +14,7 @@ import { createClickhouse } from '../shared/clients/clickhouse.js';
 import { runMigrations } from '../shared/stores/clickhouse-migrations.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { applyRetentionTtl } from '../workers/warehouse/user-data.js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
 import { startWarehouseRpcWorker } from '../shared/queues/warehouse-rpc.js';
@@ -83,6 +84,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   if (background) {
     clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
     await runMigrations(clickhouse, log);
+    await applyRetentionTtl(clickhouse, config.retentionDays, log);
     if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
     if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   }

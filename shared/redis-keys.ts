@@ -17,7 +17,8 @@
  *   catalogue version MGET across projects are single-slot.
  * - `{<project>:<user>}`: one user's profile, job markers and insertId markers: the per-user state
  *   that outgrows one Redis, spread over the whole cluster; the ingest script touches one user.
- * - `{<project>}`: the project's ranking counters and their job markers (one ingest script).
+ * - `{<project>}`: the project's ranking counters and their job markers (one ingest script), and
+ *   its deleted users (D44: `deleted-users`, `pending-deletions`).
  * - BullMQ's keys: prefix `{<prefix>}:bull` on a cluster (see `bullPrefix`).
  * On a single Redis the tags change nothing; the layout is the same so one code path serves both.
  */
@@ -53,6 +54,12 @@ export interface RedisKeys {
   rankingStats(projectId: string): string;
   /** Marker of a job whose ranking counter updates were applied (in the ranking hash's slot). */
   rankingJobMarker(projectId: string, jobId: string): string;
+  /** Every key of one user starts with this (the user's hash tag); DeleteUserData removes them all (D44). */
+  userKeyPrefix(projectId: string, userId: string): string;
+  /** Sorted set of the project's deleted users (member: user id, score: deletion time ms), in the project's slot (D44). */
+  deletedUsers(projectId: string): string;
+  /** Hash of deleted users whose ClickHouse rows may not be gone yet (user id → deletion time ms), in the project's slot (D44). */
+  pendingUserDeletions(projectId: string): string;
   /** Pub/Sub channel: a project's catalogue or keys changed (payload: JSON message). */
   invalidationChannel(): string;
   /** Stream of new params-resolved aggregation data fields (`projectId`, `dataFieldId`) for the backfill worker. */
@@ -106,6 +113,9 @@ export function redisKeys(prefix: string): RedisKeys {
     insertMarkers: (id, userId, day) => `${user(id, userId)}:ins:${escapeKeyPart(day)}`,
     rankingStats: (id) => `${ranking(id)}:ranking`,
     rankingJobMarker: (id, jobId) => `${ranking(id)}:ranking-job:${escapeKeyPart(jobId)}`,
+    userKeyPrefix: (id, userId) => `${user(id, userId)}:`,
+    deletedUsers: (id) => `${ranking(id)}:deleted-users`,
+    pendingUserDeletions: (id) => `${ranking(id)}:pending-deletions`,
     invalidationChannel: () => `${p}invalidate`,
     dataFieldCreated: () => `${m}datafield-created`,
   };

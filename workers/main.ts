@@ -16,6 +16,8 @@ import { TreatmentStore } from '../shared/stores/treatment.store.js';
 import { ViewCapCache, viewCapInteractionOps } from './aggregate/cap-counters.js';
 import { EventSchemaStore } from '../shared/stores/event-schema.store.js';
 import { eventSchemaRegistrar } from './ingest/event-schema-registrar.js';
+import { UserDeletionStore } from '../shared/stores/user-deletion.store.js';
+import { startUserDeletionWorker } from './warehouse/user-data.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -48,14 +50,16 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
   const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
   const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
-  const ingest = startIngestWorkers({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
+  const userDeletions = new UserDeletionStore(connection, ctx.keys);
+  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, store: userDeletions, log: ctx.log.child({ role: 'user-deletions' }), metrics: ctx.metrics });
+  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics });
   const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
   const consumers: ReadinessCheck = {
     name: 'queue-consumers',
     check: () => {
-      const stopped = [...ingest.workers, aggregations.worker].filter((w) => closing !== undefined || !w.isRunning()).map((w) => w.name);
+      const stopped = [...ingest.workers, aggregations.worker, deletionWorker].filter((w) => closing !== undefined || !w.isRunning()).map((w) => w.name);
       if (stopped.length > 0) throw new Error(`not consuming: ${stopped.join(', ')}`);
     },
   };
@@ -65,7 +69,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
     ops: { checks: [clickhouseCheck(clickhouse), consumers] },
     close: () => {
       // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
-      closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close()])).then(() => {
+      closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close(), deletionWorker.close()])).then(() => {
         fieldCache.close();
         viewCaps.close();
         connection.disconnect();

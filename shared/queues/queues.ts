@@ -17,6 +17,8 @@ export const QUEUE = {
   rpc: 'rpc',
   /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
   isolated: 'isolated',
+  /** DeleteUserData's ClickHouse deletions (D44), retried until done (user-deletion-queue.ts). */
+  userDeletions: 'user-deletions',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 

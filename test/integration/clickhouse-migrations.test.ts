@@ -12,6 +12,7 @@ import {
   splitStatements,
   type MigrationReport,
 } from '../../shared/stores/clickhouse-migrations.js';
+import { applyRetentionTtl } from '../../workers/warehouse/user-data.js';
 import {
   eventDedupKey,
   insertRows,
@@ -37,6 +38,9 @@ beforeAll(async () => {
   const started = performance.now();
   firstRun = await runMigrations(client);
   firstRunMs = performance.now() - started;
+  // These tests store fixed dates of 2024: keep them clear of the RETENTION_DAYS TTL (D44) of
+  // migration 0006 (400 days by default), as a deployment with a 10-year retention would.
+  await applyRetentionTtl(client, 3650);
 });
 
 afterAll(async () => {
@@ -65,11 +69,11 @@ function migrationsCopy(extra: Record<string, string>): URL {
 describe('runMigrations', () => {
   it('applies every migration file on a fresh chDB path, in version order', async () => {
     const files = await loadMigrations();
-    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(firstRun.applied).toEqual(files.map((m) => ({ version: m.version, name: m.name })));
     expect(firstRunMs).toBeLessThan(10_000);
     const recorded = await rows<{ version: number }>('SELECT version FROM schema_migrations FINAL ORDER BY version');
-    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5]);
+    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   it('creates ReplacingMergeTree tables whose sorting key is the de-duplication key', async () => {
@@ -94,7 +98,7 @@ describe('runMigrations', () => {
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 901, name: 'probe' }]);
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([]);
     expect(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'probe_a'")).toBe(1);
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(6);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(7);
   });
 
   it('records a migration only after all of its statements succeeded', async () => {
@@ -103,7 +107,7 @@ describe('runMigrations', () => {
     const err = await runMigrations(client, undefined, { dir: broken }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(classifyClickhouseError(err)).toBe('permanent');
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL WHERE version = 6')).toBe(0);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL WHERE version = 902')).toBe(0);
     // The fixed file re-runs from its first statement, which IF NOT EXISTS makes harmless.
     const fixed = migrationsCopy({ '0902_probe_b.sql': good });
     expect((await runMigrations(client, undefined, { dir: fixed })).applied).toEqual([{ version: 902, name: 'probe_b' }]);
@@ -251,7 +255,7 @@ describe('a named database with chDB', () => {
   it('is created and used by a second client on the same path', async () => {
     const other = createClickhouse({ dataDir, database: 'tds_other' });
     try {
-      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
       const rs = await other.query({ query: 'SELECT currentDatabase() AS db, count() AS n FROM events', format: 'JSONEachRow' });
       expect((await rs.json<{ db: string; n: number }>()).map((r) => ({ db: r.db, n: Number(r.n) }))).toEqual([{ db: 'tds_other', n: 0 }]);
     } finally {

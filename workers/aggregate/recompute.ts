@@ -8,6 +8,7 @@ import type { RedisKeys } from '../../shared/redis-keys.js';
 import { RedisScript } from '../../shared/clients/redis-script.js';
 import { parseRfc3339 } from '../../shared/wire/rfc3339.js';
 import { isCluster } from '../../shared/clients/redis.js';
+import { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
@@ -403,6 +404,20 @@ interface FieldRun {
   src: FieldSource;
   kind: Kind;
   newField: boolean;
+  /** Wall-clock ms before the field's reads began: users deleted after it are not written (D44). */
+  startedAt: number;
+  deletions: UserDeletionStore;
+}
+
+/**
+ * D44: the rows of users deleted (pending: their ClickHouse mutations may not have finished) and
+ * ingested up to their deletion are left out of every read, so a recompute never restores a value
+ * from them; rows ingested after the deletion (the new profile) still count.
+ */
+function withoutDeletedUsers(src: FieldSource, pending: Map<string, number>): FieldSource {
+  if (pending.size === 0) return src;
+  const cond = `(indexOf({delUsers:Array(String)}, user_id) = 0 OR ingest_ts > fromUnixTimestamp64Milli(arrayElement({delMs:Array(Int64)}, indexOf({delUsers:Array(String)}, user_id)), 'UTC'))`;
+  return { ...src, where: `${src.where} AND ${cond}`, params: { ...src.params, delUsers: [...pending.keys()], delMs: [...pending.values()] } };
 }
 
 interface Page {
@@ -428,8 +443,11 @@ async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, boun
 const WRITES_IN_FLIGHT = 4;
 
 async function writePage(deps: RecomputeDeps, run: FieldRun, page: Page, batchUsers: number): Promise<void> {
+  // a user deleted while this run read ClickHouse: the page may hold its rows; not written back
+  const deleted = await run.deletions.deletedSince(run.projectId, run.startedAt);
+  const users = deleted.size === 0 ? page.users : page.users.filter((u) => !deleted.has(u.userId));
   const batches: UserState[][] = [];
-  for (let i = 0; i < page.users.length; i += batchUsers) batches.push(page.users.slice(i, i + batchUsers));
+  for (let i = 0; i < users.length; i += batchUsers) batches.push(users.slice(i, i + batchUsers));
   let next = 0;
   const lane = async () => {
     while (next < batches.length) await writeBatch(deps, run, page.clock, batches[next++]);
@@ -454,12 +472,15 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
   for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
     const target = targets[cursor.fieldIndex];
     const dataFieldId = target.field.dataFieldId;
-    const src = fieldSource(req.projectId, target);
+    const deletions = new UserDeletionStore(deps.redis, deps.keys);
+    const startedAt = Date.now() - 1;
+    const rawSrc = fieldSource(req.projectId, target);
+    const src = rawSrc && withoutDeletedUsers(rawSrc, await deletions.pending(req.projectId));
     const started = performance.now();
     let fieldUsers = 0;
     // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
     if (src !== undefined) {
-      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true };
+      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true, startedAt, deletions };
       // The next page is read from ClickHouse while this one is written to Redis.
       const bounds = new PageBounds(deps, run, sizes.pageUsers);
       let reading = fetchPage(deps, run, cursor.afterUserId, bounds);

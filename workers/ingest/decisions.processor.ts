@@ -4,11 +4,14 @@ import type { DecisionsJob } from '../../shared/queues/queues.js';
 import type { AppliedUnit, ProfileEvent, ProfileOp, ProfileStore } from '../../shared/stores/profile.store.js';
 import { toClickhouseDateTime64 } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
+import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 
 export interface DecisionsProcessorDeps {
   writer: ClickhouseBatchWriter;
   profiles: ProfileStore;
   now: () => number;
+  /** Deleted users (D44): decisions made before their user's deletion are dropped. */
+  erased?: ErasedUsers;
 }
 
 const DAY_MS = 86_400_000;
@@ -48,8 +51,11 @@ export function decisionsJobUnits(data: DecisionsJob | undefined, jobId: string)
  * after a crash at any point counts each decision once.
  */
 export async function processDecisionsJob(job: Job<DecisionsJob>, deps: DecisionsProcessorDeps): Promise<number> {
-  const records = job.data?.records;
-  if (!Array.isArray(records) || !records.every(isRecord)) throw new UnrecoverableError('malformed decisions job payload');
+  const all = job.data?.records;
+  if (!Array.isArray(all) || !all.every(isRecord)) throw new UnrecoverableError('malformed decisions job payload');
+  const dropped = await acceptedBeforeDeletion(deps.erased, all.map((r) => ({ projectId: r.projectId, userId: r.userId, receivedAt: r.decideTimeMs })));
+  const records = all.filter((_, i) => !dropped[i]);
+  if (records.length === 0) return 0;
   const ingest = toClickhouseDateTime64(deps.now());
   await deps.writer.write('decisions', records.flatMap((r) => decisionLines(r, ingest)));
   // One script per user of the job (the marker is per job and user): its records' counters together.

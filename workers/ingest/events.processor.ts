@@ -17,7 +17,26 @@ export interface EventsProcessorDeps {
   onApplied?: (applied: number, total: number) => void;
   /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
   deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
+  /** Deleted users (D44): a request accepted before its user's deletion is dropped. */
+  erased?: ErasedUsers;
 }
+
+/** The tombstones of deleted users (shared/stores/user-deletion.store.ts). */
+export interface ErasedUsers {
+  deletedAt(refs: readonly { projectId: string; userId: string }[]): Promise<(number | undefined)[]>;
+}
+
+/**
+ * D44: which of these requests were accepted before their user was deleted (they must not bring
+ * the user's rows or profile back). One round trip for all of them; none without deletions.
+ */
+export async function acceptedBeforeDeletion(erased: ErasedUsers | undefined, refs: readonly { projectId: string; userId: string; receivedAt: number }[]): Promise<boolean[]> {
+  if (!erased || refs.length === 0) return refs.map(() => false);
+  const at = await erased.deletedAt(refs);
+  return refs.map((r, i) => at[i] !== undefined && r.receivedAt <= at[i]!);
+}
+
+const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number => (typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0));
 
 /** Row lines of an events request; events without insertId are keyed by its id or message (D31, D33). */
 export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
@@ -44,9 +63,13 @@ function checkShape(data: EventsJob | UserAttributesJob): void {
 export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<number> {
   const jobId = job.id!;
   const data = job.data;
-  if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps);
+  if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
   checkShape(data);
-  const [applied] = await deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]);
+  const [[dropped], [applied]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
+    deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
+  ]);
+  if (dropped) return 0;
   if (applied) return -1;
   if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
   return processEvents(data, jobId, deps);
@@ -88,12 +111,18 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
  * a dead letter on its own and the others complete; any other failure fails the job, and its
  * retry redoes only the requests whose marker is missing.
  */
-async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
+async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<number> {
   if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
-  const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}` } : undefined));
-  const done = await deps.profiles.applied(units.filter((u) => u !== undefined));
+  const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
+  const present = units.filter((u) => u !== undefined);
+  // a request accepted before its user's deletion (D44) is skipped like one applied before
+  const [done, dropped] = await Promise.all([deps.profiles.applied(present), acceptedBeforeDeletion(deps.erased, present)]);
   let k = 0;
-  const skip = units.map((u) => (u === undefined ? false : done[k++]));
+  const skip = units.map((u) => {
+    if (u === undefined) return false;
+    const i = k++;
+    return done[i] || dropped[i];
+  });
   const applied = await Promise.all(
     data.requests.map(async (request, i) => {
       if (skip[i]) return 0;

@@ -8,7 +8,7 @@ import type { AppliedUnit, ProfileStore } from '../../shared/stores/profile.stor
 import { decisionsJobUnits, processDecisionsJob } from './decisions.processor.js';
 import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/stores/event-row.js';
 import { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
-import { eventsJobUnits, processEventsJob, type EventOpsProvider } from './events.processor.js';
+import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
 import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
@@ -50,6 +50,8 @@ export interface IngestWorkersOptions {
   interactionOps?: InteractionOpsProvider;
   /** Ranking counters of interactions, applied by their own marker-guarded script. */
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
+  /** Deleted users (D44): jobs accepted before their user's deletion are dropped for that user. */
+  erased?: ErasedUsers;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
   /** Insert latency, job durations and retries for /metrics. */
@@ -77,7 +79,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     maxStalledCount: maxStalls,
     settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) },
   };
-  const deps = { writer, profiles: o.profiles, now: o.now };
+  const deps = { writer, profiles: o.profiles, now: o.now, erased: o.erased };
 
   const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
     const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : input.source === 'decision_log' ? 'Decisions' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });

@@ -4,6 +4,7 @@ import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/store
 import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import { rowLine, toInteractionRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
+import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
 
@@ -14,6 +15,8 @@ export interface InteractionsProcessorDeps {
   opsFor?: InteractionOpsProvider;
   /** The project-wide ranking counters and what an interaction adds to them. */
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
+  /** Deleted users (D44): an interaction accepted before its user's deletion is dropped. */
+  erased?: ErasedUsers;
 }
 
 /** The identity of an interaction job's profile marker. */
@@ -32,7 +35,12 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
   const d = job.data;
   if (!d || typeof d.projectId !== 'string' || typeof d.userId !== 'string' || typeof d.interactionTimeMicros !== 'string') throw new UnrecoverableError('malformed interaction job payload');
   const jobId = job.id!;
-  const [done] = await deps.profiles.applied([{ projectId: d.projectId, userId: d.userId, id: jobId }]);
+  const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
+  const [[dropped], [done]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
+    deps.profiles.applied([{ projectId: d.projectId, userId: d.userId, id: jobId }]),
+  ]);
+  if (dropped) return 0;
   let applied = -1;
   if (!done) {
     await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow(d, `j:${jobId}`, deps.now()))]);

@@ -8,9 +8,10 @@ import { aggregationAdminOperations } from './aggregations.admin.js';
 import { pubSubAdminOperations } from './pubsub.admin.js';
 import { previewTreatmentAdmin } from '../v1/preview.ops.js';
 import { impactAdminOperations } from './impact.admin.js';
+import { deleteUserDataAdmin } from '../v1/user-data.ops.js';
 
 /** Every admin operation, for the HTTP routes and the CLI alike. */
-export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations] as AdminOperation[];
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations, deleteUserDataAdmin] as AdminOperation[];
 
 export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);

@@ -5,6 +5,7 @@ import { ingestOperations } from './ingest.ops.js';
 import { deliveryOperations } from './delivery.ops.js';
 import { previewOperations } from './preview.ops.js';
 import { impactOperations } from './impact.ops.js';
+import { userDataOperations } from './user-data.ops.js';
 
 /** Every `/v1` operation. A test checks each one is registered and documented. */
-export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations, ...deliveryOperations, ...previewOperations, ...impactOperations];
+export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations, ...deliveryOperations, ...previewOperations, ...impactOperations, ...userDataOperations];
