@@ -216,7 +216,7 @@ describe('ops listener of every process kind', () => {
     await waitUntil(async () => {
       const s = await scrape(backgroundOps);
       return (
-        value(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) === users.length &&
+        (value(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) ?? 0) >= users.length &&
         value(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
         value(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
         (value(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
@@ -253,7 +253,8 @@ describe('ops listener of every process kind', () => {
     expect(value(w, 'tds_job_duration_seconds_count', { queue: 'events', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
     expect(value(w, 'tds_job_duration_seconds_count', { queue: 'aggregations', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
     expect(value(w, 'tds_job_retries_total', { queue: 'events' })).toBe(0);
-    expect(value(w, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' })).toBe(users.length);
+    // at least the three users of the purchase field (a provisioned surface field may also have backfilled u1's view)
+    expect(value(w, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' })).toBeGreaterThanOrEqual(users.length);
     expect(value(w, 'tds_aggregation_runs_active', { reason: 'backfill' })).toBe(0);
     expect(value(w, 'tds_readiness_check_up', { check: 'clickhouse' })).toBe(1);
     expect(value(w, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
