@@ -14,6 +14,7 @@ import { interactionUnit, processInteractionJob, type InteractionOpsProvider } f
 import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { clickhouseDecisionLookup, type DecisionLookup } from './decision-lookup.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -50,6 +51,10 @@ export interface IngestWorkersOptions {
   interactionOps?: InteractionOpsProvider;
   /** Ranking counters of interactions, applied by their own marker-guarded script. */
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
+  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the decisions table of `clickhouse` */
+  decisions?: DecisionLookup;
+  /** D49: how long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
+  decisionWaitMs?: number;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
   /** Insert latency, job durations and retries for /metrics. */
@@ -98,7 +103,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
-  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps, ranking: o.ranking }));
+  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? clickhouseDecisionLookup(o.clickhouse), decisionWaitMs: o.decisionWaitMs };
+  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
