@@ -4,6 +4,7 @@ import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/store
 import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { asPermanent } from './permanent-errors.js';
+import type { IdentityMerger } from './identity-merge.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
 export type EventOpsProvider = (projectId: string, userId: string, events: EventsJob['events']) => Promise<ProfileEvent['ops'][]>;
@@ -17,6 +18,8 @@ export interface EventsProcessorDeps {
   onApplied?: (applied: number, total: number) => void;
   /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
   deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
+  /** D48: merges a pre-login id's activity into the user of an event that carries both. */
+  identity?: IdentityMerger;
 }
 
 /** Row lines of an events request; events without insertId are keyed by its id or message (D31, D33). */
@@ -46,8 +49,10 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps);
   checkShape(data);
-  const [applied] = await deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]);
-  if (applied) return -1;
+  // D48: an id merged into another user stands for that user (its rows and profile go there)
+  const [r] = await deps.profiles.resolveUnits([{ projectId: data.projectId, userId: data.userId, id: jobId }]);
+  if (r.applied) return -1;
+  data.userId = r.unit.userId;
   if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
   return processEvents(data, jobId, deps);
 }
@@ -74,10 +79,19 @@ function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: numbe
 
 /** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
 async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
+  // D48: the first accepted event carrying userId U and preLoginTempUserId T merges T into U
+  // (each step repeatable: a retry of this job merges once), before this job's own effects.
+  if (deps.identity) {
+    const temps = new Set<string>();
+    for (const e of data.events) if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
+    for (const t of temps) await deps.identity.merge(data.projectId, t, data.userId);
+  }
   await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
   const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: dedupIdOf(data, e, i), ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
-  const applied = await deps.profiles.applyEvents(data.projectId, data.userId, id, profileEvents);
+  // the user was merged into another one since the job started: its rows go there too
+  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) => deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())));
+  data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
   return applied;
 }
@@ -91,9 +105,15 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
 async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
   if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
   const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}` } : undefined));
-  const done = await deps.profiles.applied(units.filter((u) => u !== undefined));
+  // D48: ids merged into another user stand for that user
+  const done = await deps.profiles.resolveUnits(units.filter((u) => u !== undefined));
   let k = 0;
-  const skip = units.map((u) => (u === undefined ? false : done[k++]));
+  const skip = units.map((u, i) => {
+    if (u === undefined) return false;
+    const r = done[k++];
+    data.requests[i].userId = r.unit.userId;
+    return r.applied;
+  });
   const applied = await Promise.all(
     data.requests.map(async (request, i) => {
       if (skip[i]) return 0;

@@ -14,6 +14,7 @@ import { interactionUnit, processInteractionJob, type InteractionOpsProvider } f
 import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { identityMerger } from './identity-merge.js';
 import { clickhouseDecisionLookup, type DecisionLookup } from './decision-lookup.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
@@ -90,6 +91,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const eventDeps = {
     ...deps,
+    identity: identityMerger({ clickhouse: o.clickhouse, profiles: o.profiles, log: o.log }),
     opsFor: o.eventOps,
     // applied = events new to this user; the rest were duplicates by insertId
     onApplied: (applied: number, total: number) => {

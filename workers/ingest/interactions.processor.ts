@@ -76,12 +76,17 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
     job.data = d;
   }
   const jobId = job.id!;
-  const [done] = await deps.profiles.applied([{ projectId: d.projectId, userId: d.userId, id: jobId }]);
+  // D48: an id merged into another user stands for that user (rows, profile, marker)
+  const [{ unit, applied: done }] = await deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id: jobId }]);
+  if (unit.userId !== d.userId) job.data = d = { ...d, userId: unit.userId };
   let applied = -1;
   if (!done) {
-    await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow(d, `j:${jobId}`, deps.now()))]);
+    const row = (userId: string) => deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
+    await row(d.userId);
     const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
-    applied = await deps.profiles.applyEvents(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }]);
+    const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);
+    if (r.userId !== d.userId) job.data = d = { ...d, userId: r.userId };
+    applied = r.applied;
   }
   if (deps.ranking) await deps.ranking.store.apply(d.projectId, jobId, deps.ranking.deltasFor(d));
   return applied;
