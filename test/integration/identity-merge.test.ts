@@ -121,6 +121,30 @@ describe('identity merge (D48)', () => {
     await waitUntil(async () => (await profile('alice')).dataFields[f.dataFields[0].dataFieldId] === '5', 60_000, 100);
   }, 240_000);
 
+  it('a merge whose worker died between applying and clearing is finished once by the next event', async () => {
+    const now = Date.now();
+    await ok('LogEvents', k.logEvents, { userId: 'anon-3', events: [purchase('e1', now - 1000), purchase('e2', now - 999)] });
+    await waitUntil(async () => (await profile('anon-3')).dataFields[purchases] === '2', 60_000, 100);
+    // steps (a) and (c) done by a worker that then died (no (d), the job not completed)
+    const redis = createRedis(s.service.ctx.config, 'worker', 'test-merge');
+    try {
+      const store = new ProfileStore(redis, redisKeys(s.service.ctx.config.redisPrefix));
+      expect(await store.claimAlias(k.projectId, 'anon-3', 'dave')).toEqual({ owner: 'dave', pending: true });
+      expect(await store.mergeProfile(k.projectId, 'anon-3', 'dave')).toBe(true);
+    } finally {
+      redis.disconnect();
+    }
+    // the retried job (here: the next event carrying both ids) finishes the merge without re-applying it
+    await ok('LogEvents', k.logEvents, { userId: 'dave', events: [purchase('f1', now - 10, { preLoginTempUserId: 'anon-3' })] });
+    await waitUntil(async () => (await profile('dave')).dataFields[purchases] === '3', 60_000, 100);
+    await waitUntil(async () => (await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
+    expect((await profile('dave')).dataFields[purchases]).toBe('3');
+    expect((await profile('dave')).mergedFrom).toEqual(['anon-3']);
+    // the copied rows count once in a recompute
+    expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
+    expect((await profile('dave')).dataFields[purchases]).toBe('3');
+  }, 120_000);
+
   it('a pre-login id already merged is not merged into another user (first merge wins)', async () => {
     const now = Date.now();
     await ok('LogEvents', k.logEvents, { userId: 'anon-2', events: [purchase('c1', now - 1000), purchase('c2', now - 999)] });
