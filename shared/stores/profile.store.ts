@@ -407,6 +407,17 @@ export class ProfileStore {
     return units.map((_, i) => [res[2 * i][1] === 1, (res[2 * i + 1][1] as string | null) ?? null]);
   }
 
+  /** D48: the user an id stands for: itself, or the user it was merged into (followed). */
+  async canonicalUser(projectId: string, userId: string): Promise<string> {
+    let user = userId;
+    for (let hop = 0; hop < MAX_ALIAS_HOPS; hop++) {
+      const next = await this.redis.hget(this.keys.profile(projectId, user), ALIAS_FIELD);
+      if (next === null || next === user) break;
+      user = next;
+    }
+    return user;
+  }
+
   /** D48 (a): claims `tempUserId` for `userId`; returns the owner (the first claim's user) and whether the merge is still to be finished. */
   async claimAlias(projectId: string, tempUserId: string, userId: string): Promise<{ owner: string; pending: boolean }> {
     const [owner, left] = (await CLAIM.run(this.redis, [this.keys.profile(projectId, tempUserId)], [userId, this.profileTtl])) as [string, number];

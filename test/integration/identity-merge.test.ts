@@ -119,6 +119,13 @@ describe('identity merge (D48)', () => {
     // and a field created now is backfilled with both histories
     const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_30D' } } }] });
     await waitUntil(async () => (await profile('alice')).dataFields[f.dataFields[0].dataFieldId] === '5', 60_000, 100);
+
+    // D49 with D48: a decision made for the pre-login id agrees with the user it was merged into
+    const g = await ok('GetTreatments', k.delivery, { userId: 'anon-1', surfaces: [{ surface: 'home' }] });
+    const trackingId = g.userTreatments[0].treatmentTrackingId;
+    await waitUntil(async () => (await ok('ListDecisions', k.management, { userId: 'anon-1' })).decisions.length > 0, 60_000, 100);
+    await ok('LogTreatmentInteraction', k.delivery, { userId: 'alice', treatmentTrackingId: trackingId, interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
+    await waitUntil(async () => (await profile('alice')).dataFields[clicks] === '3', 60_000, 100);
   }, 240_000);
 
   it('a merge whose worker died between applying and clearing is finished once by the next event', async () => {

@@ -152,7 +152,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     const stalledOut = err.message === STALLED_OUT;
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
-      o.log.warn({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
+      // D49: an interaction waiting for its decision is expected to retry a few times: not a warning
+      o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn']({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
       return;
     }
     const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;

@@ -23,7 +23,9 @@ export interface InteractionsProcessorDeps {
 }
 
 /** Thrown while an interaction's decision is not in the decision log yet: the job is retried with backoff. */
-export class DecisionNotYetStored extends Error {}
+export class DecisionNotYetStored extends Error {
+  override name = 'DecisionNotYetStored';
+}
 
 /**
  * D49: fills in the userId and surface of an interaction sent without them, from the decision
@@ -43,7 +45,8 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
     }
     throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
   }
-  if (typeof d.userId === 'string' && d.userId !== found.userId) {
+  // a decision made for a pre-login id merged into the given user (D48) agrees with that user
+  if (typeof d.userId === 'string' && d.userId !== found.userId && (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))) {
     throw new UnrecoverableError(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
   }
   if (typeof d.surface === 'string' && !found.surfaces.includes(d.surface)) {
