@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { PropertyValue } from '../domain/types.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { createHash } from 'node:crypto';
+import { UnrecoverableError } from 'bullmq';
 import { RedisScript } from '../clients/redis-script.js';
 import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../queues/queues.js';
 import { isCluster } from '../clients/redis.js';
@@ -359,7 +360,8 @@ export class ProfileStore {
       const res = Number(await APPLY.run(this.redis, keys, args));
       if (res !== -2) return { applied: res, userId: user };
       const next = await this.redis.hget(this.keys.profile(projectId, user), ALIAS_FIELD);
-      if (next === null || next === user || hop >= MAX_ALIAS_HOPS) throw new Error(`profile of user "${user}" is an alias that cannot be followed`);
+      // a cycle (two ids merged into each other by racing first events) can never be applied
+      if (next === null || next === user || hop >= MAX_ALIAS_HOPS) throw new UnrecoverableError(`profile of user "${user}" is an alias that cannot be followed (a cycle of merged ids)`);
       user = next;
       // before the marker commits there: whatever the caller stores under the user (its rows)
       await onAlias?.(user);
