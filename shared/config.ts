@@ -56,6 +56,11 @@ export interface Config {
    * retried after about this long. @defaultValue 30000
    */
   workerLockMs: number;
+  /**
+   * D49: how long an interaction sent without userId or surface waits for its decision in the
+   * decision log before it becomes a dead letter (ms). @defaultValue 600000 (10 minutes)
+   */
+  interactionDecisionWaitMs: number;
   /** Jobs processed at once per ingestion queue. @defaultValue 64 */
   workerConcurrency: number;
   /**
@@ -193,6 +198,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     pubsubEmulatorHost: optional(env, 'PUBSUB_EMULATOR_HOST'),
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
+    interactionDecisionWaitMs: int(env, 'INTERACTION_DECISION_WAIT_SECONDS', 600, 1, 86_400) * 1000,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),

@@ -109,9 +109,15 @@ export function normalizeEvents(events: Static<typeof ExternalEventIn>[], window
 }
 
 /** D32: `<treatmentId>_<responseId>` with the request's treatmentId. */
-export function checkTrackingId(trackingId: string, treatmentId: string): void {
+export function checkTrackingId(trackingId: string, treatmentId: string | undefined): string {
   const sep = trackingId.indexOf('_');
-  if (sep <= 0 || sep === trackingId.length - 1 || trackingId.slice(0, sep) !== treatmentId) {
+  if (sep <= 0 || sep === trackingId.length - 1 || (treatmentId !== undefined && trackingId.slice(0, sep) !== treatmentId)) {
     throw invalidField('treatmentTrackingId', 'must be <treatmentId>_<responseId> as returned by GetTreatments, with the same treatmentId');
   }
+  return trackingId.slice(0, sep);
+}
+
+/** The response id part of a tracking id (`<treatmentId>_<responseId>`), checked by `checkTrackingId`. */
+export function trackingResponseId(trackingId: string): string {
+  return trackingId.slice(trackingId.indexOf('_') + 1);
 }

@@ -72,10 +72,17 @@ export type EventsQueueJob = SingleEventsJob | EventsBatchJob;
 export interface InteractionJob {
   kind: 'interaction';
   projectId: string;
+  /** D49: absent when the client omitted it; the worker resolves it from the decision log. */
   userId: string;
   treatmentId: string;
   treatmentTrackingId: string;
+  /** D49: absent when the client omitted it; the worker resolves it from the decision log. */
   surface: string;
+  /**
+   * D49: the fields the worker must read from the decision log (by the tracking id's response
+   * id) before storing; a given userId/surface must then agree with the decision.
+   */
+  resolve?: true;
   interactionType: string;
   /** int64 microseconds as a decimal string */
   interactionTimeMicros: string;

@@ -49,7 +49,9 @@ describe('LogTreatmentInteraction', () => {
     ['a tracking id without a response id', { treatmentTrackingId: `${'x'}` }, 'treatmentTrackingId'],
     ['a fractional interactionTimeMicros', { interactionTimeMicros: 1.5 }, 'interactionTimeMicros'],
     ['a negative interactionTimeMicros', { interactionTimeMicros: '-5' }, 'interactionTimeMicros'],
-    ['a missing surface', { surface: undefined }, 'surface'],
+    ['an empty surface (D49: an omitted one is read from the decision log)', { surface: '' }, 'surface'],
+    ['an unregistered surface', { surface: 'nowhere' }, 'surface'],
+    ['a tracking id naming no treatment, treatmentId omitted', { treatmentId: undefined, treatmentTrackingId: '999999_r' }, 'treatmentTrackingId'],
   ];
   for (const [name, over, field] of bad) {
     it(`400 INVALID_ARGUMENT for ${name}`, async () => {

@@ -4,6 +4,7 @@ import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/store
 import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/stores/event-row.js';
 import type { ClickhouseBatchWriter } from './clickhouse-batch-writer.js';
 import { asPermanent } from './permanent-errors.js';
+import type { IdentityMerger } from './identity-merge.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
 export type EventOpsProvider = (projectId: string, userId: string, events: EventsJob['events']) => Promise<ProfileEvent['ops'][]>;
@@ -19,6 +20,8 @@ export interface EventsProcessorDeps {
   deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
   /** Deleted users (D44): a request accepted before its user's deletion is dropped. */
   erased?: ErasedUsers;
+  /** D48: merges a pre-login id's activity into the user of an event that carries both. */
+  identity?: IdentityMerger;
 }
 
 /** The tombstones of deleted users (shared/stores/user-deletion.store.ts). */
@@ -65,12 +68,15 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
   checkShape(data);
-  const [[dropped], [applied]] = await Promise.all([
+  // D48: an id merged into another user stands for that user (its rows and profile go there);
+  // D44: a request accepted before its user's deletion is dropped
+  const [[dropped], [r]] = await Promise.all([
     acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
-    deps.profiles.applied([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
+    deps.profiles.resolveUnits([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
   ]);
   if (dropped) return 0;
-  if (applied) return -1;
+  if (r.applied) return -1;
+  data.userId = r.unit.userId;
   if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
   return processEvents(data, jobId, deps);
 }
@@ -97,10 +103,19 @@ function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: numbe
 
 /** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
 async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
+  // D48: the first accepted event carrying userId U and preLoginTempUserId T merges T into U
+  // (each step repeatable: a retry of this job merges once), before this job's own effects.
+  if (deps.identity) {
+    const temps = new Set<string>();
+    for (const e of data.events) if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
+    for (const t of temps) await deps.identity.merge(data.projectId, t, data.userId);
+  }
   await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
   const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: dedupIdOf(data, e, i), ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
-  const applied = await deps.profiles.applyEvents(data.projectId, data.userId, id, profileEvents);
+  // the user was merged into another one since the job started: its rows go there too
+  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) => deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())));
+  data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
   return applied;
 }
@@ -115,13 +130,16 @@ async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsPro
   if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
   const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
   const present = units.filter((u) => u !== undefined);
-  // a request accepted before its user's deletion (D44) is skipped like one applied before
-  const [done, dropped] = await Promise.all([deps.profiles.applied(present), acceptedBeforeDeletion(deps.erased, present)]);
+  // D48: ids merged into another user stand for that user; D44: a request accepted before its
+  // user's deletion is skipped like one applied before
+  const [done, dropped] = await Promise.all([deps.profiles.resolveUnits(present), acceptedBeforeDeletion(deps.erased, present)]);
   let k = 0;
-  const skip = units.map((u) => {
+  const skip = units.map((u, i) => {
     if (u === undefined) return false;
-    const i = k++;
-    return done[i] || dropped[i];
+    const j = k++;
+    const r = done[j];
+    data.requests[i].userId = r.unit.userId;
+    return r.applied || dropped[j];
   });
   const applied = await Promise.all(
     data.requests.map(async (request, i) => {

@@ -14,6 +14,8 @@ import { interactionUnit, processInteractionJob, type InteractionOpsProvider } f
 import type { RankingCounterStore, RankingDelta } from '../../shared/stores/ranking-stats.store.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { identityMerger } from './identity-merge.js';
+import { clickhouseDecisionLookup, type DecisionLookup } from './decision-lookup.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -52,6 +54,10 @@ export interface IngestWorkersOptions {
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Deleted users (D44): jobs accepted before their user's deletion are dropped for that user. */
   erased?: ErasedUsers;
+  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the decisions table of `clickhouse` */
+  decisions?: DecisionLookup;
+  /** D49: how long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
+  decisionWaitMs?: number;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
   /** Insert latency, job durations and retries for /metrics. */
@@ -87,6 +93,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const eventDeps = {
     ...deps,
+    identity: identityMerger({ clickhouse: o.clickhouse, profiles: o.profiles, log: o.log }),
     opsFor: o.eventOps,
     // applied = events new to this user; the rest were duplicates by insertId
     onApplied: (applied: number, total: number) => {
@@ -100,7 +107,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
-  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, { ...deps, opsFor: o.interactionOps, ranking: o.ranking }));
+  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? clickhouseDecisionLookup(o.clickhouse), decisionWaitMs: o.decisionWaitMs };
+  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
@@ -146,7 +154,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     const stalledOut = err.message === STALLED_OUT;
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
-      o.log.warn({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
+      // D49: an interaction waiting for its decision is expected to retry a few times: not a warning
+      o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn']({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
       return;
     }
     const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;

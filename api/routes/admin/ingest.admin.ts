@@ -11,14 +11,24 @@ export const getUserProfile = defineAdminOperation({
   command: 'get-user-profile',
   summary: 'A user’s stored properties and computed data-field values',
   body: Strict({ projectId: ProjectId, userId: Type.String({ minLength: 1, maxLength: 256 }) }),
-  response: Type.Object({ profile: Type.Object({ userId: Type.String(), userProperties: Type.Record(Type.String(), JsonValue), dataFields: Type.Record(Type.String(), JsonValue) }) }),
+  response: Type.Object({
+    profile: Type.Object({
+      userId: Type.String(),
+      userProperties: Type.Record(Type.String(), JsonValue),
+      dataFields: Type.Record(Type.String(), JsonValue),
+      /** D48: the pre-login ids merged into this user. */
+      mergedFrom: Type.Optional(Type.Array(Type.String())),
+      /** D48: this id was merged into that user; the profile shown is that user's. */
+      mergedInto: Type.Optional(Type.String()),
+    }),
+  }),
   handler: async (body, ctx) => {
     await ctx.projects.require(body.projectId);
     const stored = await ctx.profiles.get(body.projectId, body.userId);
     const userProperties: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
     const dataFields = ctx.dataFieldValues ? await ctx.dataFieldValues(body.projectId, stored) : {};
-    return { profile: { userId: body.userId, userProperties, dataFields } };
+    return { profile: { userId: body.userId, userProperties, dataFields, ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}), ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}) } };
   },
 });
 

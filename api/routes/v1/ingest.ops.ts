@@ -5,6 +5,7 @@ import { invalidField } from '../../../shared/errors.js';
 import { int64String } from '../../../shared/wire/values.js';
 import type { DeliveryType } from '../../../shared/domain/types.js';
 import type { ServiceContext } from '../../../shared/service-context.js';
+import type { InteractionJob } from '../../../shared/queues/queues.js';
 
 export const logEvents = defineOperation({
   operation: 'LogEvents',
@@ -57,29 +58,35 @@ export const logTreatmentInteraction = defineOperation({
   handler: async (body, _auth, ctx) => {
     const full = ctx.ingestBacklog.admission();
     if (full) throw full;
-    checkTrackingId(body.treatmentTrackingId, body.treatmentId);
+    // D49: an omitted treatmentId is the tracking id's; a given one must be the tracking id's (400)
+    const treatmentId = checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
     // the interaction's time is its row's partition key: bounded like an event's (D45)
     const timeProblem = acceptedTimeProblem(Number(BigInt(micros) / 1000n), acceptedTimes(ctx.now(), ctx.config.retentionDays));
     if (timeProblem !== undefined) throw invalidField('interactionTimeMicros', `${timeProblem}; microseconds since the epoch`);
-    const deliveryType = await treatmentDeliveryType(ctx, body.projectId, body.treatmentId);
-    if (deliveryType === null) throw invalidField('treatmentId', `treatment "${body.treatmentId}" does not exist in project "${body.projectId}"`);
-    if (!(await surfaceExists(ctx, body.projectId, body.surface))) throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);
+    const idField = body.treatmentId === undefined ? 'treatmentTrackingId' : 'treatmentId';
+    const deliveryType = await treatmentDeliveryType(ctx, body.projectId, treatmentId);
+    if (deliveryType === null) throw invalidField(idField, `treatment "${treatmentId}" does not exist in project "${body.projectId}"`);
+    if (body.surface !== undefined && !(await surfaceExists(ctx, body.projectId, body.surface))) throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);
     if (EMAIL_TYPES.has(body.interactionType) && deliveryType !== 'EMAIL') {
       throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
     }
+    // D49: userId or surface omitted: the workers read them from the decision log (API processes
+    // never open ClickHouse); the job carries what was given, to be checked against the decision.
+    const resolve = body.userId === undefined || body.surface === undefined;
     await ctx.ingest.interactions.enqueue({
       kind: 'interaction',
       projectId: body.projectId,
-      userId: body.userId,
-      treatmentId: body.treatmentId,
+      ...(body.userId !== undefined ? { userId: body.userId } : {}),
+      treatmentId,
       treatmentTrackingId: body.treatmentTrackingId,
-      surface: body.surface,
+      ...(body.surface !== undefined ? { surface: body.surface } : {}),
+      ...(resolve ? { resolve: true as const } : {}),
       interactionType: body.interactionType,
       interactionTimeMicros: micros,
       actionName: body.actionName,
       receivedAt: ctx.now(),
-    });
+    } as InteractionJob);
     return {};
   },
 });

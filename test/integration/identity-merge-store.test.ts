@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
+import { redisKeys } from '../../shared/redis-keys.js';
+import { ProfileStore, type ProfileEvent } from '../../shared/stores/profile.store.js';
+import { uniquePrefix } from '../helpers/context.js';
+import { deletePrefix } from '../helpers/redis-cleanup.js';
+
+/**
+ * D48's Redis steps against the real Redis, field kind by field kind: claim (first wins), the
+ * marker-guarded merge of a pre-login profile into the user's, the clear down to the alias, and
+ * jobs of the pre-login id applied to the user afterwards.
+ */
+describe('ProfileStore identity merge steps', () => {
+  const prefix = uniquePrefix('merge');
+  const keys = redisKeys(prefix);
+  let redis: Redis;
+  let store: ProfileStore;
+  let job = 0;
+  const apply = (userId: string, events: ProfileEvent[]) => store.applyEventsTo('p', userId, `j${++job}`, events);
+  const raw = (userId: string) => redis.hgetall(keys.profile('p', userId));
+
+  beforeAll(async () => {
+    redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker', 'merge-store-test');
+    await waitForRedis(redis, 5000);
+    store = new ProfileStore(redis, keys);
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('merges each kind of field by its rule, once, and redirects the pre-login id afterwards', async () => {
+    // T: newer `tier`, older `name`, counts, extremes, a distinct marker, a cap counter, an insertId
+    await apply('T', [
+      { dedupId: 'i:x1', ts: 200, userProperties: { tier: { stringValue: 'silver' }, name: { stringValue: 'anon' } }, ops: [['inc', 'dc:f:20260101', 1], ['min', 'ft:f', 200], ['max', 'lt:f', 200], ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1], ['inc', 'cap:v:7:20000', 1]] },
+    ]);
+    await redis.hset(keys.profile('p', 'T'), 'ut:name', '50');
+    await apply('U', [
+      { dedupId: 'i:y1', ts: 100, userProperties: { tier: { stringValue: 'gold' }, name: { stringValue: 'Alice' } }, ops: [['inc', 'dc:f:20260101', 2], ['min', 'ft:f', 100], ['max', 'lt:f', 100], ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1], ['inc', 'cap:v:7:20000', 3]] },
+    ]);
+    expect(await store.claimAlias('p', 'T', 'U')).toEqual({ owner: 'U', pending: true });
+    expect(await store.claimAlias('p', 'T', 'V')).toEqual({ owner: 'U', pending: true }); // first claim wins
+    expect(await store.mergeProfile('p', 'T', 'U')).toBe(true);
+    expect(await store.mergeProfile('p', 'T', 'U')).toBe(false); // a retry applies nothing
+    const u = await raw('U');
+    expect(u).toMatchObject({
+      'up:tier': JSON.stringify({ stringValue: 'silver' }), // T's is newer
+      'up:name': JSON.stringify({ stringValue: 'Alice' }), // U's is newer
+      'dc:f:20260101': '3',
+      'ft:f': '100',
+      'lt:f': '200',
+      'cap:v:7:20000': '4',
+      'dm:g:trk1': '1',
+    });
+    expect(u['merged:T']).toBeDefined();
+    await store.clearMerged('p', 'T');
+    expect(await raw('T')).toEqual({ '@alias': 'U', '@done': '1' });
+    expect(await store.claimAlias('p', 'T', 'U')).toEqual({ owner: 'U', pending: false });
+    expect(await redis.ttl(keys.profile('p', 'T'))).toBeGreaterThan(0);
+
+    // reads of either id give the user's profile
+    const viaT = await store.get('p', 'T');
+    expect(viaT.mergedInto).toBe('U');
+    const viaU = await store.get('p', 'U');
+    expect(viaU.mergedFrom).toEqual(['T']);
+    expect(viaT.fields).toEqual(viaU.fields);
+    expect(viaU.fields['@alias']).toBeUndefined();
+
+    // a job of T now goes to U; T's insertId markers came along, so a re-sent event is a duplicate
+    const redirected: string[] = [];
+    expect(await store.applyEventsTo('p', 'T', 'late', [{ dedupId: 'i:x2', ts: 300, ops: [['inc', 'dc:f:20260101', 1]] }], async (to) => void redirected.push(to))).toEqual({ applied: 1, userId: 'U' });
+    expect(redirected).toEqual(['U']);
+    expect(await apply('U', [{ dedupId: 'i:x1', ts: 400, ops: [['inc', 'dc:f:20260101', 1]] }])).toEqual({ applied: 0, userId: 'U' });
+    expect((await raw('U'))['dc:f:20260101']).toBe('4');
+    expect(await raw('T')).toEqual({ '@alias': 'U', '@done': '1' });
+    // the job's marker is the user's, and the pre-check follows the alias to it
+    expect(await store.resolveUnits([{ projectId: 'p', userId: 'T', id: 'late' }, { projectId: 'p', userId: 'T', id: 'never' }])).toEqual([
+      { unit: { projectId: 'p', userId: 'U', id: 'late' }, applied: true },
+      { unit: { projectId: 'p', userId: 'U', id: 'never' }, applied: false },
+    ]);
+    expect(await store.canonicalUser('p', 'T')).toBe('U');
+    expect(await store.canonicalUser('p', 'U')).toBe('U');
+  });
+});
