@@ -24,12 +24,6 @@ export interface Report {
 const pct = (x: number | undefined, digits = 1) => (x === undefined ? '—' : `${(x * 100).toFixed(digits)} %`);
 const pts = (x: number, digits = 1) => `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFixed(digits)} pts`;
 
-function toLocal(iso: string | undefined): string {
-  if (!iso) return '';
-  const d = new Date(iso);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
 const fromLocal = (v: string): string | undefined => (v ? new Date(v).toISOString() : undefined);
 
 export function ReportsPage({ session, setSession, path, navigate }: PageProps) {
