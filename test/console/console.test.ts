@@ -84,9 +84,10 @@ async function go(pageTitle: string): Promise<void> {
 /** Selects the option of a labelled select whose text starts with `prefix`. */
 async function selectByText(label: string, prefix: string): Promise<void> {
   const select = page.getByLabel(label, { exact: true });
-  const value = await select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
-  expect(value, `an option of "${label}" starting with "${prefix}"`).toBeTruthy();
-  await select.selectOption(value!);
+  const find = () => select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
+  // The options may still be loading.
+  await expect.poll(find, { message: `an option of "${label}" starting with "${prefix}"`, timeout: 30_000 }).toBeTruthy();
+  await select.selectOption((await find())!);
 }
 
 describe('the web console', { timeout: 240_000 }, () => {
@@ -306,6 +307,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     await selectByText('Target action', 'purchase');
     await page.getByLabel('Holdout %', { exact: true }).fill('50');
     await page.getByLabel('Publish the new version').check();
+    await capture('12b-treatment-form-target-action');
     await page.getByRole('button', { name: 'Save new version' }).click();
     await page.getByRole('heading', { level: 2, name: /Welcome back/ }).waitFor();
     await page.getByText(`event purchase #${purchase.eventId}`).waitFor();
