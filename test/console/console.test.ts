@@ -378,6 +378,12 @@ describe('the web console', { timeout: 240_000 }, () => {
     await capture('08-treatments-phone');
     await go('User inspector');
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await go('Reports');
+    await selectByText('Treatment', 'Welcome back');
+    await page.getByRole('button', { name: 'Show report' }).click();
+    await page.getByTestId('uplift-chart').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await capture('08b-reports-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
