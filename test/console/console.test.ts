@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -83,15 +84,20 @@ async function go(pageTitle: string): Promise<void> {
 /** Selects the option of a labelled select whose text starts with `prefix`. */
 async function selectByText(label: string, prefix: string): Promise<void> {
   const select = page.getByLabel(label, { exact: true });
-  const value = await select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
-  expect(value, `an option of "${label}" starting with "${prefix}"`).toBeTruthy();
-  await select.selectOption(value!);
+  const find = () => select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
+  // The options may still be loading.
+  await expect.poll(find, { message: `an option of "${label}" starting with "${prefix}"`, timeout: 30_000 }).toBeTruthy();
+  await select.selectOption((await find())!);
 }
 
 describe('the web console', { timeout: 240_000 }, () => {
   let managementKey = '';
   let managementKeyId = '';
   let treatmentId = '';
+  let logKey = '';
+  let deliveryKey = '';
+  const mgmt = (op: string, body: Record<string, unknown>) => api(`/v1/${op}`, { projectId: 'shop', ...body }, { 'x-api-key': managementKey });
+  const getTreatments = (userId: string) => api('/v1/GetTreatments', { projectId: 'shop', userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 1 }] }, { 'x-api-key': deliveryKey });
 
   it('signs in with the admin token, creates a project and issues a key whose secret is shown once', async () => {
     await page.goto(`${s.baseUrl}/console/`);
@@ -229,10 +235,16 @@ describe('the web console', { timeout: 240_000 }, () => {
   });
 
   it('shows in the user inspector which treatment a user gets, and why', async () => {
-    const logKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['LOG_EVENTS'] })).body.key as string;
+    logKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['LOG_EVENTS'] })).body.key as string;
+    deliveryKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['DELIVERY'] })).body.key as string;
     const logged = await api('/v1/LogEvents', { projectId: 'shop', userId: 'u1', events: [{ eventName: 'app_open', clientEventTimestamp: new Date().toISOString(), userProperties: { plan: { stringValue: 'gold' } } }] }, { 'x-api-key': logKey });
     expect(logged.status, JSON.stringify(logged.body)).toBe(200);
     await waitUntil(async () => (await adminApi('GetUserProfile', { projectId: 'shop', userId: 'u1' })).body?.profile?.userProperties?.plan === 'gold', 120_000, 200);
+    // A real delivery, so that the inspector has a decision to show.
+    const delivered = await getTreatments('u1');
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
+    expect(delivered.body.userTreatments.map((t: { treatmentId: string }) => t.treatmentId)).toEqual([treatmentId]);
+    await waitUntil(async () => ((await mgmt('ListDecisions', { userId: 'u1' })).body.decisions ?? []).length > 0, 120_000, 200);
 
     await go('User inspector');
     await page.getByLabel('User id', { exact: true }).fill('u1');
@@ -243,6 +255,12 @@ describe('the web console', { timeout: 240_000 }, () => {
     expect(await verdict.locator('tbody tr').count()).toBe(2);
     expect(await verdict.locator('tbody tr td:last-child .badge').allTextContents()).toEqual(['yes', 'yes']);
     expect(await verdict.textContent()).toContain('gold');
+    // The user's recent decisions, newest first: time, surface, treatment, version, rank, outcome.
+    const recent = page.getByTestId('recent-decisions');
+    await recent.locator('tbody tr').first().waitFor();
+    const cells = (await recent.locator('tbody tr').first().locator('td').allTextContents()).map((c) => c.trim());
+    expect(cells[0]).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    expect(cells.slice(1)).toEqual(['home', `Welcome back #${treatmentId}`, '2', '1', 'RETURNED']);
 
     await page.getByLabel('Treatment', { exact: true }).selectOption(treatmentId);
     await page.getByRole('button', { name: 'Preview', exact: true }).click();
@@ -256,6 +274,100 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByRole('button', { name: 'Inspect' }).click();
     await page.getByText('a rule is not met').waitFor();
     expect(await page.getByTestId(`explain-home-${treatmentId}`).locator('.badge').first().textContent()).toBe('not shown');
+    await page.getByText('No decision recorded for this user yet.').waitFor();
+  });
+
+  it('registers an event schema, sets it as the target action with a holdout, and charts the report', async () => {
+    // Without a target action the report says so, and has no chart.
+    await go('Reports');
+    await selectByText('Treatment', 'Welcome back');
+    await page.getByRole('button', { name: 'Show report' }).click();
+    await page.getByTestId('no-target-action').waitFor();
+    expect(await page.getByTestId('uplift-chart').count()).toBe(0);
+    await capture('11-reports-no-target-action');
+
+    await go('Catalogue');
+    // Ingestion registered the event name the inspector's test logged.
+    await page.getByRole('cell', { name: 'event app_open' }).waitFor();
+    await page.getByLabel('Event name', { exact: true }).fill('purchase');
+    await page.getByRole('button', { name: 'Add event schema' }).click();
+    await page.getByRole('cell', { name: 'event purchase' }).waitFor();
+    const schemas = (await mgmt('GetEventSchemas', {})).body.eventSchemas as { eventId: string; eventName: string }[];
+    const purchase = schemas.find((e) => e.eventName === 'purchase')!;
+    expect(purchase).toBeTruthy();
+    await capture('12-catalogue-event-schemas');
+
+    await go('Treatments');
+    await page.getByRole('link', { name: 'Welcome back' }).click();
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit Welcome back' }).waitFor();
+    // Every user is eligible from now on, so that the groups fill with whoever asks.
+    await page.getByRole('button', { name: 'Remove rule 2' }).click();
+    await page.getByRole('button', { name: 'Remove rule 1' }).click();
+    await selectByText('Target action', 'purchase');
+    await page.getByLabel('Holdout %', { exact: true }).fill('50');
+    await page.getByLabel('Publish the new version').check();
+    await capture('12b-treatment-form-target-action');
+    await page.getByRole('button', { name: 'Save new version' }).click();
+    await page.getByRole('heading', { level: 2, name: /Welcome back/ }).waitFor();
+    await page.getByText(`event purchase #${purchase.eventId}`).waitFor();
+    const stored = (await mgmt('GetTreatment', { treatmentId })).body.treatment;
+    expect(stored.holdoutPercentage).toBe(50);
+    const newestVersion = (stored.versions as { versionNumber: number; targetAction?: unknown }[]).reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
+    expect(newestVersion.targetAction).toEqual({ eventId: purchase.eventId });
+
+    // D37's bucketing says who is held out: a few users of each group ask, some convert.
+    const held = (userId: string) => createHash('sha256').update(`shop:${treatmentId}:${userId}`).digest().readUInt32BE(0) % 10_000 < 50 * 100;
+    const users = Array.from({ length: 60 }, (_, i) => `r${i}`);
+    const treated = users.filter((u) => !held(u)).slice(0, 4);
+    const holdout = users.filter(held).slice(0, 4);
+    for (const u of [...treated, ...holdout]) {
+      const r = await getTreatments(u);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect((r.body.userTreatments ?? []).length, u).toBe(treated.includes(u) ? 1 : 0);
+      if (treated.includes(u)) {
+        const viewed = await api('/v1/LogTreatmentInteraction', { projectId: 'shop', userId: u, treatmentId, treatmentTrackingId: r.body.userTreatments[0].treatmentTrackingId, surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) }, { 'x-api-key': deliveryKey });
+        expect(viewed.status, JSON.stringify(viewed.body)).toBe(200);
+      }
+    }
+    await waitUntil(async () => ((await mgmt('ListDecisions', { userId: holdout[3] })).body.decisions ?? []).length > 0, 120_000, 200);
+    for (const u of [...treated.slice(0, 3), holdout[0]]) {
+      const r = await api('/v1/LogEvents', { projectId: 'shop', userId: u, events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] }, { 'x-api-key': logKey });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    const report = async () => (await mgmt('GetTreatmentReport', { treatmentId })).body.report;
+    await waitUntil(async () => {
+      const r = await report();
+      const conversions = (r?.groups ?? []).reduce((n: number, g: { conversions?: number }) => n + (g.conversions ?? 0), 0);
+      return conversions >= 4 && r.groups.find((g: { group: string }) => g.group === 'HOLDOUT')?.users >= 4;
+    }, 120_000, 300);
+    const final = await report();
+
+    await go('Reports');
+    await selectByText('Treatment', 'Welcome back');
+    await page.getByLabel('Attribution window (days)', { exact: true }).fill('7');
+    await page.getByRole('button', { name: 'Show report' }).click();
+    const chart = page.getByTestId('uplift-chart');
+    await chart.waitFor();
+    expect(await page.getByTestId('no-target-action').count()).toBe(0);
+    const rows = page.getByTestId('report').locator('tbody tr');
+    expect(await rows.count()).toBe(2);
+    const holdoutRow = (await rows.nth(1).locator('th, td').allTextContents()).map((c) => c.trim());
+    const h = final.groups.find((g: { group: string }) => g.group === 'HOLDOUT');
+    expect(holdoutRow.slice(0, 5)).toEqual(['HOLDOUT', String(h.users), String(h.impressions), String(h.clicks), String(h.conversions)]);
+    // The chart: two bars, a zero line and the interval around the uplift.
+    expect(await chart.locator('svg rect').count()).toBe(2);
+    // (lines have no area, so they are attached rather than "visible")
+    await chart.getByTestId('zero-line').waitFor({ state: 'attached' });
+    const attr = async (sel: string, a: string) => Number(await chart.locator(sel).getAttribute(a));
+    const [x1, x2, cx] = [await attr('[data-testid="interval"]', 'x1'), await attr('[data-testid="interval"]', 'x2'), await attr('svg circle', 'cx')];
+    expect(x1).toBeLessThanOrEqual(cx);
+    expect(cx).toBeLessThanOrEqual(x2);
+    expect(await chart.locator('svg').getAttribute('aria-label')).toMatch(/95 % interval/);
+    const { low, high } = final.uplift.confidenceInterval95;
+    const verdictText = await page.getByTestId('verdict').textContent();
+    expect(verdictText).toContain(low > 0 || high < 0 ? 'The interval excludes 0.' : 'The interval includes 0.');
+    await capture('13-reports');
   });
 
   it('fits a phone-sized window', async () => {
@@ -266,6 +378,12 @@ describe('the web console', { timeout: 240_000 }, () => {
     await capture('08-treatments-phone');
     await go('User inspector');
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await go('Reports');
+    await selectByText('Treatment', 'Welcome back');
+    await page.getByRole('button', { name: 'Show report' }).click();
+    await page.getByTestId('uplift-chart').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    await capture('08b-reports-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 

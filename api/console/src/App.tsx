@@ -6,6 +6,7 @@ import { CataloguePage } from './pages/Catalogue';
 import { TreatmentsPage } from './pages/Treatments';
 import { InspectorPage } from './pages/Inspector';
 import { OperationsPage } from './pages/Operations';
+import { ReportsPage } from './pages/Reports';
 
 export interface PageProps {
   session: Session;
@@ -19,6 +20,7 @@ const PAGES = [
   { slug: 'catalogue', title: 'Catalogue' },
   { slug: 'treatments', title: 'Treatments' },
   { slug: 'inspector', title: 'User inspector' },
+  { slug: 'reports', title: 'Reports' },
   { slug: 'operations', title: 'Operations' },
 ] as const;
 
@@ -101,6 +103,7 @@ export function App() {
         {slug === 'catalogue' && <CataloguePage key={session.projectId} {...props} />}
         {slug === 'treatments' && <TreatmentsPage key={session.projectId} {...props} />}
         {slug === 'inspector' && <InspectorPage key={session.projectId} {...props} />}
+        {slug === 'reports' && <ReportsPage key={session.projectId} {...props} />}
         {slug === 'operations' && <OperationsPage key={session.projectId} {...props} />}
       </main>
     </div>

@@ -24,6 +24,12 @@ export interface TreatmentType {
   modificationSource?: string;
 }
 
+export interface EventSchema {
+  eventId: string;
+  eventName: string;
+  createTime: string;
+}
+
 export interface DataField {
   dataFieldId: string;
   name?: string;

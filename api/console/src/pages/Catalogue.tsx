@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { stamp, v1 } from '../api';
 import type { PageProps } from '../App';
-import { describeField, fieldType, type DataField, type Surface, type TreatmentType } from '../catalogue';
+import { describeField, fieldType, type DataField, type EventSchema, type Surface, type TreatmentType } from '../catalogue';
 import { Empty, ErrorBanner, Field, formatTime, Loading, useAction, useLoad } from '../ui';
 
 export function CataloguePage(props: PageProps) {
@@ -9,6 +9,7 @@ export function CataloguePage(props: PageProps) {
   const surfaces = useLoad(() => v1<{ surfaces: Surface[] }>(session, 'GetAllSurfaces', {}, setSession), [session.projectId]);
   const types = useLoad(() => v1<{ treatmentTypes: TreatmentType[] }>(session, 'GetAllTreatmentTypes', {}, setSession), [session.projectId]);
   const fields = useLoad(() => v1<{ dataFields: DataField[] }>(session, 'GetAllDataFields', {}, setSession), [session.projectId]);
+  const events = useLoad(() => v1<{ eventSchemas: EventSchema[] }>(session, 'GetEventSchemas', {}, setSession), [session.projectId]);
   if (!session.projectId) return <Empty>Choose or create a project first.</Empty>;
   return (
     <>
@@ -106,7 +107,60 @@ export function CataloguePage(props: PageProps) {
           <NewAggregation {...props} surfaces={surfaces.data?.surfaces ?? []} onDone={fields.reload} />
         </div>
       </section>
+
+      <section aria-labelledby="events-h">
+        <h2 id="events-h">Event schemas</h2>
+        <p className="muted">Every event name gets a stable id the first time it is seen (or when registered here); a treatment's target action is one of them.</p>
+        {events.loading && !events.data && <Loading />}
+        <ErrorBanner error={events.error} />
+        {events.data?.eventSchemas.length === 0 && <Empty>No event schema yet.</Empty>}
+        {!!events.data?.eventSchemas.length && (
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
+            <table>
+              <caption className="sr-only">Event schemas</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Event id</th>
+                  <th scope="col">Event name</th>
+                  <th scope="col">Registered</th>
+                </tr>
+              </thead>
+              <tbody>
+                {events.data.eventSchemas.map((e) => (
+                  <tr key={e.eventId}>
+                    <td><code>{e.eventId}</code></td>
+                    <td>event {e.eventName}</td>
+                    <td>{formatTime(e.createTime)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <NewEventSchema {...props} onDone={events.reload} />
+      </section>
     </>
+  );
+}
+
+function NewEventSchema({ session, setSession, onDone }: PageProps & { onDone: () => void }) {
+  const [eventName, setEventName] = useState('');
+  const action = useAction(async () => {
+    await v1(session, 'InsertEventSchema', { eventName }, setSession);
+    setEventName('');
+    onDone();
+  });
+  return (
+    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+      <h3>Register an event name</h3>
+      <div className="row">
+        <Field label="Event name" name="eventName" error={action.error} hint="Case-sensitive, 1–256 characters; registering a known name changes nothing">
+          {(id, d) => <input id={id} aria-describedby={d} required maxLength={256} value={eventName} onChange={(e) => setEventName(e.target.value)} />}
+        </Field>
+      </div>
+      <ErrorBanner error={action.error} shownFields={['eventName']} />
+      <button type="submit" disabled={action.busy}>Add event schema</button>
+    </form>
   );
 }
 

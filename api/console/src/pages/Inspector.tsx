@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { admin, v1 } from '../api';
 import type { PageProps } from '../App';
 import { CONDITION_LABELS, describeField, type DataField, type Surface } from '../catalogue';
-import { Empty, ErrorBanner, Field, Loading, StatusBadge, useAction, useLoad } from '../ui';
+import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 import type { Treatment } from './Treatments';
 
 interface RuleExplanation {
@@ -30,6 +30,18 @@ interface Explanation {
   response: { responseId: string; userTreatments?: { treatmentId: string; surface: string; treatmentContent: string }[] };
   explanation: { languageCode: string; rankingPolicy: string; surfaces: { surface: string; maximumTreatmentCount: number; treatments: TreatmentExplanation[] }[] };
 }
+
+interface Decision {
+  responseId: string;
+  treatmentId: string;
+  versionNumber: number;
+  surface: string;
+  rank: string;
+  outcome: 'RETURNED' | 'HOLDOUT' | 'GLOBAL_HOLDOUT' | 'QA';
+  decideTime: string;
+}
+
+const OUTCOME_CLASS: Record<string, string> = { RETURNED: 'ok', HOLDOUT: 'no', GLOBAL_HOLDOUT: 'no', QA: '' };
 
 const REASONS: Record<string, string> = {
   TYPE_MISSING: 'its type no longer exists',
@@ -61,20 +73,22 @@ export function InspectorPage({ session, setSession }: PageProps) {
   const [userId, setUserId] = useState(params.get('user') ?? '');
   const [language, setLanguage] = useState('en');
   const [unchecked, setUnchecked] = useState<string[]>([]);
-  const [result, setResult] = useState<{ explain: Explanation; profile?: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } } | null>(null);
+  const [result, setResult] = useState<{ explain: Explanation; decisions: Decision[]; profile?: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } } | null>(null);
   const chosen = (surfaces.data?.surfaces ?? []).map((s) => s.name).filter((s) => !unchecked.includes(s));
   const inspect = useAction(async () => {
     setResult(null);
-    const [explain, profile] = await Promise.all([
+    const [explain, decisions, profile] = await Promise.all([
       v1<Explanation>(session, 'ExplainTreatments', { userId, languageCode: language || undefined, surfaces: chosen.map((surface) => ({ surface })) }, setSession),
+      v1<{ decisions: Decision[] }>(session, 'ListDecisions', { userId, limit: 20 }, setSession).then((r) => r.decisions),
       session.mode === 'admin' ? admin<{ profile: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } }>(session, 'GetUserProfile', { projectId: session.projectId, userId }).then((r) => r.profile) : Promise.resolve(undefined),
     ]);
-    setResult({ explain, profile });
+    setResult({ explain, decisions, profile });
   });
   const fieldName = (id: string) => {
     const f = fields.data?.dataFields.find((x) => x.dataFieldId === id);
     return f ? describeField(f) : `data field ${id}`;
   };
+  const treatmentName = (id: string) => treatments.data?.treatments.find((x) => x.treatmentId === id)?.name ?? 'treatment';
   if (!session.projectId) return <Empty>Choose or create a project first.</Empty>;
   return (
     <>
@@ -130,6 +144,32 @@ export function InspectorPage({ session, setSession }: PageProps) {
               </div>
             </section>
           )}
+          <section aria-labelledby="decisions-h" data-testid="recent-decisions">
+            <h2 id="decisions-h">Recent decisions for {userId}</h2>
+            <p className="muted">What GetTreatments returned or withheld, newest first (the last 20; recorded within a second or so).</p>
+            {result.decisions.length === 0 ? (
+              <Empty>No decision recorded for this user yet.</Empty>
+            ) : (
+              <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
+                <table>
+                  <caption className="sr-only">Recent decisions</caption>
+                  <thead><tr><th scope="col">Time</th><th scope="col">Surface</th><th scope="col">Treatment</th><th scope="col">Version</th><th scope="col">Rank</th><th scope="col">Outcome</th></tr></thead>
+                  <tbody>
+                    {result.decisions.map((d) => (
+                      <tr key={`${d.responseId}/${d.surface}/${d.treatmentId}`}>
+                        <td className="nowrap">{formatTime(d.decideTime)}</td>
+                        <td>{d.surface}</td>
+                        <td>{treatmentName(d.treatmentId)} <span className="muted">#{d.treatmentId}</span></td>
+                        <td>{d.versionNumber}</td>
+                        <td>{d.rank}</td>
+                        <td><span className={`badge ${OUTCOME_CLASS[d.outcome] ?? ''}`}>{d.outcome}</span></td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </section>
           <section aria-labelledby="why-h">
             <h2 id="why-h">What {userId} gets, and why</h2>
             <p className="muted">

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { stamp, v1 } from '../api';
 import type { PageProps } from '../App';
-import { checkRhs, CONDITION_LABELS, CONDITIONS_BY_TYPE, describeField, fieldType, type DataField, type Surface, type TreatmentType } from '../catalogue';
+import { checkRhs, CONDITION_LABELS, CONDITIONS_BY_TYPE, describeField, fieldType, type DataField, type EventSchema, type Surface, type TreatmentType } from '../catalogue';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 
 interface ContentFieldValue {
@@ -162,6 +162,7 @@ function TreatmentList({ session, setSession, navigate }: PageProps) {
 function TreatmentDetail({ session, setSession, navigate, treatmentId, editing, ...rest }: PageProps & { treatmentId: string; editing: boolean }) {
   const one = useLoad(() => v1<{ treatment: Treatment }>(session, 'GetTreatment', { treatmentId }, setSession), [session.projectId, treatmentId, editing]);
   const fields = useLoad(() => v1<{ dataFields: DataField[] }>(session, 'GetAllDataFields', {}, setSession), [session.projectId]);
+  const events = useLoad(() => v1<{ eventSchemas: EventSchema[] }>(session, 'GetEventSchemas', {}, setSession), [session.projectId]);
   const act = useAction(async (change: Record<string, unknown>) => {
     await v1(session, 'UpdateTreatment', { treatmentId, ...change, ...stamp(session) }, setSession);
     one.reload();
@@ -191,11 +192,13 @@ function TreatmentDetail({ session, setSession, navigate, treatmentId, editing, 
           </button>
         )}
         <button type="button" onClick={() => navigate(`inspector?treatment=${t.treatmentId}`)}>Preview for a user</button>
+        <button type="button" onClick={() => navigate(`reports/${t.treatmentId}`)}>Report</button>
       </div>
       <ErrorBanner error={act.error} />
       <dl className="facts">
         <dt>Type</dt><dd>{t.treatmentType.name}</dd>
         <dt>Surfaces</dt><dd>{surfacesOf(t).join(', ') || '—'}</dd>
+        <dt>Target action</dt><dd>{top.targetAction ? `event ${events.data?.eventSchemas.find((e) => e.eventId === top.targetAction!.eventId)?.eventName ?? ''} #${top.targetAction.eventId}` : '—'}</dd>
         <dt>Holdout</dt><dd>{t.holdoutPercentage}%</dd>
         <dt>QA users</dt><dd>{t.qaUserIds.join(', ') || '—'}</dd>
         <dt>Fallback</dt><dd>{t.isFallback ? 'yes' : 'no'}</dd>
@@ -319,7 +322,9 @@ function TreatmentForm({ session, setSession, navigate, existing }: PageProps & 
   const types = useLoad(() => v1<{ treatmentTypes: TreatmentType[] }>(session, 'GetAllTreatmentTypes', {}, setSession), [session.projectId]);
   const fields = useLoad(() => v1<{ dataFields: DataField[] }>(session, 'GetAllDataFields', {}, setSession), [session.projectId]);
   const surfaces = useLoad(() => v1<{ surfaces: Surface[] }>(session, 'GetAllSurfaces', {}, setSession), [session.projectId]);
+  const events = useLoad(() => v1<{ eventSchemas: EventSchema[] }>(session, 'GetEventSchemas', {}, setSession), [session.projectId]);
   const top = existing ? newest(existing) : undefined;
+  const [targetEventId, setTargetEventId] = useState(top?.targetAction?.eventId ?? '');
   const [name, setName] = useState(existing?.name ?? '');
   const [description, setDescription] = useState(existing?.description ?? '');
   const [typeName, setTypeName] = useState(existing?.treatmentType.name ?? '');
@@ -369,6 +374,7 @@ function TreatmentForm({ session, setSession, navigate, existing }: PageProps & 
       tags: tags.split(',').map((s) => s.trim()).filter(Boolean).map((n) => ({ name: n })),
       eligibilityRules: { rules: rules.map((r) => ({ dataFieldId: r.dataFieldId, condition: r.condition, rhsValue: r.rhsValue, dataMissingBehaviour: r.dataMissingBehaviour })) },
       removedSurfaces: { surfaces: removed.map((n) => ({ name: n })) },
+      ...(targetEventId ? { targetAction: { eventId: targetEventId } } : existing && top?.targetAction ? { clearTargetAction: true } : {}),
       holdoutPercentage: Number(holdout),
       qaUserIds: qa.split(',').map((s) => s.trim()).filter(Boolean),
       isFallback,
@@ -384,7 +390,7 @@ function TreatmentForm({ session, setSession, navigate, existing }: PageProps & 
   });
   const err = save.error;
   if (types.loading && !types.data) return <Loading />;
-  const shown = ['name', 'description', 'treatmentTypeName', 'startTimestamp', 'endTimestamp', 'content', 'tags', 'eligibilityRules', 'removedSurfaces', 'holdoutPercentage', 'qaUserIds', 'frequencyCap', 'mutualExclusionGroup'];
+  const shown = ['name', 'description', 'treatmentTypeName', 'startTimestamp', 'endTimestamp', 'content', 'tags', 'eligibilityRules', 'removedSurfaces', 'targetAction', 'holdoutPercentage', 'qaUserIds', 'frequencyCap', 'mutualExclusionGroup'];
   return (
     <form onSubmit={(e) => { e.preventDefault(); void save.go(); }} aria-label={existing ? 'Edit treatment' : 'New treatment'}>
       <p>
@@ -513,6 +519,15 @@ function TreatmentForm({ session, setSession, navigate, existing }: PageProps & 
       <fieldset className="card">
         <legend>Delivery controls</legend>
         <div className="row">
+          <Field label="Target action" name="targetAction" error={err} hint={events.data?.eventSchemas.length === 0 ? 'No event schema yet: register one in the catalogue' : 'The conversion event the report measures'}>
+            {(id, d) => (
+              <select id={id} aria-describedby={d} value={targetEventId} onChange={(e) => setTargetEventId(e.target.value)}>
+                <option value="">(none)</option>
+                {(events.data?.eventSchemas ?? []).map((e) => <option key={e.eventId} value={e.eventId}>{e.eventName} #{e.eventId}</option>)}
+                {targetEventId && events.data && !events.data.eventSchemas.some((e) => e.eventId === targetEventId) && <option value={targetEventId}>event #{targetEventId}</option>}
+              </select>
+            )}
+          </Field>
           <Field label="Holdout %" name="holdoutPercentage" error={err} hint="Users kept out to measure uplift">
             {(id, d) => <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={holdout} onChange={(e) => setHoldout(e.target.value)} />}
           </Field>
