@@ -22,7 +22,7 @@ import { MARGIN_MS, STALL_BOUND_MS } from './attack.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 /** Time budget per operation: slow ones (RunAggregations recomputes the project) stop early. */
-const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 2500);
+const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 10_000);
 const STALL_LIMIT_MS = STALL_BOUND_MS + MARGIN_MS;
 
 let s: TestService;
