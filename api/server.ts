@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, loadConfig, type Config } from '../shared/config.js';
+import { loadConfigOrExit, type Config } from '../shared/config.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { ensureLocalRedis } from '../shared/clients/local-redis.js';
 import { waitForRedis } from '../shared/clients/redis.js';
@@ -134,16 +134,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
 }
 
 async function main(): Promise<void> {
-  let config: Readonly<Config>;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.logLevel);
   // Handlers go in before start-up: a stop asked for while the process is still starting (a
   // supervisor stopping everything at once) waits for the start to finish, then stops in order,

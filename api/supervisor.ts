@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, type Config } from '../shared/config.js';
+import { loadConfigOrExit, type Config } from '../shared/config.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { ensureLocalRedis } from '../shared/clients/local-redis.js';
 
@@ -134,16 +134,7 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
 }
 
 async function main(): Promise<void> {
-  let config: Readonly<Config>;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.logLevel).child({ role: 'supervisor' });
   try {
     await runSupervisor(config, log);

@@ -212,3 +212,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (cfg.roles.has('api') && cfg.opsPort !== 0 && (cfg.opsPort === cfg.port || cfg.opsPort === cfg.altPort)) throw new ConfigError('OPS_PORT', `must differ from PORT and ALT_PORT (${cfg.opsPort})`);
   return Object.freeze(cfg);
 }
+
+/** For a process entry: the configuration, or exit 2 with the message naming the bad variable. */
+export function loadConfigOrExit(env: Env = process.env): Readonly<Config> {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
