@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
+import { Queue } from 'bullmq';
+import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
 import { waitUntil } from '../helpers/context.js';
 import { createRedis } from '../../shared/clients/redis.js';
 import { ProfileStore } from '../../shared/stores/profile.store.js';
@@ -50,6 +52,14 @@ beforeAll(async () => {
     ],
   });
   [purchases, clicks] = f.dataFields.map((d: { dataFieldId: string }) => d.dataFieldId);
+  // The new fields' backfills run before any event: a recompute of a user between the merge's row
+  // copy and its profile step would count the pre-login history twice until the next hourly
+  // recompute repairs it (README, identity merge), which this test must not race with.
+  const aggregations = new Queue(QUEUE.aggregations, { connection: s.service.ctx.redis, prefix: bullPrefix(s.service.ctx.config.redisPrefix, s.service.ctx.redis), skipVersionCheck: true });
+  for (const id of [purchases, clicks]) {
+    await waitUntil(async () => (await (await aggregations.getJob(`backfill-${k.projectId}-${id}`))?.getState()) === 'completed', 60_000, 100);
+  }
+  await aggregations.close();
   const r = await ok('InsertTreatment', k.management, {
     name: 'loyal',
     description: 'three purchases this week',
