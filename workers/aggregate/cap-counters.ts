@@ -3,6 +3,7 @@ import { capCounterField } from '../../shared/domain/decisions.js';
 import type { FrequencyCap, TreatmentRecord } from '../../shared/domain/types.js';
 import type { InteractionJob } from '../../shared/queues/queues.js';
 import type { ProfileOp } from '../../shared/stores/profile.store.js';
+import { ProjectCatalogCache } from './project-catalog-cache.js';
 import type { InteractionOpsProvider } from '../ingest/interactions.processor.js';
 
 const DAY_MS = 86_400_000;
@@ -11,42 +12,11 @@ export type TreatmentLoader = (projectId: string) => Promise<TreatmentRecord[]>;
 
 /**
  * Per project, which treatments have a frequency cap counting VIEWED interactions (D43), cached
- * per process like the data fields: a treatment change publishes a `catalog` invalidation, a bus
- * (re)connect publishes `all`, and while the bus is not listening the cache is bypassed.
+ * per process like the data fields (see ProjectCatalogCache).
  */
-export class ViewCapCache {
-  private readonly entries = new Map<string, Promise<ReadonlySet<string>>>();
-  private readonly unsubscribe: () => void;
-
-  constructor(
-    private readonly load: TreatmentLoader,
-    private readonly bus: InvalidationBus,
-  ) {
-    this.unsubscribe = bus.on((msg) => {
-      if (msg.kind === 'all') this.entries.clear();
-      else if (msg.kind === 'catalog' && msg.projectId !== undefined) this.entries.delete(msg.projectId);
-    });
-  }
-
-  async get(projectId: string): Promise<ReadonlySet<string>> {
-    if (!this.bus.isListening) return this.capped(projectId);
-    const cached = this.entries.get(projectId);
-    if (cached) return cached;
-    const loading = this.capped(projectId);
-    this.entries.set(projectId, loading);
-    loading.catch(() => {
-      if (this.entries.get(projectId) === loading) this.entries.delete(projectId);
-    });
-    return loading;
-  }
-
-  close(): void {
-    this.unsubscribe();
-    this.entries.clear();
-  }
-
-  private async capped(projectId: string): Promise<ReadonlySet<string>> {
-    return new Set((await this.load(projectId)).filter((t) => countsViews(t.frequencyCap)).map((t) => t.treatmentId));
+export class ViewCapCache extends ProjectCatalogCache<ReadonlySet<string>> {
+  constructor(load: TreatmentLoader, bus: InvalidationBus) {
+    super(async (projectId) => new Set((await load(projectId)).filter((t) => countsViews(t.frequencyCap)).map((t) => t.treatmentId)), bus);
   }
 }
 
