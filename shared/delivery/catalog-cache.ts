@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { InvalidationBus } from '../clients/invalidation-bus.js';
-import { compileCatalogPlan, type CatalogPlan } from '../domain/catalog-plan.js';
-import type { RedisKeys } from '../redis-keys.js';
-import type { DataFieldStore } from '../stores/data-field.store.js';
-import type { ProjectStore } from '../stores/project.store.js';
-import type { SurfaceStore } from '../stores/surface.store.js';
-import type { TreatmentTypeStore } from '../stores/treatment-type.store.js';
-import type { TreatmentStore } from '../stores/treatment.store.js';
+import type { InvalidationBus } from '../platform/redis/invalidation-bus.js';
+import { compileCatalogPlan, type CatalogPlan } from './catalog-plan.js';
+import type { RedisKeys } from '../platform/redis/redis-keys.js';
+import type { DataFieldStore } from '../aggregation/index.js';
+import type { ProjectStore } from '../projects/index.js';
+import type { SurfaceStore } from '../catalog/index.js';
+import type { TreatmentTypeStore } from '../catalog/index.js';
+import type { TreatmentStore } from '../treatments/index.js';
 
 export interface CatalogCacheDeps {
   redis: Redis;

@@ -1,0 +1,5 @@
+export * from './data-field-ops.js';
+export * from './data-field-params.js';
+export * from './data-field-values.js';
+export * from './data-field.store.js';
+export * from './types.js';
