@@ -22,7 +22,7 @@ import {
   TreatmentTypeResponse,
   UpdateTreatmentTypeBody,
 } from '../../shared/catalog/index.js';
-import { int64String } from '../../shared/platform/http/values.js';
+import { int64String } from '../../shared/platform/int64.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;

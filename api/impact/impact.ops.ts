@@ -1,7 +1,7 @@
 import { conversionRate, upliftOf } from '../../shared/impact/index.js';
-import { parseRfc3339 } from '../../shared/platform/http/rfc3339.js';
+import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
-import { int64String } from '../../shared/platform/http/values.js';
+import { int64String } from '../../shared/platform/int64.js';
 import {
   GetTreatmentReportBody,
   GetTreatmentReportResponse,

@@ -2,7 +2,7 @@ import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../shared/ingestion/index.js';
 import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../shared/ingestion/index.js';
 import { invalidField } from '../../shared/platform/errors.js';
-import { int64String } from '../../shared/platform/http/values.js';
+import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import type { InteractionJob } from '../../shared/platform/queues.js';

@@ -1,10 +1,10 @@
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
-import { int64String } from '../../shared/platform/http/values.js';
+import { int64String } from '../../shared/platform/int64.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../shared/treatments/index.js';
 import { conditionFitsType, validateRhs } from '../../shared/delivery/index.js';
-import { parseRfc3339 } from '../../shared/platform/http/rfc3339.js';
+import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentControls, type TreatmentUpdate, type VersionFields } from '../../shared/treatments/index.js';
 import { parseWindowDays } from '../../shared/aggregation/index.js';
 import { filterTreatments } from '../../shared/treatments/index.js';

@@ -4,7 +4,7 @@ import type { DataFieldParams, DataFieldRecord } from './types.js';
 import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';
 import type { EventPayload, InteractionJob } from '../platform/queues.js';
 import type { ProfileOp } from '../profiles/index.js';
-import { parseRfc3339 } from '../platform/http/rfc3339.js';
+import { parseRfc3339 } from '../platform/rfc3339.js';
 
 /**
  * The incremental path of aggregations (D23, D24): the profile updates one event or interaction

@@ -1,5 +1,5 @@
-import { int64String } from '../platform/http/values.js';
-import { canonicalRfc3339 } from '../platform/http/rfc3339.js';
+import { int64String } from '../platform/int64.js';
+import { canonicalRfc3339 } from '../platform/rfc3339.js';
 import { invalidField } from '../platform/errors.js';
 import type { DataFieldParams, DataFieldType } from './types.js';
 import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';

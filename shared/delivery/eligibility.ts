@@ -9,7 +9,7 @@
  */
 import type { Condition, DataMissingBehaviour, EligibilityRule } from '../treatments/index.js';
 import type { DataFieldType } from '../aggregation/index.js';
-import { parseRfc3339Exact } from '../platform/http/rfc3339.js';
+import { parseRfc3339Exact } from '../platform/rfc3339.js';
 import { containsAnyMatcher } from '../platform/substring-search.js';
 
 export type RuleValue =

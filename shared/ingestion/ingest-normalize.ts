@@ -3,7 +3,7 @@ import type { EventPayload } from '../platform/queues.js';
 import type { PropertyValue } from './types.js';
 import { invalidField, InvalidArgumentError, type ErrorDetail } from '../platform/errors.js';
 import type { ExternalEventIn, PropertyMap } from './ingest.schemas.js';
-import { parseRfc3339 } from '../platform/http/rfc3339.js';
+import { parseRfc3339 } from '../platform/rfc3339.js';
 
 /** D31: an event more than 24 h in the client's future is rejected. */
 export const MAX_FUTURE_MS = 24 * 3600 * 1000;

@@ -7,7 +7,7 @@ import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { PropertyValue } from '../../shared/ingestion/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { RedisScript } from '../../shared/platform/redis/redis-script.js';
-import { parseRfc3339 } from '../../shared/platform/http/rfc3339.js';
+import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/index.js';
 

@@ -4,7 +4,7 @@ import { Type, type TSchema } from 'typebox';
 export const Int64In = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]{1,19}$' })], { description: 'int64: JSON integer or decimal string' });
 /** D2: int64 values are JSON strings in responses. */
 export const Int64Out = Type.String({ pattern: '^-?[0-9]+$', description: 'int64 as a decimal string' });
-/** D3: RFC 3339 with an offset on input; the shape only: `parseRfc3339` (shared/platform/http/rfc3339.ts) decides. */
+/** D3: RFC 3339 with an offset on input; the shape only: `parseRfc3339` (shared/platform/rfc3339.ts) decides. */
 export const TimestampIn = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2})$',
   description: 'RFC 3339 timestamp with offset',

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { drainStream, type ClickHouseClient } from '@clickhouse/client';
 import type { EventAttributes, PropertyValue } from '../../ingestion/index.js';
-import { parseRfc3339 } from '../http/rfc3339.js';
+import { parseRfc3339 } from '../rfc3339.js';
 
 /**
  * Rows of the ClickHouse tables of infra/clickhouse/migrations, as written with JSONEachRow

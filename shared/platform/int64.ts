@@ -1,4 +1,4 @@
-import { invalidField } from '../errors.js';
+import { invalidField } from './errors.js';
 
 /** Normalises an int64 input (number or decimal string) to its canonical decimal string. */
 export function int64String(field: string, value: number | string): string {
