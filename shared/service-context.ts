@@ -18,7 +18,7 @@ import type { IngestBacklog } from './ingestion/index.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
- * invalidation bus (shared/delivery/catalog-cache.ts), ranking counter snapshots and the ranking policy.
+ * invalidation bus (shared/delivery/catalog.cache.ts), ranking counter snapshots and the ranking policy.
  */
 export interface DeliveryRuntime {
   catalog: { plan(projectId: string): Promise<CatalogPlan>; close(): Promise<void> };

@@ -5,7 +5,7 @@ import { invalidField } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
 import type { ServiceContext } from '../../shared/service-context.js';
-import type { InteractionJob } from '../../shared/platform/queues.js';
+import type { InteractionJob } from '../../shared/ingestion/index.js';
 
 export const logEvents = defineOperation({
   operation: 'LogEvents',

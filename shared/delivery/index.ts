@@ -1,4 +1,4 @@
-export * from './catalog-cache.js';
+export * from './catalog.cache.js';
 export * from './catalog-plan.js';
 export * from './content-render.js';
 export * from './delivery-request.js';

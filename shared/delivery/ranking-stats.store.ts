@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { InteractionJob } from '../platform/queues.js';
+import type { InteractionJob } from '../ingestion/index.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { actionsField, EMPTY_STATS_VIEW, statsViewFromHash, viewsField, type RankingStatsView } from './ranking/ranking-policy.js';
 import { JOB_MARKER_TTL_SECONDS } from '../profiles/index.js';

@@ -41,3 +41,12 @@ export const NO_DECISION_LOG: DecisionSink = { record: () => undefined };
 export function capCounterField(kind: 'VIEWED' | 'RETURNED', treatmentId: string, utcDay: number): string {
   return `cap:${kind === 'VIEWED' ? 'v' : 'r'}:${treatmentId}:${utcDay}`;
 }
+
+/**
+ * The GetTreatments responses of one event-loop turn (up to MAX_DECISION_RECORDS_PER_JOB), each
+ * with its decisions. Identity of a stored row: (projectId, responseId, treatmentId, surface).
+ */
+export interface DecisionsJob {
+  kind: 'decisions';
+  records: DecisionRecord[];
+}

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { EventPayload } from '../platform/queues.js';
+import type { EventPayload } from './jobs.js';
 import type { PropertyValue } from './types.js';
 import { invalidField, InvalidArgumentError, type ErrorDetail } from '../platform/errors.js';
 import type { ExternalEventIn, PropertyMap } from './ingest.schemas.js';

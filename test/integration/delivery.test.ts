@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from 'ioredis';
-import { CatalogCache } from '../../shared/delivery/catalog-cache.js';
+import { CatalogCache } from '../../shared/delivery/catalog.cache.js';
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
-import type { InteractionJob } from '../../shared/platform/queues.js';
+import type { InteractionJob } from '../../shared/ingestion/jobs.js';
 import { RankingCounterStore, rankingOps, RankingStatsStore, type RankingDelta } from '../../shared/delivery/ranking-stats.store.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 

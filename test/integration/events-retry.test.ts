@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { ProfileStore } from '../../shared/profiles/profile.store.js';
-import type { EventsJob, EventsQueueJob, InteractionJob } from '../../shared/platform/queues.js';
+import type { EventsJob, EventsQueueJob, InteractionJob } from '../../shared/ingestion/jobs.js';
 import { processEventsJob } from '../../workers/ingestion/events.processor.js';
 import { processInteractionJob } from '../../workers/ingestion/interactions.processor.js';
 import { RankingCounterStore, rankingOps } from '../../shared/delivery/ranking-stats.store.js';

@@ -113,7 +113,7 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
 describe('Pub/Sub intake under backpressure', () => {
   it('holds and then nacks messages instead of queueing them while the backlog is full', async () => {
     const { PubSubIntake } = await import('../../workers/ingestion/pubsub-intake.js');
-    const { createProtoCodec } = await import('../../shared/ingestion/proto-codec.js');
+    const { createProtoCodec } = await import('../../shared/ingestion/proto.codec.js');
     const full = true;
     const enqueued: unknown[] = [];
     const intake = new PubSubIntake(

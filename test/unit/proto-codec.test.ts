@@ -6,7 +6,7 @@ import {
   ProtoDecodeError,
   type LogEventsJson,
   type UserAttributeJson,
-} from '../../shared/ingestion/proto-codec.js';
+} from '../../shared/ingestion/proto.codec.js';
 
 const codec = createProtoCodec();
 

@@ -1,5 +1,5 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/platform/queues.js';
+import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/platform/warehouse/event-rows.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';

@@ -1,5 +1,5 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { InteractionJob } from '../../shared/platform/queues.js';
+import type { InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
 import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';

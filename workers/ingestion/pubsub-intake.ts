@@ -8,7 +8,7 @@ import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.
 import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap } from '../../shared/ingestion/index.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../shared/ingestion/index.js';
-import type { SingleEventsJob } from '../../shared/platform/queues.js';
+import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
 import type { ServiceContext } from '../../shared/service-context.js';

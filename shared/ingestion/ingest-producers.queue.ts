@@ -1,7 +1,8 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { EnqueueBatcher } from './enqueue-batcher.js';
-import { bullPrefix, QUEUE, type EventsBatchJob, type EventsJob, type InteractionJob, type SingleEventsJob } from '../platform/queues.js';
+import { EnqueueBatcher } from './enqueue-batcher.queue.js';
+import { bullPrefix, QUEUE } from '../platform/queues.js';
+import { type EventsBatchJob, type EventsJob, type InteractionJob, type SingleEventsJob } from './jobs.js';
 
 /** The API's side of the ingestion queues: fail-fast producers on the request-path connection. */
 export interface IngestProducers {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { DecisionRecord, DecisionSink } from './decisions.js';
-import { INGEST_JOB_OPTIONS, type DecisionsJob } from '../platform/queues.js';
+import { INGEST_JOB_OPTIONS } from '../platform/queues.js';
+import { type DecisionsJob } from './decisions.js';
 
 type QueuedDecisions = { name: string; data: DecisionsJob; opts: typeof INGEST_JOB_OPTIONS & { jobId: string } };
 
