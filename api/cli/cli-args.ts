@@ -2,7 +2,7 @@ import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { camelizeKeys, snakeToCamel } from '../../shared/platform/http/camelize.js';
-import { jsonPath } from '../http/error-handler.js';
+import { validationDetails, type SchemaError } from '../../shared/platform/http/validation-errors.js';
 
 /** What the CLI needs of an admin operation (kept structural so this file stays pure). */
 export interface CliCommand {
@@ -162,27 +162,7 @@ function argumentsError(details: ErrorDetail[]): InvalidArgumentError {
  * errors. The branches of a union are folded into one line per field, as the HTTP handler does.
  */
 export function schemaErrors(schema: TSchema, body: unknown): ErrorDetail[] {
-  const errors = Value.Errors(schema, body);
-  const unions = errors.filter((e) => e.keyword === 'anyOf').map((e) => `${e.schemaPath}/anyOf/`);
-  const byField = new Map<string, ErrorDetail>();
-  const add = (field: string, description: string) => {
-    if (!byField.has(field)) byField.set(field, { field, description });
-  };
-  for (const e of errors) {
-    if (unions.some((u) => e.schemaPath.startsWith(u))) continue;
-    const p = e.params as Record<string, unknown>;
-    if (e.keyword === 'required') for (const name of p.requiredProperties as string[]) add(jsonPath(e.instancePath, name), 'required field is missing');
-    else if (e.keyword === 'additionalProperties') for (const name of p.additionalProperties as string[]) add(jsonPath(e.instancePath, name), 'unknown field');
-    else if (e.keyword === 'boolean') continue; // `additionalProperties: false`, reported by name above
-    else if (e.keyword === 'anyOf') add(jsonPath(e.instancePath), unionDescription(errors, e.schemaPath));
-    else add(jsonPath(e.instancePath), e.message);
-  }
-  return [...byField.values()];
-}
-
-function unionDescription(errors: ReturnType<typeof Value.Errors>, schemaPath: string): string {
-  const allowed = errors.filter((e) => e.keyword === 'const' && e.schemaPath.startsWith(`${schemaPath}/anyOf/`)).map((e) => (e.params as { allowedValue: unknown }).allowedValue);
-  return allowed.length ? `must be one of ${allowed.join(', ')}` : 'value does not match any allowed form';
+  return validationDetails([...Value.Errors(schema, body)] as SchemaError[]);
 }
 
 /** Parses and validates in one step; throws InvalidArgumentError (400, exit code 2). */

@@ -1,57 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ApiError, errorBody, ResourceExhaustedError, type ErrorDetail } from '../../shared/platform/errors.js';
+import { ApiError, errorBody, ResourceExhaustedError } from '../../shared/platform/errors.js';
 import { scrubString } from '../../shared/platform/logger.js';
-
-interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-
-/** `/events/0/eventName` → `events[0].eventName` */
-export function jsonPath(instancePath: string, extra?: string): string {
-  const parts = instancePath.split('/').filter(Boolean);
-  if (extra) parts.push(extra);
-  let out = '';
-  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
-  return out || '(body)';
-}
-
-function describe(e: AjvError): ErrorDetail {
-  switch (e.keyword) {
-    case 'required':
-      return { field: jsonPath(e.instancePath, String(e.params.missingProperty)), description: 'required field is missing' };
-    case 'additionalProperties':
-      return { field: jsonPath(e.instancePath, String(e.params.additionalProperty)), description: 'unknown field' };
-    case 'enum':
-      return { field: jsonPath(e.instancePath), description: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}` };
-    default:
-      return { field: jsonPath(e.instancePath), description: e.message ?? e.keyword };
-  }
-}
-
-/** At most this many problems are listed: a body with 30,000 unknown fields must not get a 3 MB answer (D45). */
-export const MAX_ERROR_DETAILS = 100;
-
-/** Unions report one error per branch; keep one line per field, preferring the most specific. */
-function validationDetails(errors: AjvError[]): ErrorDetail[] {
-  const byField = new Map<string, ErrorDetail>();
-  for (const e of errors) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
-    if (byField.size >= MAX_ERROR_DETAILS) {
-      byField.set('(body)', { field: '(body)', description: `${errors.length} problems in all; the first ${MAX_ERROR_DETAILS} fields are listed` });
-      break;
-    }
-    const d = describe(e);
-    if (!byField.has(d.field)) byField.set(d.field, d);
-  }
-  if (byField.size === 0 && errors.length > 0) {
-    const d = describe(errors[0]);
-    byField.set(d.field, { field: d.field, description: 'value does not match any allowed form' });
-  }
-  return [...byField.values()];
-}
+import { detailsText, validationDetails, type SchemaError } from '../../shared/platform/http/validation-errors.js';
 
 const REDIS_DOWN = /Connection is closed|enableOfflineQueue|Command timed out|ECONNREFUSED|ECONNRESET|Stream isn't writeable|max retries per request|Reached the max retries/i;
 
@@ -65,8 +15,8 @@ export function registerErrorHandler(app: FastifyInstance): void {
     let apiErr: ApiError;
     if (err instanceof ApiError) apiErr = err;
     else if (err.validation) {
-      const details = validationDetails(err.validation as unknown as AjvError[]);
-      apiErr = new ApiError(400, 'INVALID_ARGUMENT', `invalid request: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`, details);
+      const details = validationDetails(err.validation as unknown as SchemaError[]);
+      apiErr = new ApiError(400, 'INVALID_ARGUMENT', `invalid request: ${detailsText(details)}`, details);
     } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiErr = new ApiError(413, 'INVALID_ARGUMENT', 'request body is too large');
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') apiErr = new ApiError(400, 'INVALID_ARGUMENT', 'Content-Type must be application/json');
     else if (err.statusCode === 400 || err.code?.startsWith('FST_ERR_CTP')) apiErr = new ApiError(400, 'INVALID_ARGUMENT', `malformed JSON body: ${err.message}`);

@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { detailsText, validationDetails, type SchemaError } from '../../shared/platform/http/validation-errors.js';
 import { createPubSub, ensureSubscription } from '../../shared/platform/pubsub/pubsub.js';
 import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
 import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap } from '../../shared/ingestion/index.js';
@@ -69,24 +70,10 @@ const UserAttributePayload = Strict({
 });
 const checkUserAttribute = Compile(UserAttributePayload);
 
-/** `/events/0/eventName` → `events[0].eventName`, the paths the HTTP API reports. */
-function jsonPath(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce((path, p) => (/^\d+$/.test(p) ? `${path}[${p}]` : path ? `${path}.${p}` : p), '');
-}
-
-/** One line per field, like the HTTP validation errors; union branches are folded into one. */
-function schemaProblems(validator: { Errors(value: unknown): { instancePath: string; message: string; keyword: string }[] }, value: unknown): string | undefined {
-  const byField = new Map<string, string>();
-  for (const e of validator.Errors(value)) {
-    const field = jsonPath(e.instancePath) || '(payload)';
-    if (!byField.has(field)) byField.set(field, e.keyword === 'anyOf' ? 'value does not match any allowed form' : e.message);
-  }
-  if (byField.size === 0) return undefined;
-  return [...byField].map(([field, msg]) => `${field}: ${msg}`).join('; ');
+/** One line per field, as the HTTP API's validation errors. */
+function schemaProblems(validator: { Errors(value: unknown): Iterable<unknown> }, value: unknown): string | undefined {
+  const details = validationDetails([...validator.Errors(value)] as SchemaError[], '(payload)');
+  return details.length === 0 ? undefined : detailsText(details);
 }
 
 function otherProject(named: string, ctx: ParseContext): string {
