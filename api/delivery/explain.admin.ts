@@ -4,7 +4,8 @@ import { selectTreatments } from '../../shared/delivery/index.js';
 import { greedy } from '../../shared/delivery/index.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
-import { GetTreatmentsRequest, GetTreatmentsResponse, requireDelivery } from './delivery.ops.js';
+import { GetTreatmentsRequest, GetTreatmentsResponse } from '../../shared/delivery/index.js';
+import { requireDelivery } from './delivery.ops.js';
 
 const RuleExplanationOut = Type.Object({
   dataFieldId: Type.String(),

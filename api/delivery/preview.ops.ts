@@ -8,7 +8,7 @@ import type { StoredProfile } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 import { explain, ExplainTreatmentsResponse, RuleExplanationSchema } from './explain.admin.js';
-import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from './delivery.ops.js';
+import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from '../../shared/delivery/index.js';
 
 // D40: PreviewTreatment and ExplainTreatments for TREATMENT_MANAGEMENT keys.
 

@@ -5,23 +5,11 @@
  */
 import { InvalidArgumentError, type ErrorDetail } from '../platform/errors.js';
 import { servedPlannedVersion, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
-import { ruleValueFromContextualAttribute, type ContextualAttribute } from './eligibility.js';
+import { ruleValueFromContextualAttribute } from './eligibility.js';
+import type { ContextualAttribute, DeliveryRequest } from './delivery.schemas.js';
+
+export type { DeliveryRequest, SurfaceRequest } from './delivery.schemas.js';
 import { canonicalizeLanguageTag } from '../treatments/index.js';
-
-export interface SurfaceRequest {
-  surface: string;
-  maximumTreatmentCount?: number | string;
-  minimumTreatmentCount?: number | string;
-}
-
-export interface DeliveryRequest {
-  projectId: string;
-  userId: string;
-  contextualAttributes?: ContextualAttribute[];
-  surfaces: SurfaceRequest[];
-  languageCode?: string;
-  maximumTreatmentCount?: number | string;
-}
 
 export const DEFAULT_LANGUAGE = 'en';
 /** A surface's maximum when neither it nor the request sets one (D28). */

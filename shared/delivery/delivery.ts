@@ -17,22 +17,14 @@ import { plainValue } from '../ingestion/index.js';
 import type { RankingPolicy, RankingStatsView } from './ranking/ranking-policy.js';
 import { assessor, type Assessment, type Verdict, eligibilityReasons, heldOutFor, holdoutBucket, pickLanguage } from './assessment.js';
 import { explainSurface, plainRuleValue, type DeliveryExplanation } from './explanation.js';
+import type { UserTreatment } from './delivery.schemas.js';
 
 // ---------------------------------------------------------------------------------------------
 // Request (checked in delivery-request.ts) and response
 
 export * from './delivery-request.js';
 
-export interface UserTreatment {
-  treatmentId: string;
-  treatmentTrackingId: string;
-  surface: string;
-  /** int64 as a decimal string, 1..n within the surface */
-  rank: string;
-  treatmentType: string;
-  treatmentContent: string;
-  contentLanguageCode: string;
-}
+export type { UserTreatment };
 
 export interface DeliveryResponse {
   responseId: string;

@@ -4,6 +4,7 @@ export * from './catalog.cache.js';
 export * from './content-render.js';
 export * from './delivery-request.js';
 export * from './delivery.js';
+export * from './delivery.schemas.js';
 export * from './eligibility.js';
 export * from './explanation.js';
 export * from './preview.js';

@@ -4,6 +4,7 @@
  */
 import type { DataFieldType } from '../aggregation/index.js';
 import { parseRfc3339Exact } from '../platform/rfc3339.js';
+import type { ContextualAttribute } from './delivery.schemas.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
 export type RuleValue =
@@ -16,17 +17,7 @@ export type RuleValue =
   | { kind: 'double_list'; value: number[] }
   | { kind: 'string_list'; value: string[] };
 
-/** A GetTreatments contextual attribute (D26a); the route guarantees exactly one value is set. */
-export interface ContextualAttribute {
-  key: string;
-  stringValue?: string;
-  integerValue?: number | string;
-  doubleValue?: number;
-  boolValue?: boolean | number;
-  booleanValue?: boolean | number;
-  timestampValue?: string;
-  timestampMicrosValue?: number | string;
-}
+export type { ContextualAttribute } from './delivery.schemas.js';
 
 /** The data field type each kind of value belongs to. */
 export const TYPE_OF_KIND: Record<RuleValue['kind'], DataFieldType> = {
