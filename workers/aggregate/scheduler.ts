@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createRedis } from '../../shared/clients/redis.js';
 import { bullPrefix, QUEUE, type AggregationJob } from '../../shared/queues/queues.js';
+import { BACKFILL_GROUP, backfillJobId } from '../../shared/queues/backfill-status.js';
 import type { RedisKeys } from '../../shared/redis-keys.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord, Project } from '../../shared/domain/types.js';
@@ -117,7 +118,6 @@ export interface AggregationWorker {
   close(): Promise<void>;
 }
 
-const BACKFILL_GROUP = 'backfill';
 const BACKFILL_CONSUMER = 'aggregation-worker';
 const BACKFILL_READ_COUNT = 100;
 
@@ -138,10 +138,6 @@ async function ensureBackfillGroup(redis: Redis, stream: string): Promise<void> 
   } catch (err) {
     if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
   }
-}
-
-function backfillJobId(projectId: string, dataFieldId: string): string {
-  return `backfill-${projectId}-${dataFieldId}`;
 }
 
 /**

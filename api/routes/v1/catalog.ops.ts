@@ -22,6 +22,7 @@ import {
   UpdateTreatmentTypeBody,
 } from '../../../shared/schemas/catalog.schemas.js';
 import { int64String } from '../../../shared/wire/values.js';
+import { backfillStatuses } from '../../../shared/queues/backfill-status.js';
 import { defineOperation, type V1Operation } from '../../v1-operation.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
@@ -213,11 +214,15 @@ function presentAnyDataField(f: DataFieldRecord) {
 
 const getAllDataFields = defineOperation({
   operation: 'GetAllDataFields',
-  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type',
+  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type; each with its backfill status',
   permissions: MANAGEMENT,
   body: GetAllDataFieldsBody,
   response: GetAllDataFieldsResponse,
-  handler: async (body, _auth, ctx) => ({ dataFields: (await ctx.dataFields.list(body.projectId)).map(presentAnyDataField) }),
+  handler: async (body, _auth, ctx) => {
+    const fields = await ctx.dataFields.list(body.projectId);
+    const status = await backfillStatuses({ redis: ctx.redis, keys: ctx.keys, redisPrefix: ctx.config.redisPrefix }, body.projectId, fields);
+    return { dataFields: fields.map((f) => ({ ...presentAnyDataField(f), backfillStatus: status.get(f.dataFieldId) ?? 'NOT_APPLICABLE' })) };
+  },
 });
 
 /** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields, GetAllDataFields. */
