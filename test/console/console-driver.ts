@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -45,6 +47,13 @@ export async function launchConsoleBrowser(): Promise<{ browser: Browser; page: 
   return { browser, page };
 }
 
+/** The files of `dir` ending in `ext`, gzipped at level 9, in bytes. */
+export function gzippedBytes(dir: string, ext: string): number {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(ext))
+    .reduce((sum, f) => sum + gzipSync(readFileSync(join(dir, f)), { level: 9 }).length, 0);
+}
+
 /** The console's pages by their path and their heading. */
 export const PAGE_TITLES = [
   ['projects', 'Projects and keys'],
@@ -54,6 +63,28 @@ export const PAGE_TITLES = [
   ['reports', 'Reports'],
   ['operations', 'Operations'],
 ] as const;
+
+export interface PageTiming {
+  /** medians, milliseconds */
+  loadMs: number;
+  inAppMs: number;
+  /** the slowest run of either kind */
+  maxMs: number;
+  runs: { loadMs: number[]; inAppMs: number[] };
+}
+
+export interface TimingReport {
+  measuredAt: string;
+  machine: string;
+  note: string;
+  pages: Record<string, PageTiming>;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function summary(loadMs: number[], inAppMs: number[]): PageTiming {
+  return { loadMs: Math.round(median(loadMs)), inAppMs: Math.round(median(inAppMs)), maxMs: Math.round(Math.max(...loadMs, ...inAppMs)), runs: { loadMs: loadMs.map(Math.round), inAppMs: inAppMs.map(Math.round) } };
+}
 
 /** What a test does with the console, as a user would: sign in, follow links, pick options. */
 export class ConsoleDriver {
@@ -95,6 +126,24 @@ export class ConsoleDriver {
     await this.page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
   }
 
+  /** The label (or text) of the focused element. */
+  focusedLabel(): Promise<string> {
+    return this.page.evaluate(() => {
+      const el = document.activeElement as HTMLInputElement | null;
+      return el ? (el.labels?.[0]?.textContent ?? el.textContent ?? '').trim() : '';
+    });
+  }
+
+  /** Presses Tab `n` times: what each press focused. */
+  async tabOrder(n: number): Promise<string[]> {
+    const order: string[] = [];
+    for (let i = 0; i < n; i++) {
+      await this.page.keyboard.press('Tab');
+      order.push(await this.focusedLabel());
+    }
+    return order;
+  }
+
   /** Follows the page's link in the navigation. */
   async go(pageTitle: string): Promise<void> {
     await this.page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: pageTitle, exact: true }).click();
@@ -125,5 +174,41 @@ export class ConsoleDriver {
       { polling: 'raf' },
     );
     return (await handle.jsonValue()) as number;
+  }
+
+  /** From the click on a page's link (made from another page) to its content, in ms. */
+  private async timeLink(title: string): Promise<number> {
+    const other = title === 'Operations' ? 'Catalogue' : 'Operations';
+    await this.go(other);
+    await this.usableAt(other);
+    const link = this.page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: title, exact: true });
+    const clickedAt = await link.evaluate((a) => {
+      const t = performance.now();
+      (a as HTMLElement).click();
+      return t;
+    });
+    return (await this.usableAt(title)) - clickedAt;
+  }
+
+  /** Every page (signed in as admin), `runs` times: a full load from navigation start, and from its link. */
+  async timePages(runs: number): Promise<TimingReport> {
+    const pages: Record<string, PageTiming> = {};
+    for (const [slug, title] of PAGE_TITLES) {
+      const loadMs: number[] = [];
+      const inAppMs: number[] = [];
+      for (let run = 0; run < runs; run++) {
+        // the document, the bundle, and every call the page makes
+        await this.page.goto(`${this.baseUrl}/console/${slug}`, { waitUntil: 'commit' });
+        loadMs.push(await this.usableAt(title));
+        inAppMs.push(await this.timeLink(title));
+      }
+      pages[title] = summary(loadMs, inAppMs);
+    }
+    return {
+      measuredAt: new Date().toISOString(),
+      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`,
+      note: `milliseconds until the page heading is shown and every API call the page made has answered and been rendered; loadMs from navigation start (a full load), inAppMs from the click on its link; medians of ${runs} runs, and the slowest run`,
+      pages,
+    };
   }
 }

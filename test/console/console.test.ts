@@ -1,14 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { ConsoleDriver, launchConsoleBrowser, PAGE_TITLES } from './console-driver.js';
+import { ConsoleDriver, gzippedBytes, launchConsoleBrowser } from './console-driver.js';
 
 /**
  * Issue 14's "done when": the real console, built and served by the real service, driven in
@@ -56,19 +54,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
     await ui.capture('01-sign-in');
     // Keyboard only: the focus order follows the form, and Enter signs in.
-    const focused = () => page.evaluate(() => {
-      const el = document.activeElement as HTMLInputElement | null;
-      return el ? (el.labels?.[0]?.textContent ?? el.textContent ?? '').trim() : '';
-    });
-    const order: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      await page.keyboard.press('Tab');
-      order.push(await focused());
-    }
-    expect(order).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
+    expect(await ui.tabOrder(5)).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
     await page.getByLabel('a TREATMENT_MANAGEMENT key (one project)').focus();
     await page.keyboard.press('ArrowDown');
-    expect(await focused()).toBe('the admin token (every project)');
+    expect(await ui.focusedLabel()).toBe('the admin token (every project)');
     await page.keyboard.press('Tab');
     await page.keyboard.type(ADMIN_TOKEN);
     await page.keyboard.press('Tab');
@@ -393,35 +382,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.evaluate(() => sessionStorage.clear());
     await ui.signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
     await page.getByRole('heading', { name: 'Project shop' }).waitFor();
-    const timings: Record<string, { loadMs: number[]; inAppMs: number[] }> = {};
-    for (const [slug, title] of PAGE_TITLES) {
-      timings[title] = { loadMs: [], inAppMs: [] };
-      for (let run = 0; run < TIMING_RUNS; run++) {
-        // A full load: the document, the bundle, and every call the page makes, from navigation start.
-        await page.goto(`${s.baseUrl}/console/${slug}`, { waitUntil: 'commit' });
-        timings[title].loadMs.push(await ui.usableAt(title));
-        // Within the app: from the click on its link (made from another page) to its content.
-        await ui.go(slug === 'operations' ? 'Catalogue' : 'Operations');
-        await ui.usableAt(slug === 'operations' ? 'Catalogue' : 'Operations');
-        const link = page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: title, exact: true });
-        const clickedAt = await link.evaluate((a) => {
-          const t = performance.now();
-          (a as HTMLElement).click();
-          return t;
-        });
-        timings[title].inAppMs.push((await ui.usableAt(title)) - clickedAt);
-      }
-    }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const report = {
-      measuredAt: new Date().toISOString(),
-      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`,
-      note: 'milliseconds until the page heading is shown and every API call the page made has answered and rendered; loadMs from navigation start (a full load), inAppMs from the click on its link; medians, and the slowest run',
-      pages: Object.fromEntries(Object.entries(timings).map(([title, t]) => [title, { loadMs: Math.round(median(t.loadMs)), inAppMs: Math.round(median(t.inAppMs)), maxMs: Math.round(Math.max(...t.loadMs, ...t.inAppMs)), runs: { loadMs: t.loadMs.map(Math.round), inAppMs: t.inAppMs.map(Math.round) } }])),
-    };
+    const report = await ui.timePages(TIMING_RUNS);
     writeFileSync(join(ARTIFACTS, 'timings.json'), `${JSON.stringify(report, null, 2)}\n`);
     console.log(`console page timings (ms, median of ${TIMING_RUNS}):`, JSON.stringify(report.pages, (k, v) => (k === 'runs' ? undefined : v)));
-    for (const t of Object.values(timings)) expect([...t.loadMs, ...t.inAppMs].every((ms) => ms > 0)).toBe(true);
+    for (const t of Object.values(report.pages)) expect([...t.runs.loadMs, ...t.runs.inAppMs].every((ms) => Number.isFinite(ms) && ms >= 0)).toBe(true);
   });
 
   it('has no serious or critical accessibility violation on any page', () => {
@@ -429,10 +393,7 @@ describe('the web console', { timeout: 240_000 }, () => {
   });
 
   it('ships at most 300 KB of gzipped JavaScript', () => {
-    const dir = join(process.cwd(), 'dist', 'console', 'assets');
-    const total = readdirSync(dir)
-      .filter((f) => f.endsWith('.js'))
-      .reduce((sum, f) => sum + gzipSync(readFileSync(join(dir, f)), { level: 9 }).length, 0);
+    const total = gzippedBytes(join(process.cwd(), 'dist', 'console', 'assets'), '.js');
     expect(total).toBeGreaterThan(0);
     expect(total).toBeLessThanOrEqual(BUDGET_GZIP_BYTES);
   });
