@@ -30,7 +30,7 @@ RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # read at run time, resolved from the directory of package.json (shared/platform/repo-root.ts)
 COPY infra/clickhouse/migrations ./infra/clickhouse/migrations
-COPY shared/proto/tds ./shared/proto/tds
+COPY shared/ingestion/proto/tds ./shared/ingestion/proto/tds
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

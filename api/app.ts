@@ -3,14 +3,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServiceContext } from '../shared/service-context.js';
-import { camelizeKeys, schemaFieldNames } from '../shared/wire/camelize.js';
-import { bodyShapeError, jsonTextShapeError } from '../shared/wire/body-shape.js';
-import { registerErrorHandler } from './plugins/error-handler.js';
-import { registerOperation, type Listener } from './v1-operation.js';
-import { v1Operations } from './routes/v1/index.js';
-import { adminOperations, registerAdminRoutes } from './routes/admin/index.js';
-import { registerHealthRoutes } from './routes/health.route.js';
-import { registerConsoleRoutes } from './console-route.js';
+import { camelizeKeys, schemaFieldNames } from '../shared/platform/http/camelize.js';
+import { bodyShapeError, jsonTextShapeError } from '../shared/platform/http/body-shape.js';
+import { registerErrorHandler } from './http/error-handler.js';
+import { registerOperation, type Listener } from './http/v1-operation.js';
+import { v1Operations } from './v1.routes.js';
+import { adminOperations, registerAdminRoutes } from './admin.routes.js';
+import { registerHealthRoutes } from './http/health.route.js';
+import { registerConsoleRoutes } from './console/console.route.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 

@@ -1,9 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadConfigOrExit, type Config } from '../shared/config.js';
-import { createLogger, type Logger } from '../shared/logger.js';
-import { ensureLocalRedis } from '../shared/clients/local-redis.js';
+import { loadConfigOrExit, type Config } from '../shared/platform/config.js';
+import { createLogger, type Logger } from '../shared/platform/logger.js';
+import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 
 /**
  * `npm start`: a small supervisor. It starts `API_PROCESSES` API processes (they share the

@@ -9,7 +9,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import { RequestLimits } from '../shared/limits/request-limits.js';
+import { RequestLimits } from '../shared/platform/limits/request-limits.js';
 
 const KEY = 'tds_0123456789abcdef_secretsecretsecretsecretsecretsecretsecre';
 

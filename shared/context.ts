@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import type { InvalidationBus } from './clients/invalidation-bus.js';
-import type { RedisKeys } from './redis-keys.js';
-import type { Authenticator } from './auth/authenticator.js';
-import type { ProjectStore } from './stores/project.store.js';
-import type { ApiKeyStore } from './stores/api-key.store.js';
-import type { RequestLimits } from './limits/request-limits.js';
+import type { Config } from './platform/config.js';
+import type { InvalidationBus } from './platform/redis/invalidation-bus.js';
+import type { RedisKeys } from './platform/redis/redis-keys.js';
+import type { Authenticator } from './projects/index.js';
+import type { ProjectStore } from './projects/index.js';
+import type { ApiKeyStore } from './projects/index.js';
+import type { RequestLimits } from './platform/limits/request-limits.js';
 
 /**
  * The typed dependency object built once by a composition root and passed down.

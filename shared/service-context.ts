@@ -1,24 +1,24 @@
 import type { CoreContext } from './context.js';
-import type { SurfaceStore } from './stores/surface.store.js';
-import type { TreatmentTypeStore } from './stores/treatment-type.store.js';
-import type { DataFieldStore } from './stores/data-field.store.js';
-import type { TreatmentStore } from './stores/treatment.store.js';
-import type { MutualExclusionGroupStore } from './stores/mutual-exclusion-group.store.js';
-import type { IngestProducers } from './queues/ingest-producers.js';
-import type { ProfileStore, StoredProfile } from './stores/profile.store.js';
-import type { CatalogPlan } from './domain/catalog-plan.js';
-import type { RankingPolicy } from './domain/ranking/ranking-policy.js';
-import type { RankingStatsStore } from './stores/ranking-stats.store.js';
+import type { SurfaceStore } from './catalog/index.js';
+import type { TreatmentTypeStore } from './catalog/index.js';
+import type { DataFieldStore } from './aggregation/index.js';
+import type { TreatmentStore } from './treatments/index.js';
+import type { MutualExclusionGroupStore } from './catalog/index.js';
+import type { IngestProducers } from './ingestion/index.js';
+import type { ProfileStore, StoredProfile } from './profiles/index.js';
+import type { CatalogPlan } from './delivery/index.js';
+import type { RankingPolicy } from './delivery/index.js';
+import type { RankingStatsStore } from './delivery/index.js';
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Metrics } from './metrics.js';
-import type { WarehouseOps } from './queues/warehouse-rpc.js';
-import type { DecisionSink } from './domain/decisions.js';
-import type { EventSchemaStore } from './stores/event-schema.store.js';
-import type { IngestBacklog } from './limits/ingest-backlog.js';
+import type { Metrics } from './platform/metrics.js';
+import type { WarehouseOps } from './platform/warehouse/warehouse-rpc.js';
+import type { DecisionSink } from './impact/index.js';
+import type { EventSchemaStore } from './catalog/index.js';
+import type { IngestBacklog } from './ingestion/index.js';
 
 /**
  * Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the
- * invalidation bus (shared/delivery/catalog-cache.ts), ranking counter snapshots and the ranking policy.
+ * invalidation bus (shared/delivery/catalog.cache.ts), ranking counter snapshots and the ranking policy.
  */
 export interface DeliveryRuntime {
   catalog: { plan(projectId: string): Promise<CatalogPlan>; close(): Promise<void> };

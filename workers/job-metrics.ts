@@ -1,5 +1,5 @@
 import { UnrecoverableError, type Job, type Worker } from 'bullmq';
-import type { Metrics } from '../shared/metrics.js';
+import type { Metrics } from '../shared/platform/metrics.js';
 
 export type JobMetrics = Pick<Metrics, 'observeJob' | 'countRetry' | 'countJobFailed'>;
 

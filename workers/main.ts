@@ -1,25 +1,25 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { createRedis } from '../shared/clients/redis.js';
+import { createRedis } from '../shared/platform/redis/redis.js';
 import type { ServiceContext } from '../shared/service-context.js';
-import { ProfileStore } from '../shared/stores/profile.store.js';
-import { startIngestWorkers, type IngestWorkers } from './ingest/ingest-workers.js';
-import type { EventOpsProvider } from './ingest/events.processor.js';
-import type { InteractionOpsProvider } from './ingest/interactions.processor.js';
-import { DataFieldStore } from '../shared/stores/data-field.store.js';
-import { ProjectStore } from '../shared/stores/project.store.js';
-import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregate/data-field-cache.js';
-import { startAggregationWorker } from './aggregate/scheduler.js';
-import { startPubSubIntake } from './ingest/pubsub-intake.js';
-import { RankingCounterStore, rankingOps } from '../shared/stores/ranking-stats.store.js';
+import { ProfileStore } from '../shared/profiles/index.js';
+import { startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
+import type { EventOpsProvider } from './ingestion/events.processor.js';
+import type { InteractionOpsProvider } from './ingestion/interactions.processor.js';
+import { DataFieldStore } from '../shared/aggregation/index.js';
+import { ProjectStore } from '../shared/projects/index.js';
+import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
+import { startAggregationWorker } from './aggregation/scheduler.js';
+import { startPubSubIntake } from './ingestion/pubsub-intake.js';
+import { RankingCounterStore, rankingOps } from '../shared/delivery/index.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
-import { TreatmentStore } from '../shared/stores/treatment.store.js';
-import { ViewCapCache, viewCapInteractionOps } from './aggregate/cap-counters.js';
-import { EventSchemaStore } from '../shared/stores/event-schema.store.js';
-import { eventSchemaRegistrar } from './ingest/event-schema-registrar.js';
-import { UserDeletionStore } from '../shared/stores/user-deletion.store.js';
-import { startUserDeletionWorker } from './warehouse/user-data.js';
+import { TreatmentStore } from '../shared/treatments/index.js';
+import { ViewCapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
+import { EventSchemaStore } from '../shared/catalog/index.js';
+import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
+import { UserDeletionStore } from '../shared/profiles/index.js';
+import { startUserDeletionWorker } from './profiles/user-data.js';
 
-export { startScheduler } from './aggregate/scheduler.js';
+export { startScheduler } from './aggregation/scheduler.js';
 
 export interface RoleHandle {
   name: string;

@@ -1,13 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { pino, type Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { ConfigError, loadConfig } from '../../shared/config.js';
-import { ensureLocalRedis } from '../../shared/clients/local-redis.js';
-import { waitForRedis } from '../../shared/clients/redis.js';
+import { ConfigError, loadConfig } from '../../shared/platform/config.js';
+import { ensureLocalRedis } from '../../shared/platform/redis/local-redis.js';
+import { waitForRedis } from '../../shared/platform/redis/redis.js';
 import { closeContext, createServiceContext } from '../../shared/create-context.js';
-import { ApiError, errorBody, InvalidArgumentError, UnavailableError } from '../../shared/errors.js';
-import type { AdminOperation } from '../admin-operation.js';
-import { adminOperations } from '../routes/admin/index.js';
+import { ApiError, errorBody, InvalidArgumentError, UnavailableError } from '../../shared/platform/errors.js';
+import type { AdminOperation } from '../http/admin-operation.js';
+import { adminOperations } from '../admin.routes.js';
 import { bodyFromArgs, formatCommandHelp, formatHelp } from './cli-args.js';
 
 /** `npm run admin -- <command> ...`: the admin operations without a running server. */

@@ -1,8 +1,8 @@
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { InvalidArgumentError, type ErrorDetail } from '../../shared/errors.js';
-import { camelizeKeys, snakeToCamel } from '../../shared/wire/camelize.js';
-import { jsonPath } from '../plugins/error-handler.js';
+import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
+import { camelizeKeys, snakeToCamel } from '../../shared/platform/http/camelize.js';
+import { jsonPath } from '../http/error-handler.js';
 
 /** What the CLI needs of an admin operation (kept structural so this file stays pure). */
 export interface CliCommand {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import { Queue } from 'bullmq';
-import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
-import { redisKeys } from '../../shared/redis-keys.js';
-import { bullPrefix } from '../../shared/queues/queues.js';
+import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { bullPrefix } from '../../shared/platform/queues.js';
 import { ProcessSampler } from './process-sampler.js';
 import { freePort, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
 

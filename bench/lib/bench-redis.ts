@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { PropertyValue } from '../../shared/domain/types.js';
-import type { RedisKeys } from '../../shared/redis-keys.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
-import { parseProfile, type StoredProfile } from '../../shared/stores/profile.store.js';
+import type { PropertyValue } from '../../shared/ingestion/index.js';
+import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
+import { parseProfile, type StoredProfile } from '../../shared/profiles/index.js';
 
 /** Redis access of the bench process: seeding, draining checks and clean-up, never on a measured path. */
 
@@ -19,12 +19,12 @@ export function connectRedis(url: string): Redis {
 /** What one seeded profile holds: user properties (last-write-wins at `ts`) and raw aggregation fields. */
 export interface SeedProfile {
   userProperties: Record<string, PropertyValue>;
-  /** e.g. `dc:<dataFieldId>:<yyyymmdd>` → count (layout of shared/domain/data-field-values.ts) */
+  /** e.g. `dc:<dataFieldId>:<yyyymmdd>` → count (layout of shared/aggregation/data-field-values.ts) */
   fields?: Record<string, string>;
 }
 
 /**
- * The hash the ingestion workers write (shared/stores/profile.store.ts): `up:<name>` = the
+ * The hash the ingestion workers write (shared/profiles/profile.store.ts): `up:<name>` = the
  * PropertyValue as JSON, `ut:<name>` = its timestamp in ms, aggregation fields as they are.
  */
 export function profileHash(p: SeedProfile, tsMs: number): Record<string, string> {

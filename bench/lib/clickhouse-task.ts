@@ -1,8 +1,8 @@
-import { createClickhouse, type ClickHouseClient } from '../../shared/clients/clickhouse.js';
-import { createLogger } from '../../shared/logger.js';
-import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
-import { insertRows, toEventRows } from '../../shared/stores/event-row.js';
-import { utcDayStartMs } from '../../shared/domain/data-field-values.js';
+import { createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
+import { createLogger } from '../../shared/platform/logger.js';
+import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
+import { insertRows, toEventRows } from '../../shared/platform/warehouse/event-rows.js';
+import { utcDayStartMs } from '../../shared/aggregation/index.js';
 import { eventRequest, type EventStream } from './event-generator.js';
 import { ProcessSampler } from './process-sampler.js';
 import { spawnTsxChild } from './tsx-child.js';
@@ -61,7 +61,7 @@ export interface CountEventsResult {
 }
 
 const DAY_MS = 86_400_000;
-/** As the recompute: the window plus 7 grace days are read (workers/aggregate/recompute.ts). */
+/** As the recompute: the window plus 7 grace days are read (workers/aggregation/recompute.ts). */
 const GRACE_DAYS = 7;
 
 async function insertStream(ch: ClickHouseClient, t: Extract<ClickhouseTask, { task: 'insert-rows' }>, progress: (s: string) => void): Promise<InsertRowsResult> {
@@ -116,7 +116,7 @@ async function seedEvents(ch: ClickHouseClient, t: Extract<ClickhouseTask, { tas
   return { rows: t.events, seconds, activeParts: Number(parts?.n ?? 0) };
 }
 
-/** The recompute's daily-count query (workers/aggregate/recompute.ts pageQuery), for every user at once. */
+/** The recompute's daily-count query (workers/aggregation/recompute.ts pageQuery), for every user at once. */
 async function groupBy(ch: ClickHouseClient, t: Extract<ClickhouseTask, { task: 'group-by' }>): Promise<GroupByResult> {
   const rangeStartMs = utcDayStartMs(t.nowMs) - (t.windowDays - 1 + GRACE_DAYS) * DAY_MS;
   const started = performance.now();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { redisKeys, type RedisKeys } from '../../shared/redis-keys.js';
+import { redisKeys, type RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
 import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
 import { checkLoad, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';

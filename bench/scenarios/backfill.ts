@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
-import { dailyCountPrefix } from '../../shared/domain/data-field-values.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { dailyCountPrefix } from '../../shared/aggregation/index.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { readProfiles, seedProfiles } from '../lib/bench-redis.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
 import { EVENT_NAMES, userIdOf } from '../lib/event-generator.js';
@@ -35,7 +35,7 @@ interface BackfillJob {
   failedReason?: string;
 }
 
-/** Waits for the backfill job the service enqueues for a new field (workers/aggregate/scheduler.ts names it). */
+/** Waits for the backfill job the service enqueues for a new field (workers/aggregation/scheduler.ts names it). */
 async function waitForBackfill(queue: Queue, dataFieldId: string, maxMs: number, progress: (s: string) => void): Promise<BackfillJob> {
   const jobId = `backfill-${PROJECT_ID}-${dataFieldId}`;
   const end = performance.now() + maxMs;

@@ -1,4 +1,4 @@
-import { utcDay, dailyCountKey } from '../../shared/domain/data-field-values.js';
+import { utcDay, dailyCountKey } from '../../shared/aggregation/index.js';
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';

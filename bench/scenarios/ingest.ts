@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { dailyCountPrefix } from '../../shared/domain/data-field-values.js';
+import { dailyCountPrefix } from '../../shared/aggregation/index.js';
 import { eventsQueue, eventsQueueState, readProfiles } from '../lib/bench-redis.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
 import { EVENT_NAMES, eventRequest, logEventsBody, userIdOf, type EventStream } from '../lib/event-generator.js';
@@ -50,7 +50,7 @@ async function profileTotals(run: ScenarioRun, users: number, fieldIds: string[]
 
 /**
  * 1,000,000 events through LogEvents until every job completed: a job completes only after its
- * rows are in ClickHouse and its profile script ran (workers/ingest/events.processor.ts), so an
+ * rows are in ClickHouse and its profile script ran (workers/ingestion/events.processor.ts), so an
  * empty events queue with no failed job is "stored and reflected". Both are verified afterwards.
  * Baseline: the same rows inserted straight into ClickHouse with insertRows, 10,000 per insert.
  */

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { ApiError, errorBody } from '../errors.js';
-import { mergeSnapshots, openQueueHandles, type Metrics, type MetricsSnapshot } from '../metrics.js';
+import { ApiError, errorBody } from './errors.js';
+import { mergeSnapshots, openQueueHandles, type Metrics, type MetricsSnapshot } from './metrics.js';
 
 /**
  * One dependency `/readyz` asks about. `check` resolves when the dependency answers and throws

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cluster } from 'ioredis';
-import { isCluster } from '../../shared/clients/redis.js';
-import { BACKFILL_GROUP } from '../../shared/queues/backfill-status.js';
+import { isCluster } from '../../shared/platform/redis/redis.js';
+import { BACKFILL_GROUP } from '../../shared/aggregation/index.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 

@@ -3,8 +3,8 @@ import type { Cluster } from 'ioredis';
 import { Queue } from 'bullmq';
 import { call, createProjectWithKeys, createTestApp, type TestApp } from '../helpers/context.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
-import { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
+import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 
 /**
  * DeleteUserData (D44) on a real three-primary Redis Cluster: the user's keys (one slot, on

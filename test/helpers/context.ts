@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from '../../shared/config.js';
-import { createLogger } from '../../shared/logger.js';
+import { loadConfig, type Config } from '../../shared/platform/config.js';
+import { createLogger } from '../../shared/platform/logger.js';
 import { closeContext, createServiceContext } from '../../shared/create-context.js';
-import { waitForRedis } from '../../shared/clients/redis.js';
-import type { Permission } from '../../shared/domain/types.js';
+import { waitForRedis } from '../../shared/platform/redis/redis.js';
+import type { Permission } from '../../shared/projects/index.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import { buildApp } from '../../api/app.js';
 import { deletePrefix } from './redis-cleanup.js';

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { isCluster } from '../../shared/clients/redis.js';
+import { isCluster } from '../../shared/platform/redis/redis.js';
 
 /**
  * Deletes every key under `prefix:` (and BullMQ's hash-tagged `{prefix}:` of a cluster) with SCAN

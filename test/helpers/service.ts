@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService, type RunningService } from '../../api/server.js';
-import { createLogger } from '../../shared/logger.js';
-import { createRedis } from '../../shared/clients/redis.js';
+import { createLogger } from '../../shared/platform/logger.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
 import { ADMIN_TOKEN, testConfig } from './context.js';
 import { deletePrefix } from './redis-cleanup.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminOperations } from '../../api/routes/admin/index.js';
+import { adminOperations } from '../../api/admin.routes.js';
 import { ADMIN_TOKEN, admin, createTestApp, type TestApp } from '../helpers/context.js';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminOperations } from '../../api/routes/admin/index.js';
+import { adminOperations } from '../../api/admin.routes.js';
 import { createTestApp, uniquePrefix, type TestApp } from '../helpers/context.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

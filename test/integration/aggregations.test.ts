@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 import { Queue } from 'bullmq';
-import { utcDayOffset } from '../../shared/domain/data-field-values.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
-import { recomputeDataFields, type RecomputeCursor } from '../../workers/aggregate/recompute.js';
-import { AGGREGATION_SCHEDULES, reconcileSchedules } from '../../workers/aggregate/scheduler.js';
+import { utcDayOffset } from '../../shared/aggregation/data-field-values.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
+import { recomputeDataFields, type RecomputeCursor } from '../../workers/aggregation/recompute.js';
+import { AGGREGATION_SCHEDULES, reconcileSchedules } from '../../workers/aggregation/scheduler.js';
 
 /**
  * Data-field aggregations end to end (D20–D24): the incremental path through the ingestion

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { v1Operations } from '../../api/routes/v1/index.js';
-import type { Permission } from '../../shared/domain/types.js';
+import { v1Operations } from '../../api/v1.routes.js';
+import type { Permission } from '../../shared/projects/index.js';
 import { ADMIN_TOKEN, admin, createProjectWithKeys, createTestApp, uniquePrefix, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /** D8 and D9 as written: which permission admits which operation, and its query-parameter key form. */

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { createRedis, waitForRedis, type Redis } from '../../shared/clients/redis.js';
-import type { InvalidationBus, InvalidationListener } from '../../shared/clients/invalidation-bus.js';
-import { redisKeys } from '../../shared/redis-keys.js';
-import { startAggregationWorker, type AggregationWorker } from '../../workers/aggregate/scheduler.js';
+import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
+import type { InvalidationBus, InvalidationListener } from '../../shared/platform/redis/invalidation-bus.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { startAggregationWorker, type AggregationWorker } from '../../workers/aggregation/scheduler.js';
 import { uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
+import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 let t: TestApp;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { createClickhouse, type ClickHouseClient } from '../../shared/clients/clickhouse.js';
-import { loadMigrations, runMigrations, splitStatements } from '../../shared/stores/clickhouse-migrations.js';
+import { createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
+import { loadMigrations, runMigrations, splitStatements } from '../../shared/platform/warehouse/migrations.js';
 import { repoFile } from '../../shared/platform/repo-root.js';
 
 /**

@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ClickHouseError } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyClickhouseError, createClickhouse, type ClickHouseClient } from '../../shared/clients/clickhouse.js';
+import { classifyClickhouseError, createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
 import {
   loadMigrations,
   MIGRATIONS_DIR,
   runMigrations,
   splitStatements,
   type MigrationReport,
-} from '../../shared/stores/clickhouse-migrations.js';
-import { applyRetentionTtl } from '../../workers/warehouse/user-data.js';
+} from '../../shared/platform/warehouse/migrations.js';
+import { applyRetentionTtl } from '../../workers/profiles/user-data.js';
 import {
   eventDedupKey,
   insertRows,
@@ -22,7 +22,7 @@ import {
   toEventRows,
   toInteractionRow,
   type EventInput,
-} from '../../shared/stores/event-row.js';
+} from '../../shared/platform/warehouse/event-rows.js';
 
 // chDB binds one data directory per process; vitest runs each test file in its own fork.
 const dataDir = mkdtempSync(join(tmpdir(), 'tds-ch-migrations-'));

@@ -2,10 +2,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { Queue } from 'bullmq';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
-import { capCounterField } from '../../shared/domain/decisions.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
+import { capCounterField } from '../../shared/impact/decisions.js';
 import { createTestApp, createProjectWithKeys, call, uniquePrefix, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
 import { spawnService, type ChildService } from '../helpers/child-service.js';
 

@@ -4,13 +4,14 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { Queue, Worker } from 'bullmq';
-import { bullPrefix, INGEST_JOB_OPTIONS, type EventsJob } from '../../shared/queues/queues.js';
-import { enqueueUserDeletion, jobConcernsUser } from '../../shared/queues/user-deletion-queue.js';
-import { createRedis } from '../../shared/clients/redis.js';
-import { UserDeletionStore } from '../../shared/stores/user-deletion.store.js';
-import { applyRetentionTtl, ttlDays, USER_TABLES } from '../../workers/warehouse/user-data.js';
+import { bullPrefix, INGEST_JOB_OPTIONS } from '../../shared/platform/queues.js';
+import { type EventsJob } from '../../shared/ingestion/jobs.js';
+import { enqueueUserDeletion, jobConcernsUser } from '../../shared/profiles/user-deletion.queue.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
+import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
+import { applyRetentionTtl, ttlDays, USER_TABLES } from '../../workers/profiles/user-data.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
-import { toClickhouseDateTime64, toDeadLetterRow } from '../../shared/stores/event-row.js';
+import { toClickhouseDateTime64, toDeadLetterRow } from '../../shared/platform/warehouse/event-rows.js';
 
 /**
  * D44 against the whole service (workers in this process, embedded ClickHouse, real Redis):

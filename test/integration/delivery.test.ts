@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from 'ioredis';
-import { CatalogCache } from '../../shared/delivery/catalog-cache.js';
-import type { InvalidationBus } from '../../shared/clients/invalidation-bus.js';
-import type { InteractionJob } from '../../shared/queues/queues.js';
-import { RankingCounterStore, rankingOps, RankingStatsStore, type RankingDelta } from '../../shared/stores/ranking-stats.store.js';
+import { CatalogCache } from '../../shared/delivery/catalog.cache.js';
+import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
+import type { InteractionJob } from '../../shared/ingestion/jobs.js';
+import { RankingCounterStore, rankingOps, RankingStatsStore, type RankingDelta } from '../../shared/delivery/ranking-stats.store.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 const MINUTE = 60_000;

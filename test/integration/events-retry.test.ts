@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
-import { redisKeys } from '../../shared/redis-keys.js';
-import { ProfileStore } from '../../shared/stores/profile.store.js';
-import type { EventsJob, EventsQueueJob, InteractionJob } from '../../shared/queues/queues.js';
-import { processEventsJob } from '../../workers/ingest/events.processor.js';
-import { processInteractionJob } from '../../workers/ingest/interactions.processor.js';
-import { RankingCounterStore, rankingOps } from '../../shared/stores/ranking-stats.store.js';
-import type { ClickhouseBatchWriter } from '../../workers/ingest/clickhouse-batch-writer.js';
+import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import type { EventsJob, EventsQueueJob, InteractionJob } from '../../shared/ingestion/jobs.js';
+import { processEventsJob } from '../../workers/ingestion/events.processor.js';
+import { processInteractionJob } from '../../workers/ingestion/interactions.processor.js';
+import { RankingCounterStore, rankingOps } from '../../shared/delivery/ranking-stats.store.js';
+import type { ClickhouseBatchWriter } from '../../workers/warehouse/clickhouse-batch-writer.js';
 import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capCounterField } from '../../shared/domain/decisions.js';
-import type { InteractionJob } from '../../shared/queues/queues.js';
-import { ViewCapCache, viewCapInteractionOps } from '../../workers/aggregate/cap-counters.js';
-import { pruneCapCounters } from '../../workers/aggregate/cap-prune.js';
+import { capCounterField } from '../../shared/impact/decisions.js';
+import type { InteractionJob } from '../../shared/ingestion/jobs.js';
+import { ViewCapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
+import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**

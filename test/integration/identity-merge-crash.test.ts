@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { createTestApp, createProjectWithKeys, call, uniquePrefix, waitUntil, type TestApp } from '../helpers/context.js';
 import { spawnService, type ChildService } from '../helpers/child-service.js';
 

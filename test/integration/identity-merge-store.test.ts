@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
-import { redisKeys } from '../../shared/redis-keys.js';
-import { ProfileStore, type ProfileEvent } from '../../shared/stores/profile.store.js';
+import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { ProfileStore, type ProfileEvent } from '../../shared/profiles/profile.store.js';
 import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

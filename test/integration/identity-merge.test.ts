@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { Queue } from 'bullmq';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { waitUntil } from '../helpers/context.js';
-import { createRedis } from '../../shared/clients/redis.js';
-import { ProfileStore } from '../../shared/stores/profile.store.js';
-import { redisKeys } from '../../shared/redis-keys.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 
 /**
  * D48 against the whole service (workers thread, embedded ClickHouse, real Redis): a signed-out

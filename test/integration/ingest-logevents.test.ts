@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
-import { INGEST_JOB_OPTIONS } from '../../shared/queues/queues.js';
+import { INGEST_JOB_OPTIONS } from '../../shared/platform/queues.js';
 
 let s: TestService;
 let keys: Awaited<ReturnType<typeof projectWithKeys>>;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { createRedis, waitForRedis, type Redis } from '../../shared/clients/redis.js';
-import { InvalidationBus, type Invalidation } from '../../shared/clients/invalidation-bus.js';
-import { atomicWrite } from '../../shared/stores/atomic-write.js';
+import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
+import { InvalidationBus, type Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
+import { atomicWrite } from '../../shared/platform/redis/atomic-write.js';
 import { uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { v1Operations } from '../../api/routes/v1/index.js';
-import { adminOperations } from '../../api/routes/admin/index.js';
+import { v1Operations } from '../../api/v1.routes.js';
+import { adminOperations } from '../../api/admin.routes.js';
 import { createTestApp, type TestApp } from '../helpers/context.js';
 
 /** One schema per wire shape serves validation and the API description (issue: "API description"). */

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { DataFieldRecord } from '../../shared/domain/types.js';
-import { createRedis, waitForRedis, type Redis } from '../../shared/clients/redis.js';
-import { QUEUE } from '../../shared/queues/queues.js';
-import { startAggregationWorker, type AggregationWorker } from '../../workers/aggregate/scheduler.js';
+import type { DataFieldRecord } from '../../shared/aggregation/index.js';
+import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
+import { QUEUE } from '../../shared/platform/queues.js';
+import { startAggregationWorker, type AggregationWorker } from '../../workers/aggregation/scheduler.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**

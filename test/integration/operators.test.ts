@@ -3,12 +3,12 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
-import { metricsPlugin, requestMetricsPlugin } from '../../api/plugins/metrics.plugin.js';
-import { queueDashboardPlugin } from '../../api/plugins/queue-dashboard.plugin.js';
-import { createRedis } from '../../shared/clients/redis.js';
-import { createMetrics } from '../../shared/metrics.js';
+import { metricsPlugin, requestMetricsPlugin } from '../../api/http/metrics.plugin.js';
+import { queueDashboardPlugin } from '../../api/http/queue-dashboard.plugin.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
+import { createMetrics } from '../../shared/platform/metrics.js';
 import { startOpsServer, type OpsServer } from '../../shared/platform/ops-server.js';
-import { bullPrefix, QUEUE } from '../../shared/queues/queues.js';
+import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { ADMIN_TOKEN, createTestApp, waitUntil, type TestApp } from '../helpers/context.js';
 
 interface Sample {

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
-import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
-import { createRedis } from '../../shared/clients/redis.js';
-import { ProfileStore } from '../../shared/stores/profile.store.js';
-import { startIngestWorkers } from '../../workers/ingest/ingest-workers.js';
-import { createLogger } from '../../shared/logger.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import { startIngestWorkers } from '../../workers/ingestion/ingest-workers.js';
+import { createLogger } from '../../shared/platform/logger.js';
 import { call, createProjectWithKeys, createTestApp, waitUntil } from '../helpers/context.js';
 import { freePort, portAnswers } from '../helpers/child-service.js';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { RedisScript } from '../../shared/clients/redis-script.js';
+import { RedisScript } from '../../shared/platform/redis/redis-script.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createRedis, waitForRedis } from '../../shared/clients/redis.js';
-import { redisKeys } from '../../shared/redis-keys.js';
-import { applyArgs, ProfileStore, type ProfileEvent, type ProfileOp } from '../../shared/stores/profile.store.js';
+import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
+import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { applyArgs, ProfileStore, type ProfileEvent, type ProfileOp } from '../../shared/profiles/profile.store.js';
 import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

@@ -1,6 +1,6 @@
 import { PubSub, type Message, type Subscription } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/proto/proto-codec.js';
+import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
 
 /** The real emulator end to end: publish protobuf payloads, pull them by streaming pull, decode, ack. */

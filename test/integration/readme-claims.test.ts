@@ -3,8 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TreatmentTransition } from '../../shared/stores/treatment.store.js';
-import { EMAIL_INTERACTION_TYPES, INTERACTION_TYPES } from '../../shared/schemas/ingest.schemas.js';
+import type { TreatmentTransition } from '../../shared/treatments/treatment.store.js';
+import { EMAIL_INTERACTION_TYPES, INTERACTION_TYPES } from '../../shared/ingestion/ingest.schemas.js';
 import { call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { freePort, portAnswers } from '../helpers/child-service.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
@@ -146,7 +146,7 @@ describe('a 500 leaks nothing', () => {
     const store = t.ctx.surfaces;
     const original = store.list.bind(store);
     store.list = async () => {
-      const err = new TypeError('cannot read secret-column of row 42 (token=sk_live_abc) at /srv/app/shared/stores/surface.store.ts:31');
+      const err = new TypeError('cannot read secret-column of row 42 (token=sk_live_abc) at /srv/app/shared/catalog/surface.store.ts:31');
       throw err;
     };
     try {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { v1Operations } from '../../api/routes/v1/index.js';
-import { adminOperations } from '../../api/routes/admin/index.js';
+import { v1Operations } from '../../api/v1.routes.js';
+import { adminOperations } from '../../api/admin.routes.js';
 import { ADMIN_TOKEN, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**

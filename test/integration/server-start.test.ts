@@ -8,8 +8,8 @@ import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../api/server.js';
-import { loadConfig } from '../../shared/config.js';
-import { createLogger } from '../../shared/logger.js';
+import { loadConfig } from '../../shared/platform/config.js';
+import { createLogger } from '../../shared/platform/logger.js';
 import { ADMIN_TOKEN, uniquePrefix, waitUntil } from '../helpers/context.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
-import { eventRowLine, insertLines, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/stores/event-row.js';
-import { decisionLines } from '../../workers/ingest/decisions.processor.js';
-import type { Decision, DecisionOutcome } from '../../shared/domain/decisions.js';
+import { eventRowLine, insertLines, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { decisionLines } from '../../workers/impact/decisions.processor.js';
+import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js';
 
 /**
  * D38 on a simulated experiment: 20,000 users drawn by a seeded generator, 20 % held out by D37's

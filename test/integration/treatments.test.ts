@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
-import { listChanges } from '../../shared/stores/change-log.js';
-import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
+import { listChanges } from '../../shared/projects/change-log.store.js';
+import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const MINUTE = 60_000;

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
-import { createRedis } from '../../shared/clients/redis.js';
-import { createLogger } from '../../shared/logger.js';
-import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
-import { ProfileStore } from '../../shared/stores/profile.store.js';
-import { startIngestWorkers, type IngestWorkers } from '../../workers/ingest/ingest-workers.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { createRedis } from '../../shared/platform/redis/redis.js';
+import { createLogger } from '../../shared/platform/logger.js';
+import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import { startIngestWorkers, type IngestWorkers } from '../../workers/ingestion/ingest-workers.js';
 
 /**
  * D45 backpressure: with INGEST_MAX_BACKLOG tiny and no workers, the queue fills, LogEvents and
@@ -112,8 +112,8 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
 
 describe('Pub/Sub intake under backpressure', () => {
   it('holds and then nacks messages instead of queueing them while the backlog is full', async () => {
-    const { PubSubIntake } = await import('../../workers/ingest/pubsub-intake.js');
-    const { createProtoCodec } = await import('../../shared/proto/proto-codec.js');
+    const { PubSubIntake } = await import('../../workers/ingestion/pubsub-intake.js');
+    const { createProtoCodec } = await import('../../shared/ingestion/proto.codec.js');
     const full = true;
     const enqueued: unknown[] = [];
     const intake = new PubSubIntake(

@@ -1,7 +1,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Invalidation } from '../../shared/clients/invalidation-bus.js';
-import { parseApiKey } from '../../shared/stores/api-key.store.js';
+import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
+import { parseApiKey } from '../../shared/projects/api-key.store.js';
 import { admin, call, createProjectWithKeys, createTestApp, uniquePrefix, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**

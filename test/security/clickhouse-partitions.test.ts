@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyClickhouseError, createClickhouse } from '../../shared/clients/clickhouse.js';
-import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
-import { insertLines, MAX_PARTITIONS_PER_INSERT, rowLine, toInteractionRow } from '../../shared/stores/event-row.js';
-import { ClickhouseBatchWriter } from '../../workers/ingest/clickhouse-batch-writer.js';
+import { classifyClickhouseError, createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
+import { insertLines, MAX_PARTITIONS_PER_INSERT, rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { ClickhouseBatchWriter } from '../../workers/warehouse/clickhouse-batch-writer.js';
 
 /**
  * The tables are partitioned by month of a client-given time: an insert spanning many months

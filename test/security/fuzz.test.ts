@@ -1,9 +1,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { v1Operations } from '../../api/routes/v1/index.js';
-import { adminOperations } from '../../api/routes/admin/index.js';
-import type { Permission } from '../../shared/domain/types.js';
+import { v1Operations } from '../../api/v1.routes.js';
+import { adminOperations } from '../../api/admin.routes.js';
+import type { Permission } from '../../shared/projects/index.js';
 import { ADMIN_TOKEN } from '../helpers/context.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 import { MARGIN_MS, STALL_BOUND_MS } from './attack.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReplyError } from 'ioredis';
-import { escapeKeyPart, redisKeys, unescapeKeyPart } from '../../shared/redis-keys.js';
-import { isPermanentRedisError } from '../../workers/ingest/permanent-errors.js';
+import { escapeKeyPart, redisKeys, unescapeKeyPart } from '../../shared/platform/redis/redis-keys.js';
+import { isPermanentRedisError } from '../../workers/ingestion/permanent-errors.js';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 

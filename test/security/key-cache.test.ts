@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
-import { MAX_CACHED_KEYS, MAX_UNKNOWN_KEYS } from '../../shared/auth/authenticator.js';
-import { MAX_ADDRESS_BUCKETS, MAX_KEY_BUCKETS, RequestLimits } from '../../shared/limits/request-limits.js';
+import { MAX_CACHED_KEYS, MAX_UNKNOWN_KEYS } from '../../shared/projects/authenticator.service.js';
+import { MAX_ADDRESS_BUCKETS, MAX_KEY_BUCKETS, RequestLimits } from '../../shared/platform/limits/request-limits.js';
 
 /** D45 "no store grows without bound": the in-memory key caches under a flood of random key ids. */
 let t: TestApp;

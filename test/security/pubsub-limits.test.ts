@@ -7,12 +7,12 @@ import { PubSub, type Message } from '@google-cloud/pubsub';
 import type { ClickHouseClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
-import { ensureSubscription, subscriptionPath } from '../../shared/clients/pubsub.js';
-import { createProtoCodec } from '../../shared/proto/proto-codec.js';
-import type { SingleEventsJob } from '../../shared/queues/queues.js';
-import { runMigrations } from '../../shared/stores/clickhouse-migrations.js';
-import { MAX_MESSAGE_BYTES, PubSubIntake } from '../../workers/ingest/pubsub-intake.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
+import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
+import type { SingleEventsJob } from '../../shared/ingestion/jobs.js';
+import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
+import { MAX_MESSAGE_BYTES, PubSubIntake } from '../../workers/ingestion/pubsub-intake.js';
 import { waitUntil } from '../helpers/context.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
 

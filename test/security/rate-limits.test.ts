@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
-import { clientAddressKey } from '../../shared/limits/client-address.js';
+import { clientAddressKey } from '../../shared/platform/limits/client-address.js';
 
 /**
  * D45 request-rate limits: per API key (RATE_LIMIT_PER_KEY, burst 2×) and failed

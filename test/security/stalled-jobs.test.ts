@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/clients/clickhouse.js';
-import { createRedis, waitForRedis, type Redis } from '../../shared/clients/redis.js';
-import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE, type EventsBatchJob, type EventsJob } from '../../shared/queues/queues.js';
-import { ISOLATION_QUEUE } from '../../workers/ingest/ingest-workers.js';
+import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
+import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
+import { type EventsBatchJob, type EventsJob } from '../../shared/ingestion/jobs.js';
+import { ISOLATION_QUEUE } from '../../workers/ingestion/ingest-workers.js';
 import { uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
-import { createProtoCodec } from '../../shared/proto/proto-codec.js';
-import { messageOutcome, type ParseContext } from '../../workers/ingest/pubsub-intake.js';
+import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
+import { messageOutcome, type ParseContext } from '../../workers/ingestion/pubsub-intake.js';
 import { expectRejectedWithoutStall, listen, post, underAttack } from './attack.js';
 
 /*

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { camelizeKeys, MAX_UNKNOWN_FIELDS, schemaFieldNames, snakeToCamel } from '../../shared/wire/camelize.js';
-import { InvalidArgumentError } from '../../shared/errors.js';
+import { camelizeKeys, MAX_UNKNOWN_FIELDS, schemaFieldNames, snakeToCamel } from '../../shared/platform/http/camelize.js';
+import { InvalidArgumentError } from '../../shared/platform/errors.js';
 
 describe('snake_case input (D1)', () => {
   it('rewrites snake_case names to camelCase', () => {

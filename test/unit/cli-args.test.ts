@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Type } from 'typebox';
-import { adminOperations } from '../../api/routes/admin/index.js';
+import { adminOperations } from '../../api/admin.routes.js';
 import { argsToBody, bodyFromArgs, fieldToFlag, flagToField, formatCommandHelp, formatHelp, schemaErrors } from '../../api/cli/cli-args.js';
-import { InvalidArgumentError } from '../../shared/errors.js';
-import { Int64In, Strict } from '../../shared/schemas/common.js';
+import { InvalidArgumentError } from '../../shared/platform/errors.js';
+import { Int64In, Strict } from '../../shared/platform/http/common.schemas.js';
 
 const schemaOf = (command: string) => {
   const op = adminOperations.find((o) => o.command === command);

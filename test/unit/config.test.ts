@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../shared/config.js';
+import { ConfigError, loadConfig } from '../../shared/platform/config.js';
 
 function configErrorOf(env: Record<string, string>): ConfigError {
   try {

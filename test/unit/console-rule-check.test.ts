@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { checkRhs, CONDITIONS_BY_TYPE } from '../../api/console/src/catalogue.js';
-import { conditionFitsType, validateRhs } from '../../shared/domain/eligibility.js';
-import { CONDITIONS } from '../../shared/schemas/treatment.schemas.js';
-import type { Condition, DataFieldType } from '../../shared/domain/types.js';
+import { conditionFitsType, validateRhs } from '../../shared/delivery/eligibility.js';
+import { CONDITIONS } from '../../shared/treatments/treatment.schemas.js';
+import type { Condition } from '../../shared/treatments/index.js';
+import type { DataFieldType } from '../../shared/aggregation/index.js';
 
 // The console checks a rule's value as it is typed (issue 14): it must agree with the service,
 // which has the last word, on which conditions fit a type and which values are accepted.

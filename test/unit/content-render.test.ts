@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/domain/content-render.js';
-import type { ContentField } from '../../shared/domain/types.js';
+import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/delivery/content-render.js';
+import type { ContentField } from '../../shared/treatments/index.js';
 
 const signals: Record<string, string> = { firstName: 'Ada', plan: 'pro', empty: '', dollar: '$& $1 $$' };
 const lookup = (name: string): string | undefined => signals[name];

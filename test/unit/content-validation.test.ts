@@ -4,8 +4,10 @@ import {
   validateRemovedSurfaces,
   validateRules,
   type ConditionFitCheck,
-} from '../../shared/domain/content-validation.js';
-import type { Content, ContentField, DataFieldType, EligibilityRule, TreatmentType } from '../../shared/domain/types.js';
+} from '../../shared/treatments/content-validation.js';
+import type { Content, ContentField, EligibilityRule } from '../../shared/treatments/index.js';
+import type { DataFieldType } from '../../shared/aggregation/index.js';
+import type { TreatmentType } from '../../shared/catalog/index.js';
 
 const type: TreatmentType = {
   treatmentTypeId: '1',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { eventOps, interactionOps, propertyValuesEqual } from '../../shared/domain/data-field-ops.js';
-import type { DataFieldParams, DataFieldRecord } from '../../shared/domain/types.js';
-import type { EventPayload, InteractionJob } from '../../shared/queues/queues.js';
+import { eventOps, interactionOps, propertyValuesEqual } from '../../shared/aggregation/data-field-ops.js';
+import type { DataFieldParams, DataFieldRecord } from '../../shared/aggregation/index.js';
+import type { EventPayload, InteractionJob } from '../../shared/ingestion/jobs.js';
 
 const TS = Date.parse('2026-03-10T23:30:00-02:00'); // 2026-03-11 01:30 UTC
 

@@ -7,8 +7,8 @@ import {
   parseWindowDays,
   stableStringify,
   type DataFieldParamsInput,
-} from '../../shared/domain/data-field-params.js';
-import { ApiError } from '../../shared/errors.js';
+} from '../../shared/aggregation/data-field-params.js';
+import { ApiError } from '../../shared/platform/errors.js';
 
 /** The error thrown by `fn`, which must be a 400 INVALID_ARGUMENT. */
 function invalid(fn: () => unknown): ApiError {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Queue } from 'bullmq';
 import pino from 'pino';
-import { DecisionLogProducer } from '../../shared/queues/decision-log.js';
-import type { DecisionRecord } from '../../shared/domain/decisions.js';
+import { DecisionLogProducer } from '../../shared/impact/decision-log.queue.js';
+import type { DecisionRecord } from '../../shared/impact/decisions.js';
 
 /** A fake queue: records every addBulk, fails the first `failures` calls. */
 function fakeQueue(failures = 0) {

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { compileCatalogPlan, type CatalogPlan } from '../../shared/domain/catalog-plan.js';
-import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/domain/delivery.js';
-import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/domain/ranking/ranking-policy.js';
-import type { Content, TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../shared/domain/types.js';
-import type { StoredProfile } from '../../shared/stores/profile.store.js';
+import { compileCatalogPlan, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
+import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/delivery/delivery.js';
+import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
+import type { Content, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import type { TreatmentType } from '../../shared/catalog/index.js';
+import type { StoredProfile } from '../../shared/profiles/profile.store.js';
 
 const NOW = Date.parse('2024-06-15T12:00:00Z');
 const HOUR = 3_600_000;
@@ -282,7 +283,7 @@ describe('frequency caps (D43)', () => {
     const p = plan([capped()]);
     const e = runExplain(p, {}, { profile: profileOf({ [`cap:v:1:${today}`]: '3' }) }).explanation!;
     expect(e.surfaces[0]!.treatments[0]).toMatchObject({ returned: false, reasons: ['FREQUENCY_CAPPED'], outcome: 'capped: 3 of 3 VIEWED in LAST_7D' });
-    const { prepareRequest, requestNeedsProfile } = await import('../../shared/domain/delivery.js');
+    const { prepareRequest, requestNeedsProfile } = await import('../../shared/delivery/delivery.js');
     const req: DeliveryRequest = { projectId: PROJECT, userId: 'u1', surfaces: [{ surface: 'home' }] };
     expect(requestNeedsProfile(p, prepareRequest(p, req), NOW)).toBe(true);
     const q = plan([treatment('1')]);
@@ -292,7 +293,7 @@ describe('frequency caps (D43)', () => {
 
 describe('VIEWED cap counters (interactions path)', () => {
   it('adds one to the day of the interaction, only for VIEWED of a treatment with a VIEWED cap', async () => {
-    const { viewCapOps } = await import('../../workers/aggregate/cap-counters.js');
+    const { viewCapOps } = await import('../../workers/aggregation/cap-counters.js');
     const job = (interactionType: string, treatmentId = '7') => ({ kind: 'interaction' as const, projectId: PROJECT, userId: 'u', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: String(NOW * 1000), receivedAt: NOW });
     const capped = new Set(['7']);
     expect(viewCapOps(capped, job('VIEWED'))).toEqual([['inc', `cap:v:7:${Math.floor(NOW / 86_400_000)}`, 1]]);

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { compileCatalogPlan, plannedTreatmentStatus, servedPlannedVersion, type CatalogPlan } from '../../shared/domain/catalog-plan.js';
-import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryRequest, type Ranking, type TreatmentExplanation } from '../../shared/domain/delivery.js';
-import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/domain/ranking/ranking-policy.js';
-import { servedVersion, treatmentStatus } from '../../shared/domain/treatment-status.js';
-import type { Content, DataFieldRecord, EligibilityRule, TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../shared/domain/types.js';
-import { InvalidArgumentError } from '../../shared/errors.js';
-import type { StoredProfile } from '../../shared/stores/profile.store.js';
+import { compileCatalogPlan, plannedTreatmentStatus, servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
+import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryRequest, type Ranking, type TreatmentExplanation } from '../../shared/delivery/delivery.js';
+import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
+import { servedVersion, treatmentStatus } from '../../shared/treatments/treatment-status.js';
+import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import type { DataFieldRecord } from '../../shared/aggregation/index.js';
+import type { TreatmentType } from '../../shared/catalog/index.js';
+import { InvalidArgumentError } from '../../shared/platform/errors.js';
+import type { StoredProfile } from '../../shared/profiles/profile.store.js';
 
 const NOW = Date.parse('2024-06-15T12:00:00Z');
 const HOUR = 3_600_000;

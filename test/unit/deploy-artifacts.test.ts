@@ -2,21 +2,21 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../../shared/config.js';
+import { loadConfig } from '../../shared/platform/config.js';
 
 /**
  * The deployable artefacts cannot be built on this machine (no Docker daemon), so their content is
  * checked here: compose.yaml parses, runs the topology of the README, and sets only variables that
- * shared/config.ts reads, with values it accepts; the Dockerfile builds dist/ and runs node on it
+ * shared/platform/config.ts reads, with values it accepts; the Dockerfile builds dist/ and runs node on it
  * as a non-root user with the files read at run time; the npm scripts keep `exec`.
  */
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
 
-/** Every environment variable shared/config.ts reads (`int(env, 'X', …)`, `optional(env, 'X')`, `env.X`, `env['X']`). */
+/** Every environment variable shared/platform/config.ts reads (`int(env, 'X', …)`, `optional(env, 'X')`, `env.X`, `env['X']`). */
 function configVariables(): Set<string> {
-  const src = read('shared/config.ts');
+  const src = read('shared/platform/config.ts');
   const names = new Set<string>();
   for (const m of src.matchAll(/\(env,\s*'([A-Z][A-Z0-9_]*)'/g)) names.add(m[1]);
   for (const m of src.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])/g)) names.add(m[1] ?? m[2]);
@@ -57,7 +57,7 @@ describe('compose.yaml', () => {
     }
   });
 
-  it('sets only variables shared/config.ts reads, with values it accepts (no silent drift)', () => {
+  it('sets only variables shared/platform/config.ts reads, with values it accepts (no silent drift)', () => {
     const known = configVariables();
     expect(known.size).toBeGreaterThan(15);
     for (const [name, s] of appServices) {
@@ -123,7 +123,7 @@ describe('Dockerfile', () => {
       }
     };
     for (const d of ['api', 'workers', 'shared']) walk(d);
-    expect([...readAtRunTime].sort()).toEqual(['infra/clickhouse/migrations/', 'shared/proto/tds/v1/events.proto']);
+    expect([...readAtRunTime].sort()).toEqual(['infra/clickhouse/migrations/', 'shared/ingestion/proto/tds/v1/events.proto']);
     const copied = [...runtime.matchAll(/^COPY (?!--from)(\S+) \.\/(\S+)$/gm)].map((m) => m[2]);
     for (const p of readAtRunTime) expect(copied.some((c) => p.startsWith(c)), p).toBe(true);
     for (const c of copied) expect(existsSync(join(ROOT, c)), c).toBe(true);

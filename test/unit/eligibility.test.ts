@@ -7,8 +7,9 @@ import {
   validateRhs,
   type RuleOutcome,
   type RuleValue,
-} from '../../shared/domain/eligibility.js';
-import type { Condition, DataFieldType, DataMissingBehaviour, EligibilityRule } from '../../shared/domain/types.js';
+} from '../../shared/delivery/eligibility.js';
+import type { Condition, DataMissingBehaviour, EligibilityRule } from '../../shared/treatments/index.js';
+import type { DataFieldType } from '../../shared/aggregation/index.js';
 
 const NOW_MS = Date.parse('2024-06-15T12:00:00Z');
 const HOUR_S = 3600;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { utcDay } from '../../shared/domain/data-field-values.js';
-import { acceptedTimes, normalizeEvents } from '../../shared/domain/ingest-normalize.js';
-import { InvalidArgumentError } from '../../shared/errors.js';
-import { eventRowLine, rowLine, toClickhouseDateTime64, toEventRow } from '../../shared/stores/event-row.js';
+import { utcDay } from '../../shared/aggregation/data-field-values.js';
+import { acceptedTimes, normalizeEvents } from '../../shared/ingestion/ingest-normalize.js';
+import { InvalidArgumentError } from '../../shared/platform/errors.js';
+import { eventRowLine, rowLine, toClickhouseDateTime64, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
 
 // The ingest hot path formats timestamps and days by arithmetic with a per-day cache; these
 // tests hold it to the Date-based formatting it replaced, across the whole storable range.

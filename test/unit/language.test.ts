@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { baseLanguage, canonicalizeLanguageTag, pickContentLanguage } from '../../shared/domain/language.js';
+import { baseLanguage, canonicalizeLanguageTag, pickContentLanguage } from '../../shared/treatments/language.js';
 
 describe('canonicalizeLanguageTag', () => {
   it.each([

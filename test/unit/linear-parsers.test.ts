@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { snakeToCamel } from '../../shared/wire/camelize.js';
-import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/domain/content-render.js';
-import { bodyShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH } from '../../shared/wire/body-shape.js';
-import { containsAnyMatcher } from '../../shared/domain/substring-search.js';
+import { snakeToCamel } from '../../shared/platform/http/camelize.js';
+import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/delivery/content-render.js';
+import { bodyShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH } from '../../shared/platform/http/body-shape.js';
+import { containsAnyMatcher } from '../../shared/platform/substring-search.js';
 
 /** The regular expressions the hand-written scanners replaced: same results, without their quadratic cost. */
 const OLD_SNAKE = /_+([a-zA-Z0-9])/g;

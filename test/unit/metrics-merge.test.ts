@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics, mergeSnapshots } from '../../shared/metrics.js';
+import { createMetrics, mergeSnapshots } from '../../shared/platform/metrics.js';
 
 describe('mergeSnapshots (one exposition from several threads of a process)', () => {
   it('sums a counter both threads have, keeps per-thread series apart, one TYPE line per family', async () => {

@@ -6,12 +6,12 @@ import {
   ProtoDecodeError,
   type LogEventsJson,
   type UserAttributeJson,
-} from '../../shared/proto/proto-codec.js';
+} from '../../shared/ingestion/proto.codec.js';
 
 const codec = createProtoCodec();
 
 /** Raw access to the schema, to build messages the typed encoder refuses to produce. */
-const root = protobuf.loadSync(fileURLToPath(new URL('../../shared/proto/tds/v1/events.proto', import.meta.url)));
+const root = protobuf.loadSync(fileURLToPath(new URL('../../shared/ingestion/proto/tds/v1/events.proto', import.meta.url)));
 const rawLogEvents = root.lookupType('tds.v1.LogEventsRequest');
 
 function roundTrip(json: LogEventsJson): LogEventsJson {

@@ -1,13 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/proto/proto-codec.js';
-import { pubSubClientOptions, subscriptionPath } from '../../shared/clients/pubsub.js';
-import { checkTopicPath } from '../../shared/stores/pubsub-source.store.js';
-import { DATA_TYPE_HANDLERS, messageOutcome, pubsubJobId, type IncomingMessage, type MessageOutcome, type ParseContext } from '../../workers/ingest/pubsub-intake.js';
+import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
+import { pubSubClientOptions, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
+import { checkTopicPath } from '../../shared/ingestion/pubsub-source.store.js';
+import { DATA_TYPE_HANDLERS, messageOutcome, pubsubJobId, type IncomingMessage, type MessageOutcome, type ParseContext } from '../../workers/ingestion/pubsub-intake.js';
 
 const codec = createProtoCodec();
-const rawSchema = protobuf.loadSync(fileURLToPath(new URL('../../shared/proto/tds/v1/events.proto', import.meta.url)));
+const rawSchema = protobuf.loadSync(fileURLToPath(new URL('../../shared/ingestion/proto/tds/v1/events.proto', import.meta.url)));
 const NOW = Date.parse('2024-05-06T12:00:00Z');
 const ctx: ParseContext = { sourceProjectId: 'shop', codec, nowMs: NOW, retentionDays: 400 };
 

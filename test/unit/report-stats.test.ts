@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conversionRate, upliftOf, Z95, type GroupCounts } from '../../shared/domain/report-stats.js';
+import { conversionRate, upliftOf, Z95, type GroupCounts } from '../../shared/impact/report-stats.js';
 
 const g = (group: 'TREATED' | 'HOLDOUT', users: number, conversions: number): GroupCounts => ({ group, users, impressions: 0, clicks: 0, conversions });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { canonicalRfc3339, parseRfc3339, parseRfc3339Exact } from '../../shared/wire/rfc3339.js';
+import { canonicalRfc3339, parseRfc3339, parseRfc3339Exact } from '../../shared/platform/rfc3339.js';
 
 describe('parseRfc3339 (D3: the one parser)', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { statsViewFromHash, type ArmStats, type RankingPolicy } from '../../shared/domain/ranking/ranking-policy.js';
-import { greedy, posterior, sampleBeta, thompsonSampling, type Random } from '../../shared/domain/ranking/thompson-sampling.js';
+import { statsViewFromHash, type ArmStats, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
+import { greedy, posterior, sampleBeta, thompsonSampling, type Random } from '../../shared/delivery/ranking/thompson-sampling.js';
 
 /** mulberry32: a small seeded PRNG, so every draw below is reproducible. */
 function seeded(seed: number): Random {

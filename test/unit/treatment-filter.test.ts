@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { filterTreatments, type TreatmentListFilter } from '../../shared/domain/treatment-filter.js';
-import type { TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../shared/domain/types.js';
+import { filterTreatments, type TreatmentListFilter } from '../../shared/treatments/treatment-filter.js';
+import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import type { TreatmentType } from '../../shared/catalog/index.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00.000Z');
 const HOUR = 3_600_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { servedVersion, treatmentStatus, versionStatus } from '../../shared/domain/treatment-status.js';
-import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/domain/types.js';
+import { servedVersion, treatmentStatus, versionStatus } from '../../shared/treatments/treatment-status.js';
+import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00.000Z');
 const HOUR = 3_600_000;

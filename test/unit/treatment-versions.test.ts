@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FailedPreconditionError } from '../../shared/errors.js';
-import { servedVersion, treatmentStatus, versionStatus } from '../../shared/domain/treatment-status.js';
+import { FailedPreconditionError } from '../../shared/platform/errors.js';
+import { servedVersion, treatmentStatus, versionStatus } from '../../shared/treatments/treatment-status.js';
 import {
   applyUpdate,
   createTreatment,
@@ -9,8 +9,8 @@ import {
   pauseTreatment,
   type NewTreatment,
   type TreatmentUpdate,
-} from '../../shared/domain/treatment-versions.js';
-import type { Content, TreatmentRecord } from '../../shared/domain/types.js';
+} from '../../shared/treatments/treatment-versions.js';
+import type { Content, TreatmentRecord } from '../../shared/treatments/index.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00.000Z');
 const HOUR = 3_600_000;

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { typeChangeConflicts } from '../../shared/domain/type-compatibility.js';
-import { surfaceDataFieldParams } from '../../shared/domain/surface-provisioning.js';
-import { normalizeDataFieldParams } from '../../shared/domain/data-field-params.js';
-import type { TreatmentRecord, TreatmentType, TreatmentVersionRecord } from '../../shared/domain/types.js';
+import { typeChangeConflicts } from '../../shared/catalog/type-compatibility.js';
+import { surfaceDataFieldParams } from '../../shared/catalog/surface-provisioning.js';
+import { normalizeDataFieldParams } from '../../shared/aggregation/data-field-params.js';
+import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import type { TreatmentType } from '../../shared/catalog/index.js';
 
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 

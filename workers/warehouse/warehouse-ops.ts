@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { DeadLetter, DecisionOut, WarehouseOps } from '../../shared/queues/warehouse-rpc.js';
-import { treatmentReport } from './treatment-report.js';
-import { recomputeDataFields, type RecomputeDeps } from '../aggregate/recompute.js';
+import type { DeadLetter, DecisionOut, WarehouseOps } from '../../shared/platform/warehouse/warehouse-rpc.js';
+import { treatmentReport } from '../impact/treatment-report.js';
+import { recomputeDataFields, type RecomputeDeps } from '../aggregation/recompute.js';
 
 /** The warehouse operations run against this process's own ClickHouse (the workers role). */
 export function directWarehouseOps(deps: RecomputeDeps & { clickhouse: ClickHouseClient }): WarehouseOps {

@@ -107,7 +107,7 @@ export const CONDITION_LABELS: Record<string, string> = {
   DOES_NOT_CONTAIN_ANY_OF: 'contains none of',
 };
 
-// The value checks below mirror the service's (shared/domain/eligibility.ts), which has the last
+// The value checks below mirror the service's (shared/delivery/eligibility.ts), which has the last
 // word; test/unit/console-rule-check.test.ts keeps the two in agreement.
 const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;

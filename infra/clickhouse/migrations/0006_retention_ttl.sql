@@ -4,7 +4,7 @@
 --
 -- A TTL is static DDL, so this migration states the default, 400 days. At start-up, after the
 -- migrations, the workers process compares each table's TTL with the configured RETENTION_DAYS
--- and runs `ALTER TABLE … MODIFY TTL` when they differ (workers/warehouse/user-data.ts,
+-- and runs `ALTER TABLE … MODIFY TTL` when they differ (workers/profiles/user-data.ts,
 -- applyRetentionTtl); changing RETENTION_DAYS therefore needs no new migration.
 --
 -- toDateTime(): a TTL expression must be a Date or DateTime. ReplacingMergeTree drops expired

@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServiceContext } from '../shared/service-context.js';
+import { registerAdminOperation, type AdminOperation } from './http/admin-operation.js';
+import { projectAdminOperations } from './projects/projects.admin.js';
+import { ingestAdminOperations } from './ingestion/ingest.admin.js';
+import { explainAdminOperations } from './delivery/explain.admin.js';
+import { aggregationAdminOperations } from './aggregation/aggregations.admin.js';
+import { pubSubAdminOperations } from './ingestion/pubsub.admin.js';
+import { previewTreatmentAdmin } from './delivery/preview.ops.js';
+import { impactAdminOperations } from './impact/impact.admin.js';
+import { deleteUserDataAdmin } from './profiles/user-data.ops.js';
+import { queueAdminOperations } from './ingestion/queues.admin.js';
+
+/** Every admin operation, for the HTTP routes and the CLI alike. */
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations, deleteUserDataAdmin, ...queueAdminOperations] as AdminOperation[];
+
+export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  for (const op of adminOperations) registerAdminOperation(app, ctx, op);
+}

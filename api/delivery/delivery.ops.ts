@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { Type, type Static } from 'typebox';
+import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
+import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
+import type { Decision } from '../../shared/impact/index.js';
+import { UnavailableError } from '../../shared/platform/errors.js';
+import { Int64In, Int64Out, ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
+import type { DeliveryRuntime, ServiceContext } from '../../shared/service-context.js';
+import type { StoredProfile } from '../../shared/profiles/index.js';
+import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import type { DeliveryStats } from '../../shared/platform/metrics.js';
+
+// ------------------------------------------------------------------------------------------------
+// Wire shapes (spec GetTreatments, UserTreatment; D26a, D28)
+
+/** D26a: exactly one value member; that rule (and duplicate keys) is checked by the domain so the 400 names the attribute. */
+export const ContextualAttributeIn = Strict({
+  key: Type.String({ minLength: 1, maxLength: 256 }),
+  stringValue: Type.Optional(Type.String({ maxLength: 65_536 })),
+  integerValue: Type.Optional(Int64In),
+  doubleValue: Type.Optional(Type.Number()),
+  // real clients send booleans as 0/1 too
+  boolValue: Type.Optional(Type.Union([Type.Boolean(), Type.Number()])),
+  booleanValue: Type.Optional(Type.Union([Type.Boolean(), Type.Number()])),
+  timestampValue: Type.Optional(TimestampIn),
+  timestampMicrosValue: Type.Optional(Int64In),
+});
+
+const SurfaceIn = Strict({
+  surface: Type.String({ minLength: 1, maxLength: 128 }),
+  maximumTreatmentCount: Type.Optional(Int64In),
+  minimumTreatmentCount: Type.Optional(Int64In),
+});
+
+export const GetTreatmentsRequest = Strict({
+  projectId: ProjectId,
+  userId: Type.String({ minLength: 1, maxLength: 256 }),
+  contextualAttributes: Type.Optional(Type.Array(ContextualAttributeIn, { maxItems: 1000 })),
+  surfaces: Type.Array(SurfaceIn, { maxItems: 100 }),
+  languageCode: Type.Optional(Type.String({ maxLength: 64 })),
+  maximumTreatmentCount: Type.Optional(Int64In),
+});
+export type GetTreatmentsBody = Static<typeof GetTreatmentsRequest>;
+
+export const UserTreatmentOut = Type.Object({
+  treatmentId: Type.String(),
+  treatmentTrackingId: Type.String(),
+  surface: Type.String(),
+  rank: Int64Out,
+  treatmentType: Type.String(),
+  treatmentContent: Type.String({ description: 'JSON object string: field name → value (D30)' }),
+  contentLanguageCode: Type.String(),
+});
+
+export const GetTreatmentsResponse = Type.Object({
+  responseId: Type.String(),
+  userTreatments: Type.Optional(Type.Array(UserTreatmentOut, { description: 'absent when no treatment qualifies' })),
+});
+
+// ------------------------------------------------------------------------------------------------
+
+export function requireDelivery(ctx: ServiceContext): DeliveryRuntime {
+  if (ctx.delivery === undefined) throw new UnavailableError('delivery is not configured in this process');
+  return ctx.delivery;
+}
+
+const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
+
+/**
+ * The request path costs at most one Redis round trip, the user's profile (HGETALL), and none
+ * when no treatment that could be served has rules or placeholders: the key, the project and
+ * the plan come from memory, and ranking counters from a snapshot refreshed in the background.
+ */
+export const getTreatments = defineOperation({
+  operation: 'GetTreatments',
+  summary: 'Ranked, personalised treatments for a user on each requested surface',
+  permissions: ['DELIVERY'],
+  keyParam: 'api_key',
+  alt: true,
+  body: GetTreatmentsRequest,
+  response: GetTreatmentsResponse,
+  handler: async (body, _auth, ctx) => {
+    const delivery = requireDelivery(ctx);
+    const nowMs = ctx.now();
+    const plan = await delivery.catalog.plan(body.projectId);
+    // 400s before any Redis call
+    const prepared = prepareRequest(plan, body);
+    const [profile, stats] = await Promise.all([
+      requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
+      delivery.rankingStats.view(body.projectId),
+    ]);
+    const result = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    const { response } = result;
+    countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
+    // Off the request path: `record` only buffers; the records of this turn go to Redis together.
+    ctx.decisionLog.record({ projectId: body.projectId, userId: body.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
+    return response;
+  },
+});
+
+/** Plain increments: the figures are read only when Prometheus scrapes. */
+function countOutcome(stats: DeliveryStats, returned: number): void {
+  if (returned > 0) {
+    stats.withTreatments++;
+    stats.treatmentsReturned += returned;
+  } else stats.empty++;
+}
+
+/**
+ * The decisions of a response. Delivery itself returns them (`result.decisions`, with the
+ * withheld ones) once holdouts land; until then the RETURNED ones are read off the response,
+ * with the version that was served at `nowMs`.
+ */
+function decisionsOf(result: DeliveryResult, plan: CatalogPlan, nowMs: number): Decision[] {
+  const given = (result as DeliveryResult & { decisions?: Decision[] }).decisions;
+  if (given !== undefined) return given;
+  const out: Decision[] = [];
+  for (const ut of result.response.userTreatments ?? []) {
+    const t = plan.treatmentsById.get(ut.treatmentId);
+    const version = t === undefined ? undefined : servedPlannedVersion(t, nowMs);
+    out.push({ treatmentId: ut.treatmentId, versionNumber: version?.versionNumber ?? 0, surface: ut.surface, rank: Number(ut.rank), outcome: 'RETURNED' });
+  }
+  return out;
+}
+
+/** GetTreatments. */
+export const deliveryOperations = [getTreatments] as unknown as V1Operation[];

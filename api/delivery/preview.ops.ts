@@ -1,0 +1,88 @@
+import { Type } from 'typebox';
+import { compileCatalogPlan } from '../../shared/delivery/index.js';
+import { previewTreatment } from '../../shared/delivery/index.js';
+import { NotFoundError } from '../../shared/platform/errors.js';
+import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
+import type { ServiceContext } from '../../shared/service-context.js';
+import type { StoredProfile } from '../../shared/profiles/index.js';
+import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { defineAdminOperation } from '../http/admin-operation.js';
+import { explain, ExplainTreatmentsResponse, RuleExplanationSchema } from './explain.admin.js';
+import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from './delivery.ops.js';
+
+// D40: PreviewTreatment and ExplainTreatments for TREATMENT_MANAGEMENT keys.
+
+export const PreviewTreatmentRequest = Strict({
+  projectId: ProjectId,
+  treatmentId: Type.String({ minLength: 1, maxLength: 32 }),
+  versionNumber: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'default: the newest version' })),
+  userId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  languageCode: Type.Optional(Type.String({ maxLength: 64 })),
+  contextualAttributes: Type.Optional(Type.Array(ContextualAttributeIn, { maxItems: 1000 })),
+});
+
+const EligibilityOut = Type.Object({
+  eligible: Type.Boolean({ description: 'every rule met, not capped, not held out' }),
+  versionNumber: Type.Integer(),
+  versionStatus: Type.String(),
+  rules: Type.Array(RuleExplanationSchema),
+  heldOut: Type.Boolean(),
+  globallyHeldOut: Type.Boolean(),
+  capped: Type.Optional(Type.String({ description: 'e.g. "capped: 5 of 5 VIEWED in LAST_7D"' })),
+});
+
+const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
+
+/**
+ * Compiled from the stored records rather than the delivery cache: a preview right after an
+ * edit shows the edit, and the cost (a few Redis reads) is a management call's, not delivery's.
+ */
+async function preview(body: { projectId: string; treatmentId: string; userId?: string } & Record<string, unknown>, ctx: ServiceContext) {
+  const { projectId } = body;
+  const [record, types, dataFields, project, profile] = await Promise.all([
+    ctx.treatments.get(projectId, body.treatmentId),
+    ctx.treatmentTypes.list(projectId),
+    ctx.dataFields.list(projectId),
+    ctx.projects.get(projectId),
+    body.userId !== undefined ? ctx.profiles.get(projectId, body.userId) : NO_PROFILE,
+  ]);
+  if (record === undefined) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${projectId}`);
+  const plan = compileCatalogPlan({ projectId, treatments: [record], types, surfaces: [], dataFields, globalHoldoutPercentage: project?.globalHoldoutPercentage });
+  return previewTreatment(plan, body as never, profile, ctx.now());
+}
+
+const PreviewTreatmentResponse = Type.Object({ userTreatment: UserTreatmentOut, eligibility: EligibilityOut });
+
+export const previewTreatmentOperation = defineOperation({
+  operation: 'PreviewTreatment',
+  summary: 'Render any version of a treatment for any user as GetTreatments would (treatmentTrackingId "preview"), with the per-rule evaluation; nothing is logged or counted',
+  permissions: ['TREATMENT_MANAGEMENT'],
+  body: PreviewTreatmentRequest,
+  response: PreviewTreatmentResponse,
+  handler: async (body, _auth, ctx) => preview(body, ctx),
+});
+
+/** The same for operators: `/admin/v1/PreviewTreatment` and `npm run admin -- preview-treatment`. */
+export const previewTreatmentAdmin = defineAdminOperation({
+  operation: 'PreviewTreatment',
+  command: 'preview-treatment',
+  summary: 'Render any version of a treatment for any user as GetTreatments would, with the rule evaluation (nothing logged or counted)',
+  body: PreviewTreatmentRequest,
+  response: PreviewTreatmentResponse,
+  handler: async (body, ctx: ServiceContext) => {
+    await ctx.projects.require(body.projectId);
+    return preview(body, ctx);
+  },
+});
+
+export const explainTreatmentsOperation = defineOperation({
+  operation: 'ExplainTreatments',
+  summary: 'Per requested surface and treatment: returned or not, and why (the admin ExplainTreatments, for management keys)',
+  permissions: ['TREATMENT_MANAGEMENT'],
+  body: GetTreatmentsRequest,
+  response: ExplainTreatmentsResponse,
+  handler: async (body, _auth, ctx) => explain(body, ctx),
+});
+
+/** PreviewTreatment, ExplainTreatments. */
+export const previewOperations = [previewTreatmentOperation, explainTreatmentsOperation] as unknown as V1Operation[];

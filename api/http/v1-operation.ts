@@ -1,0 +1,95 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TSchema, Static } from 'typebox';
+import type { ApiKeyRecord, Permission } from '../../shared/projects/index.js';
+import type { AuthContext } from '../../shared/projects/index.js';
+import { UnauthenticatedError } from '../../shared/platform/errors.js';
+import type { ServiceContext } from '../../shared/service-context.js';
+import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
+
+export type Listener = 'base' | 'alt';
+
+/** One `/v1` operation: schema, permission and handler in one declaration. */
+export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
+  operation: string;
+  summary: string;
+  /** Any one of these permissions admits the call (D8). */
+  permissions: readonly Permission[];
+  /** Query-parameter form of the key accepted besides the header (D9). */
+  keyParam?: 'api_key' | 'api-key';
+  /** Also served on the alternate delivery listener (D10). */
+  alt?: boolean;
+  body: B;
+  response: R;
+  handler: (body: Static<B>, auth: AuthContext, ctx: ServiceContext, req: FastifyRequest) => Promise<Static<R>>;
+}
+
+export function defineOperation<B extends TSchema, R extends TSchema>(op: V1Operation<B, R>): V1Operation<B, R> {
+  return op;
+}
+
+function presentedKey(req: FastifyRequest, keyParam?: string): string | undefined {
+  const header = req.headers['x-api-key'];
+  if (typeof header === 'string' && header) return header;
+  if (keyParam) {
+    const q = (req.query as Record<string, unknown> | undefined)?.[keyParam];
+    if (typeof q === 'string' && q) return q;
+  }
+  return undefined;
+}
+
+type AuthedRequest = FastifyRequest & { apiKey: ApiKeyRecord; auth: AuthContext };
+
+export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op: V1Operation, listener: Listener): void {
+  if (listener === 'alt' && !op.alt) return;
+  /** D10: the delivery operations answer only on the project's address; undefined when admitted. */
+  const placed = (req: AuthedRequest, auth: AuthContext): Error | undefined => {
+    if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
+      const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
+      return new UnauthenticatedError(`project "${auth.project.projectId}" is assigned to ${right}; call ${op.operation} there`);
+    }
+    req.auth = auth;
+    return undefined;
+  };
+  app.post(
+    `/v1/${op.operation}`,
+    {
+      schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ apiKey: [] }] },
+      // D9: the key is checked before the body is parsed (a malformed body without a valid key
+      // is 401 too), and against the body's projectId before the body is validated.
+      // Callback hooks: a call whose key and project are cached (nearly every call) passes both
+      // without a promise; the others wait for the stores.
+      // D45: a verified key spends a token of its own bucket; anything else first needs its
+      // address to be under the failed-authentication limit, so floods of unknown keys are
+      // refused before they can cost a Redis read.
+      onRequest: (req, _reply, done) => {
+        const raw = presentedKey(req, op.keyParam);
+        const known = ctx.auth.knownKey(raw);
+        if (known !== undefined) {
+          (req as AuthedRequest).apiKey = known;
+          return done(ctx.limits.keyRequest(known.keyId));
+        }
+        const blocked = ctx.limits.authenticationAttempt(req.ip);
+        if (blocked) return done(blocked);
+        ctx.auth.verifyKey(raw).then(
+          (key) => {
+            ctx.limits.authenticationSucceeded(req.ip);
+            (req as AuthedRequest).apiKey = key;
+            done(ctx.limits.keyRequest(key.keyId));
+          },
+          (err: unknown) => {
+            if (!(err instanceof UnauthenticatedError)) ctx.limits.authenticationSucceeded(req.ip);
+            done(err as Error);
+          },
+        );
+      },
+      preValidation: (req, _reply, done) => {
+        const key = (req as AuthedRequest).apiKey;
+        const projectId = (req.body as Record<string, unknown> | undefined)?.projectId;
+        const admitted = ctx.auth.admitted(key, projectId, op.permissions);
+        if (admitted !== undefined) return done(placed(req as AuthedRequest, admitted));
+        ctx.auth.authorize(key, projectId, op.permissions).then((auth) => done(placed(req as AuthedRequest, auth)), done);
+      },
+    },
+    async (req) => op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req),
+  );
+}

@@ -1,0 +1,112 @@
+import { conversionRate, upliftOf } from '../../shared/impact/index.js';
+import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
+import { InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
+import { int64String } from '../../shared/platform/int64.js';
+import {
+  GetTreatmentReportBody,
+  GetTreatmentReportResponse,
+  GetEventSchemasBody,
+  GetEventSchemasResponse,
+  InsertEventSchemaBody,
+  InsertEventSchemaResponse,
+  ListDecisionsBody,
+  ListDecisionsResponse,
+} from '../../shared/impact/index.js';
+import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+
+const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
+
+/** D36: a user's decisions, newest first (debugging what a user was shown or withheld). */
+export const listDecisions = defineOperation({
+  operation: 'ListDecisions',
+  summary: 'A user’s most recent decisions (treatments returned or withheld), newest first',
+  permissions: MANAGEMENT,
+  body: ListDecisionsBody,
+  response: ListDecisionsResponse,
+  handler: async (body, _auth, ctx) => {
+    return { decisions: await ctx.warehouse.listDecisions(body.projectId, body.userId, body.limit ?? 20) };
+  },
+});
+
+/** D35: registers an event name (idempotent: a known name answers its stored schema). */
+export const insertEventSchema = defineOperation({
+  operation: 'InsertEventSchema',
+  summary: 'Register an event name and get its stable eventId (idempotent)',
+  permissions: MANAGEMENT,
+  body: InsertEventSchemaBody,
+  response: InsertEventSchemaResponse,
+  handler: async (body, _auth, ctx) => ({ eventSchema: await ctx.eventSchemas.ensure(body.projectId, body.eventName, 'api') }),
+});
+
+/** D35: every event name of the project with its id, ascending eventId. */
+export const getEventSchemas = defineOperation({
+  operation: 'GetEventSchemas',
+  summary: 'Every event schema (event name and its eventId) of the project, ascending eventId',
+  permissions: MANAGEMENT,
+  body: GetEventSchemasBody,
+  response: GetEventSchemasResponse,
+  handler: async (body, _auth, ctx) => ({ eventSchemas: await ctx.eventSchemas.list(body.projectId) }),
+});
+
+function periodOf(body: { startTimestamp?: string; endTimestamp?: string }, nowMs: number): { startMs: number; endMs: number } {
+  const problems: ErrorDetail[] = [];
+  const parse = (field: 'startTimestamp' | 'endTimestamp', dflt: number): number => {
+    const text = body[field];
+    if (text === undefined) return dflt;
+    const ms = parseRfc3339(text);
+    if (ms === undefined) {
+      problems.push({ field, description: `"${text}" is not a valid RFC 3339 timestamp` });
+      return dflt;
+    }
+    return Math.floor(ms);
+  };
+  const startMs = parse('startTimestamp', 0);
+  const endMs = parse('endTimestamp', nowMs);
+  if (problems.length === 0 && endMs <= startMs) problems.push({ field: 'endTimestamp', description: 'must be after startTimestamp' });
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid report period: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  return { startMs, endMs };
+}
+
+/**
+ * D38: TREATED vs HOLDOUT for one treatment over a period (default: everything up to now),
+ * counted in ClickHouse (through the workers role); rates and uplift only with a target action.
+ */
+export const getTreatmentReport = defineOperation({
+  operation: 'GetTreatmentReport',
+  summary: 'Users, impressions, clicks and conversions of a treatment’s TREATED and HOLDOUT groups, with the uplift and its 95 % interval',
+  permissions: MANAGEMENT,
+  body: GetTreatmentReportBody,
+  response: GetTreatmentReportResponse,
+  handler: async (body, _auth, ctx) => {
+    const treatmentId = int64String('treatmentId', body.treatmentId);
+    const nowMs = ctx.now();
+    const { startMs, endMs } = periodOf(body, nowMs);
+    const treatment = await ctx.treatments.get(body.projectId, treatmentId);
+    if (!treatment) throw new NotFoundError(`treatment ${treatmentId} does not exist in project ${body.projectId}`);
+    // The target action of the newest version is the treatment's current goal.
+    const eventId = treatment.versions[treatment.versions.length - 1]?.targetActionEventId;
+    const conversionEventName = eventId === undefined ? undefined : (await ctx.eventSchemas.getById(body.projectId, eventId))?.eventName;
+    const attributionWindowDays = body.attributionWindowDays ?? 7;
+    const counts = await ctx.warehouse.treatmentReport({ projectId: body.projectId, treatmentId, startMs, endMs, attributionWindowDays, conversionEventName });
+    const withGoal = conversionEventName !== undefined;
+    const groups = counts.map((g) => {
+      const rate = conversionRate(g);
+      return { group: g.group, users: g.users, impressions: g.impressions, clicks: g.clicks, ...(withGoal ? { conversions: g.conversions } : {}), ...(withGoal && rate !== undefined ? { conversionRate: rate } : {}) };
+    });
+    const treated = counts.find((g) => g.group === 'TREATED')!;
+    const holdout = counts.find((g) => g.group === 'HOLDOUT')!;
+    const uplift = withGoal ? upliftOf(treated, holdout) : undefined;
+    return {
+      report: {
+        treatmentId,
+        ...(withGoal ? { conversionEventName } : {}),
+        groups,
+        ...(uplift ? { uplift } : {}),
+        computeTime: new Date(ctx.now()).toISOString(),
+      },
+    };
+  },
+});
+
+/** The measuring-impact operations (D35, D36, D38). */
+export const impactOperations = [insertEventSchema, getEventSchemas, listDecisions, getTreatmentReport] as unknown as V1Operation[];

@@ -1,0 +1,63 @@
+import { Type } from 'typebox';
+import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
+import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
+import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/index.js';
+import type { ServiceContext } from '../../shared/service-context.js';
+import { defineAdminOperation } from '../http/admin-operation.js';
+
+const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
+
+function sources(ctx: ServiceContext): PubSubSourceStore {
+  return new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now);
+}
+
+/** The subscription exists before the source is stored, so a missing topic or an unreachable Pub/Sub is the operator's answer, not a worker's log line. */
+async function ensureOnTopic(ctx: ServiceContext, source: { topic: string; subscription: string }): Promise<void> {
+  const pubsub = createPubSub(ctx.config);
+  try {
+    await ensureSubscription(pubsub, source, { replace: true });
+  } finally {
+    await pubsub.close();
+  }
+}
+
+export const setPubSubSource = defineAdminOperation({
+  operation: 'SetPubSubSource',
+  command: 'set-pubsub-source',
+  summary: 'Ingest a project’s Pub/Sub topic: creates (or reuses) the service’s subscription on it; every workers process starts pulling at once',
+  body: Strict({ projectId: ProjectId, topic: Type.String({ minLength: 1, maxLength: 512, description: 'projects/<project>/topics/<topic>' }) }),
+  response: Type.Object({ pubSubSource: PubSubSourceOut }),
+  handler: async (body, ctx, actor) => {
+    await ctx.projects.require(body.projectId);
+    checkTopicPath(body.topic);
+    const source = { projectId: body.projectId, topic: body.topic, subscription: subscriptionPath(ctx.config.pubsubProjectId, body.projectId) };
+    await ensureOnTopic(ctx, source);
+    return { pubSubSource: await sources(ctx).set(source, actor) };
+  },
+});
+
+export const getPubSubSource = defineAdminOperation({
+  operation: 'GetPubSubSource',
+  command: 'get-pubsub-source',
+  summary: 'A project’s Pub/Sub source (404 when it has none)',
+  body: Strict({ projectId: ProjectId }),
+  response: Type.Object({ pubSubSource: PubSubSourceOut }),
+  handler: async (body, ctx) => {
+    await ctx.projects.require(body.projectId);
+    return { pubSubSource: await sources(ctx).require(body.projectId) };
+  },
+});
+
+export const clearPubSubSource = defineAdminOperation({
+  operation: 'ClearPubSubSource',
+  command: 'clear-pubsub-source',
+  summary: 'Stop ingesting a project’s topic; the subscription is kept, so messages published meanwhile wait in it (404 when there is no source)',
+  body: Strict({ projectId: ProjectId }),
+  response: Type.Object({ pubSubSource: PubSubSourceOut }),
+  handler: async (body, ctx, actor) => {
+    await ctx.projects.require(body.projectId);
+    return { pubSubSource: await sources(ctx).clear(body.projectId, actor) };
+  },
+});
+
+export const pubSubAdminOperations = [setPubSubSource, getPubSubSource, clearPubSubSource];

@@ -1,0 +1,66 @@
+import { Type, type Static } from 'typebox';
+import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
+import type { ServiceContext } from '../../shared/service-context.js';
+import { UserDeletionStore } from '../../shared/profiles/index.js';
+import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/index.js';
+import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { defineAdminOperation } from '../http/admin-operation.js';
+
+export const DeleteUserDataBody = Strict({
+  projectId: ProjectId,
+  userId: Type.String({ minLength: 1, maxLength: 256, description: 'the user whose data is erased' }),
+});
+export const DeleteUserDataResponse = Type.Object({});
+
+/**
+ * D44: erases one user. Answers once (1) the tombstone is recorded (in-flight jobs of the user and
+ * running recomputes from now on leave the user alone), (2) every Redis key of the user is gone
+ * (profile with its counters, insertId marker sets, job markers), (3) the ClickHouse deletion is
+ * queued as a durable job that the workers retry until its mutations have finished, and (4) the
+ * change log has an entry naming the user by a SHA-256 digest only. Idempotent: repeating the
+ * call repeats the erasure (a later deletion time).
+ */
+export async function deleteUserData(ctx: ServiceContext, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
+  const { projectId, userId } = body;
+  const store = new UserDeletionStore(ctx.redis, ctx.keys);
+  const deletedAtMs = ctx.now();
+  await store.tombstone(projectId, userId, deletedAtMs);
+  // Jobs of the user that passed their tombstone check before it was written and are still being
+  // processed: looked for after the tombstone and before the keys go, so a job whose profile
+  // script could run after the deletion of the keys is among them (the deletion job waits for
+  // them and erases again).
+  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userId);
+  const keysDeleted = await store.deleteKeys(projectId, userId, deletedAtMs);
+  // Rows are deleted up to now, not up to the tombstone: a job that completed in between wrote
+  // its rows (with its own ingest time) before its profile script, which the keys' deletion removed.
+  const rowsUpToMs = ctx.now();
+  await store.setRowsCutoff(projectId, userId, rowsUpToMs);
+  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
+  await store.recordChange(projectId, userId, deletedAtMs, actor);
+  // never the user id in a log line
+  ctx.log.info({ projectId, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');
+  return {};
+}
+
+export const deleteUserDataOperation = defineOperation({
+  operation: 'DeleteUserData',
+  summary: 'Erase a user: profile, counters and markers in Redis now, rows in ClickHouse within a minute; never restored by a recompute',
+  permissions: ['TREATMENT_MANAGEMENT'] as const,
+  body: DeleteUserDataBody,
+  response: DeleteUserDataResponse,
+  handler: async (body, auth, ctx) => deleteUserData(ctx, body, `apiKey:${auth.key.keyId}`),
+});
+
+export const deleteUserDataAdmin = defineAdminOperation({
+  operation: 'DeleteUserData',
+  command: 'delete-user-data',
+  summary: deleteUserDataOperation.summary,
+  body: DeleteUserDataBody,
+  response: DeleteUserDataResponse,
+  handler: async (body, ctx, actor) => {
+    await ctx.projects.require(body.projectId);
+    return deleteUserData(ctx, body, actor);
+  },
+});
+
+export const userDataOperations = [deleteUserDataOperation] as unknown as V1Operation[];

@@ -1,0 +1,7 @@
+export * from './backfill-status.queue.js';
+export * from './data-field-ops.js';
+export * from './data-field-params.js';
+export * from './data-field-values.js';
+export * from './data-field.store.js';
+export * from './jobs.js';
+export * from './types.js';

@@ -1,0 +1,553 @@
+/**
+ * Eligibility rule evaluation (spec EligibilityRule, D14, D27). Pure: the caller resolves the
+ * rule's value (contextual attribute first, then the stored profile) and passes the clock.
+ *
+ * One table (`FITTING_CONDITIONS`) decides which conditions apply to which data field type, and
+ * one compiler (`compileCondition`) parses rhs values. InsertTreatment validation
+ * (`conditionFitsType`, `validateRhs`) and evaluation (`evaluateRule`) both go through them, so
+ * a rule accepted on insert never evaluates to TYPE_MISMATCH or BAD_RHS for a value of its type.
+ */
+import type { Condition, DataMissingBehaviour, EligibilityRule } from '../treatments/index.js';
+import type { DataFieldType } from '../aggregation/index.js';
+import { parseRfc3339Exact } from '../platform/rfc3339.js';
+import { containsAnyMatcher } from '../platform/substring-search.js';
+
+export type RuleValue =
+  | { kind: 'integer'; value: bigint }
+  | { kind: 'double'; value: number }
+  | { kind: 'string'; value: string }
+  | { kind: 'boolean'; value: boolean }
+  | { kind: 'timestamp'; valueMs: number }
+  | { kind: 'integer_list'; value: bigint[] }
+  | { kind: 'double_list'; value: number[] }
+  | { kind: 'string_list'; value: string[] };
+
+export type RuleReason =
+  | 'MATCHED'
+  | 'NOT_MATCHED'
+  | 'MISSING_ELIGIBLE'
+  | 'MISSING_INELIGIBLE'
+  | 'TYPE_MISMATCH'
+  | 'BAD_RHS'
+  | 'UNSPECIFIED_CONDITION';
+
+export interface RuleOutcome {
+  result: boolean;
+  reason: RuleReason;
+}
+
+/** A GetTreatments contextual attribute (D26a); the route guarantees exactly one value is set. */
+export interface ContextualAttribute {
+  key: string;
+  stringValue?: string;
+  integerValue?: number | string;
+  doubleValue?: number;
+  boolValue?: boolean | number;
+  booleanValue?: boolean | number;
+  timestampValue?: string;
+  timestampMicrosValue?: number | string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which conditions fit which type
+
+const ORDERING: Condition[] = ['LESS_THAN', 'LESS_THAN_OR_EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS'];
+const EQUALITY: Condition[] = ['EQUALS', 'NOT_EQUALS'];
+const RELATIVE_TIME: Condition[] = ['IS_AFTER_CURRENT_TIMESTAMP_MINUS', 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS'];
+const MEMBERSHIP: Condition[] = ['CONTAINS', 'DOES_NOT_CONTAIN'];
+const ONE_OF: Condition[] = ['ANY_OF', 'NOT_ANY_OF'];
+const OVERLAP: Condition[] = ['CONTAINS_ANY_OF', 'DOES_NOT_CONTAIN_ANY_OF'];
+
+const FITTING_CONDITIONS: Record<DataFieldType, ReadonlySet<Condition>> = {
+  UNSPECIFIED_DATA_FIELD_TYPE: new Set(),
+  // integers are epoch seconds for the relative-time conditions
+  INTEGER: new Set([...ORDERING, ...EQUALITY, ...RELATIVE_TIME, ...ONE_OF]),
+  DOUBLE: new Set([...ORDERING, ...EQUALITY, ...ONE_OF]),
+  STRING: new Set([...ORDERING, ...EQUALITY, ...MEMBERSHIP, ...ONE_OF, ...OVERLAP]),
+  BOOLEAN: new Set(EQUALITY),
+  TIMESTAMP_SECONDS: new Set([...ORDERING, ...EQUALITY, ...RELATIVE_TIME]),
+  INTEGER_LIST: new Set([...MEMBERSHIP, ...OVERLAP]),
+  DOUBLE_LIST: new Set([...MEMBERSHIP, ...OVERLAP]),
+  STRING_LIST: new Set([...MEMBERSHIP, ...OVERLAP]),
+};
+
+const TYPE_OF_KIND: Record<RuleValue['kind'], DataFieldType> = {
+  integer: 'INTEGER',
+  double: 'DOUBLE',
+  string: 'STRING',
+  boolean: 'BOOLEAN',
+  timestamp: 'TIMESTAMP_SECONDS',
+  integer_list: 'INTEGER_LIST',
+  double_list: 'DOUBLE_LIST',
+  string_list: 'STRING_LIST',
+};
+
+export function conditionFitsType(condition: Condition, type: DataFieldType): boolean {
+  return FITTING_CONDITIONS[type]?.has(condition) ?? false;
+}
+
+/** Null when `rhsValue` is usable for the condition on that type, else why not (for a 400). */
+export function validateRhs(condition: Condition, type: DataFieldType, rhsValue: string): string | null {
+  if (!conditionFitsType(condition, type)) return `condition ${condition} does not apply to a ${type} data field`;
+  const compiled = compileCondition(condition, type, rhsValue);
+  return compiled.ok ? null : `rhsValue of ${condition} on a ${type} data field ${compiled.error}`;
+}
+
+/**
+ * Pass `fieldType` (the rule's data field type) whenever the value may not have been converted
+ * to it, i.e. for contextual attributes: the rhs was validated for that type, so a value of
+ * another kind is a TYPE_MISMATCH even where its own kind would compare (a `stringValue: "9"`
+ * for an INTEGER field must not be compared with "18" as text).
+ */
+export function evaluateRule(
+  rule: EligibilityRule,
+  value: RuleValue | undefined,
+  nowMs: number,
+  fieldType?: DataFieldType,
+): RuleOutcome {
+  if (rule.condition === 'UNSPECIFIED_CONDITION') return { result: false, reason: 'UNSPECIFIED_CONDITION' };
+  if (value === undefined) return missingOutcome(rule.dataMissingBehaviour);
+  const type = TYPE_OF_KIND[value.kind];
+  if (fieldType !== undefined && fieldType !== type) return { result: false, reason: 'TYPE_MISMATCH' };
+  if (!conditionFitsType(rule.condition, type)) return { result: false, reason: 'TYPE_MISMATCH' };
+  const compiled = compiledFor(rule, type);
+  if (!compiled.ok) return { result: false, reason: 'BAD_RHS' };
+  return compiled.matches(value, nowMs) ? { result: true, reason: 'MATCHED' } : { result: false, reason: 'NOT_MATCHED' };
+}
+
+/**
+ * Rules of a compiled catalogue are the same objects request after request: their parsed rhs is
+ * kept beside them (and collected with them), so the hot path never re-parses `rhsValue`.
+ */
+const compiledRules = new WeakMap<EligibilityRule, Map<DataFieldType, Compiled>>();
+
+function compiledFor(rule: EligibilityRule, type: DataFieldType): Compiled {
+  let byType = compiledRules.get(rule);
+  if (byType === undefined) {
+    byType = new Map();
+    compiledRules.set(rule, byType);
+  }
+  let compiled = byType.get(type);
+  if (compiled === undefined) {
+    compiled = compileCondition(rule.condition, type, rule.rhsValue);
+    byType.set(type, compiled);
+  }
+  return compiled;
+}
+
+function missingOutcome(behaviour: DataMissingBehaviour | undefined): RuleOutcome {
+  // unset and UNSPECIFIED both mean the spec's default, EVALUATE_TO_INELIGIBLE
+  return behaviour === 'EVALUATE_TO_ELIGIBLE'
+    ? { result: true, reason: 'MISSING_ELIGIBLE' }
+    : { result: false, reason: 'MISSING_INELIGIBLE' };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar domains: how one rhs item is parsed and compared with a value (or list element)
+
+interface Domain<V, R> {
+  /** completes "rhsValue ... must be ..." */
+  readonly expected: string;
+  /** names a list of items: "numbers", "strings", ... */
+  readonly items: string;
+  parse(text: string): R | undefined;
+  /** <0, 0, >0; NaN when the two are not ordered (booleans) */
+  compare(value: V, rhs: R): number;
+}
+type AnyDomain = Domain<unknown, unknown>;
+
+const INTEGER_TEXT = /^[+-]?\d+$/;
+const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+function parseNumber(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (!NUMBER_TEXT.test(trimmed)) return undefined;
+  const n = Number(trimmed);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** Integral rhs stays exact as bigint; `3.5` stays a double and is compared exactly too. */
+function parseIntegerOrNumber(text: string): bigint | number | undefined {
+  const trimmed = text.trim();
+  if (INTEGER_TEXT.test(trimmed)) return BigInt(trimmed);
+  const n = parseNumber(trimmed);
+  if (n === undefined) return undefined;
+  return Number.isInteger(n) ? BigInt(n) : n;
+}
+
+function compareBigint(a: bigint, b: bigint | number): number {
+  if (typeof b === 'bigint') return a < b ? -1 : a > b ? 1 : 0;
+  // b is not integral here: a is on one side of it, never equal
+  return a <= BigInt(Math.floor(b)) ? -1 : 1;
+}
+
+function compareOrdered<T extends number | string>(a: T, b: T): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const integerDomain: Domain<bigint, bigint | number> = {
+  expected: 'must be a number',
+  items: 'numbers',
+  parse: parseIntegerOrNumber,
+  compare: compareBigint,
+};
+
+const doubleDomain: Domain<number, number> = {
+  expected: 'must be a number',
+  items: 'numbers',
+  parse: parseNumber,
+  compare: compareOrdered,
+};
+
+// exact text: strings are compared as given (code-unit order for the ordering conditions)
+const stringDomain: Domain<string, string> = {
+  expected: 'must be a string',
+  items: 'strings',
+  parse: (text) => text,
+  compare: compareOrdered,
+};
+
+const booleanDomain: Domain<boolean, boolean> = {
+  expected: 'must be true or false',
+  items: 'true/false values',
+  parse: (text) => {
+    const lower = text.trim().toLowerCase();
+    return lower === 'true' ? true : lower === 'false' ? false : undefined;
+  },
+  compare: (a, b) => (a === b ? 0 : NaN),
+};
+
+const timestampDomain: Domain<number, number> = {
+  expected: 'must be an RFC 3339 timestamp or a number of epoch seconds',
+  items: 'RFC 3339 timestamps or epoch seconds',
+  parse: (text) => {
+    const seconds = parseNumber(text);
+    return seconds !== undefined ? seconds * 1000 : parseRfc3339Exact(text.trim());
+  },
+  compare: compareOrdered,
+};
+
+const DOMAIN_OF_TYPE: Record<DataFieldType, AnyDomain | undefined> = {
+  UNSPECIFIED_DATA_FIELD_TYPE: undefined,
+  INTEGER: integerDomain as AnyDomain,
+  DOUBLE: doubleDomain as AnyDomain,
+  STRING: stringDomain as AnyDomain,
+  BOOLEAN: booleanDomain as AnyDomain,
+  TIMESTAMP_SECONDS: timestampDomain as AnyDomain,
+  INTEGER_LIST: integerDomain as AnyDomain,
+  DOUBLE_LIST: doubleDomain as AnyDomain,
+  STRING_LIST: stringDomain as AnyDomain,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compiling a condition + rhs into a matcher
+
+type Matcher = (value: RuleValue, nowMs: number) => boolean;
+type Compiled = { ok: true; matches: Matcher } | { ok: false; error: string };
+
+const NEGATED = new Set<Condition>(['NOT_EQUALS', 'DOES_NOT_CONTAIN', 'NOT_ANY_OF', 'DOES_NOT_CONTAIN_ANY_OF']);
+
+/** Assumes `conditionFitsType(condition, type)`; the value passed to the matcher has that type. */
+function compileCondition(condition: Condition, type: DataFieldType, rhs: string): Compiled {
+  const domain = DOMAIN_OF_TYPE[type];
+  if (domain === undefined) return { ok: false, error: 'has no comparable type' };
+  const compiled = compilePositive(condition, type, domain, rhs);
+  if (!compiled.ok || !NEGATED.has(condition)) return compiled;
+  const positive = compiled.matches;
+  return { ok: true, matches: (value, nowMs) => !positive(value, nowMs) };
+}
+
+function compilePositive(condition: Condition, type: DataFieldType, domain: AnyDomain, rhs: string): Compiled {
+  if (ORDERING.includes(condition) || EQUALITY.includes(condition)) return compileComparison(condition, domain, rhs);
+  if (RELATIVE_TIME.includes(condition)) return compileRelativeTime(condition, rhs);
+  if (MEMBERSHIP.includes(condition)) return compileMembership(type, domain, rhs);
+  if (ONE_OF.includes(condition)) return compileOneOf(domain, rhs);
+  if (OVERLAP.includes(condition)) return compileOverlap(type, domain, rhs);
+  return { ok: false, error: 'has no condition' };
+}
+
+const COMPARISON_OPS: Partial<Record<Condition, (c: number) => boolean>> = {
+  LESS_THAN: (c) => c < 0,
+  LESS_THAN_OR_EQUALS: (c) => c <= 0,
+  GREATER_THAN: (c) => c > 0,
+  GREATER_THAN_OR_EQUALS: (c) => c >= 0,
+  EQUALS: (c) => c === 0,
+  NOT_EQUALS: (c) => c === 0, // negated by the caller
+};
+
+function compileComparison(condition: Condition, domain: AnyDomain, rhs: string): Compiled {
+  const parsed = domain.parse(rhs);
+  if (parsed === undefined) return { ok: false, error: domain.expected };
+  const op = COMPARISON_OPS[condition]!;
+  return { ok: true, matches: (value) => op(domain.compare(scalarOf(value), parsed)) };
+}
+
+function compileRelativeTime(condition: Condition, rhs: string): Compiled {
+  const seconds = parseSeconds(rhs);
+  if (seconds === undefined || seconds < 0) return { ok: false, error: 'must be a non-negative number of seconds' };
+  const after = condition === 'IS_AFTER_CURRENT_TIMESTAMP_MINUS';
+  return {
+    ok: true,
+    matches: (value, nowMs) => {
+      const valueMs = value.kind === 'timestamp' ? value.valueMs : Number(scalarOf(value)) * 1000;
+      const thresholdMs = nowMs - seconds * 1000;
+      return after ? valueMs > thresholdMs : valueMs < thresholdMs;
+    },
+  };
+}
+
+/** A number of seconds; a trailing `s` (protobuf Duration JSON, `3600s`) is accepted too. */
+function parseSeconds(rhs: string): number | undefined {
+  const trimmed = rhs.trim();
+  return parseNumber(trimmed.endsWith('s') ? trimmed.slice(0, -1) : trimmed);
+}
+
+function compileMembership(type: DataFieldType, domain: AnyDomain, rhs: string): Compiled {
+  if (type === 'STRING') {
+    const contains = containsAnyMatcher([rhs]);
+    return { ok: true, matches: (value) => contains(scalarOf(value) as string) };
+  }
+  const parsed = domain.parse(rhs);
+  if (parsed === undefined) return { ok: false, error: domain.expected };
+  return { ok: true, matches: (value) => listOf(value).some((element) => domain.compare(element, parsed) === 0) };
+}
+
+function compileOneOf(domain: AnyDomain, rhs: string): Compiled {
+  const items = parseRhsItems(domain, rhs);
+  if (!items.ok) return items;
+  const wanted = items.items;
+  return { ok: true, matches: (value) => wanted.some((item) => domain.compare(scalarOf(value), item) === 0) };
+}
+
+function compileOverlap(type: DataFieldType, domain: AnyDomain, rhs: string): Compiled {
+  const items = parseRhsItems(domain, rhs);
+  if (!items.ok) return items;
+  const wanted = items.items;
+  if (type === 'STRING') {
+    const containsAny = containsAnyMatcher(wanted as string[]);
+    return { ok: true, matches: (value) => containsAny(scalarOf(value) as string) };
+  }
+  return {
+    ok: true,
+    matches: (value) => listOf(value).some((element) => wanted.some((item) => domain.compare(element, item) === 0)),
+  };
+}
+
+function parseRhsItems(domain: AnyDomain, rhs: string): { ok: true; items: unknown[] } | { ok: false; error: string } {
+  const texts = splitRhsList(rhs);
+  const expected = `must be a non-empty list of ${domain.items} (a JSON array or comma-separated)`;
+  if (texts === undefined || texts.length === 0) return { ok: false, error: expected };
+  const items = texts.map((text) => domain.parse(text));
+  return items.some((item) => item === undefined) ? { ok: false, error: expected } : { ok: true, items };
+}
+
+/**
+ * The items of a list rhs (D27): a JSON array (`["a","b"]`, `[1,2]`), else a comma-separated
+ * list with items trimmed and empty items dropped. A JSON string (`"a,b"`) is one item, and a
+ * bracketed list that is not JSON (`[a, b]`) is read without its brackets. Undefined when a JSON
+ * array holds something other than strings, numbers and booleans.
+ */
+function splitRhsList(rhs: string): string[] | undefined {
+  const trimmed = rhs.trim();
+  if (trimmed.startsWith('[') || trimmed.startsWith('"')) {
+    const parsed = tryParseJson(trimmed);
+    if (Array.isArray(parsed)) return jsonArrayItems(parsed, trimmed);
+    if (typeof parsed === 'string') return [parsed];
+    if (trimmed.startsWith('[') && trimmed.endsWith(']')) return splitCommaList(trimmed.slice(1, -1));
+  }
+  return splitCommaList(trimmed);
+}
+
+function splitCommaList(text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+const JSON_NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+function jsonArrayItems(array: unknown[], source: string): string[] | undefined {
+  // JSON.parse rounds integers beyond 2^53; an all-number array is re-read from its source text
+  if (array.length > 0 && array.every((item) => typeof item === 'number')) {
+    const tokens = source.match(JSON_NUMBER_TOKEN) ?? [];
+    if (tokens.length === array.length) return tokens;
+  }
+  const items: string[] = [];
+  for (const item of array) {
+    if (typeof item === 'string') items.push(item);
+    else if (typeof item === 'number' || typeof item === 'boolean') items.push(String(item));
+    else return undefined;
+  }
+  return items;
+}
+
+function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function scalarOf(value: RuleValue): unknown {
+  return value.kind === 'timestamp' ? value.valueMs : value.value;
+}
+
+function listOf(value: RuleValue): unknown[] {
+  return Array.isArray((value as { value?: unknown }).value) ? (value as { value: unknown[] }).value : [];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values from stored profiles and contextual attributes
+
+/**
+ * A stored profile value as a RuleValue of the field's type, or undefined when it does not fit.
+ * Profiles hold JSON: integers as decimal strings or numbers, timestamps as RFC 3339 strings or
+ * epoch-seconds numbers, lists as arrays (or a string holding a JSON array). A PropertyValue
+ * wrapper (`{longValue: "5"}`, ...) is unwrapped first.
+ */
+export function ruleValueFromJson(type: DataFieldType, raw: unknown): RuleValue | undefined {
+  const value = unwrapPropertyValue(raw);
+  if (value === null || value === undefined) return undefined;
+  switch (type) {
+    case 'INTEGER': {
+      const n = toBigint(value);
+      return n === undefined ? undefined : { kind: 'integer', value: n };
+    }
+    case 'DOUBLE': {
+      const n = toDouble(value);
+      return n === undefined ? undefined : { kind: 'double', value: n };
+    }
+    case 'STRING': {
+      const s = toText(value);
+      return s === undefined ? undefined : { kind: 'string', value: s };
+    }
+    case 'BOOLEAN': {
+      const b = toBoolean(value);
+      return b === undefined ? undefined : { kind: 'boolean', value: b };
+    }
+    case 'TIMESTAMP_SECONDS': {
+      const ms = toTimestampMs(value);
+      return ms === undefined ? undefined : { kind: 'timestamp', valueMs: ms };
+    }
+    case 'INTEGER_LIST': {
+      const list = toList(value, toBigint);
+      return list === undefined ? undefined : { kind: 'integer_list', value: list };
+    }
+    case 'DOUBLE_LIST': {
+      const list = toList(value, toDouble);
+      return list === undefined ? undefined : { kind: 'double_list', value: list };
+    }
+    case 'STRING_LIST': {
+      const list = toList(value, toText);
+      return list === undefined ? undefined : { kind: 'string_list', value: list };
+    }
+    default:
+      return undefined;
+  }
+}
+
+const PROPERTY_VALUE_KEYS = ['longValue', 'doubleValue', 'stringValue', 'booleanValue', 'timestampValue'];
+
+function unwrapPropertyValue(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const keys = Object.keys(raw);
+  return keys.length === 1 && PROPERTY_VALUE_KEYS.includes(keys[0]) ? (raw as Record<string, unknown>)[keys[0]] : raw;
+}
+
+function toBigint(raw: unknown): bigint | undefined {
+  if (typeof raw === 'bigint') return raw;
+  if (typeof raw === 'number') return Number.isInteger(raw) ? BigInt(raw) : undefined;
+  if (typeof raw === 'string' && INTEGER_TEXT.test(raw.trim())) return BigInt(raw.trim());
+  return undefined;
+}
+
+function toDouble(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? raw : undefined;
+  if (typeof raw === 'bigint') return Number(raw);
+  if (typeof raw === 'string') return parseNumber(raw);
+  return undefined;
+}
+
+/** Numbers and booleans read as text: an unregistered property defaults to STRING (D20). */
+function toText(raw: unknown): string | undefined {
+  if (typeof raw === 'string') return raw;
+  if (typeof raw === 'number' || typeof raw === 'boolean' || typeof raw === 'bigint') return String(raw);
+  return undefined;
+}
+
+/** Clients send booleans as 0/1 too (D26a). */
+function toBoolean(raw: unknown): boolean | undefined {
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 0 || raw === 1) return raw === 1;
+  if (typeof raw === 'string') return booleanDomain.parse(raw);
+  return undefined;
+}
+
+function toTimestampMs(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? raw * 1000 : undefined;
+  if (typeof raw === 'bigint') return Number(raw) * 1000;
+  if (typeof raw === 'string') return timestampDomain.parse(raw);
+  return undefined;
+}
+
+function toList<T>(raw: unknown, convert: (item: unknown) => T | undefined): T[] | undefined {
+  const array = typeof raw === 'string' && raw.trim().startsWith('[') ? tryParseJson(raw) : raw;
+  if (!Array.isArray(array)) return undefined;
+  const items = array.map(convert);
+  return items.some((item) => item === undefined) ? undefined : (items as T[]);
+}
+
+/**
+ * The RuleValue of a contextual attribute (D26a). With the field's type known, a value sent in
+ * another slot is coerced when it reads naturally as that type (`integerValue` for a
+ * TIMESTAMP_SECONDS field = epoch seconds, `stringValue: "42"` for an INTEGER field); otherwise
+ * the attribute's own kind is returned, and `evaluateRule(..., fieldType)` reports TYPE_MISMATCH.
+ */
+export function ruleValueFromContextualAttribute(
+  attr: ContextualAttribute,
+  fieldType?: DataFieldType,
+): RuleValue | undefined {
+  const natural = naturalRuleValue(attr);
+  if (natural === undefined || fieldType === undefined || TYPE_OF_KIND[natural.kind] === fieldType) return natural;
+  // timestamps do not read as anything else without a guess about units
+  if (natural.kind === 'timestamp') return natural;
+  return ruleValueFromJson(fieldType, attributeRaw(attr)) ?? natural;
+}
+
+function attributeRaw(attr: ContextualAttribute): unknown {
+  return attr.stringValue ?? attr.integerValue ?? attr.doubleValue ?? attr.boolValue ?? attr.booleanValue;
+}
+
+function naturalRuleValue(attr: ContextualAttribute): RuleValue | undefined {
+  if (attr.stringValue !== undefined) return { kind: 'string', value: attr.stringValue };
+  if (attr.integerValue !== undefined) {
+    const n = toBigint(attr.integerValue);
+    if (n !== undefined) return { kind: 'integer', value: n };
+    const d = toDouble(attr.integerValue);
+    return d === undefined ? undefined : { kind: 'double', value: d };
+  }
+  if (attr.doubleValue !== undefined) {
+    const d = toDouble(attr.doubleValue);
+    return d === undefined ? undefined : { kind: 'double', value: d };
+  }
+  const bool = attr.boolValue ?? attr.booleanValue;
+  if (bool !== undefined) {
+    // a bool slot sent as a number: any non-zero number is true
+    return typeof bool === 'number' ? { kind: 'boolean', value: bool !== 0 } : { kind: 'boolean', value: bool === true };
+  }
+  if (attr.timestampValue !== undefined) {
+    const ms = parseRfc3339Exact(attr.timestampValue);
+    return ms === undefined ? undefined : { kind: 'timestamp', valueMs: ms };
+  }
+  if (attr.timestampMicrosValue !== undefined) return microsToTimestamp(attr.timestampMicrosValue);
+  return undefined;
+}
+
+function microsToTimestamp(micros: number | string): RuleValue | undefined {
+  const exact = toBigint(micros);
+  if (exact === undefined) return undefined;
+  // split before converting so large microsecond counts keep their sub-millisecond part
+  return { kind: 'timestamp', valueMs: Number(exact / 1000n) + Number(exact % 1000n) / 1000 };
+}

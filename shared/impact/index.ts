@@ -1,0 +1,4 @@
+export * from './decision-log.queue.js';
+export * from './decisions.js';
+export * from './impact.schemas.js';
+export * from './report-stats.js';

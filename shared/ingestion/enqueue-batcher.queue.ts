@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import { UnavailableError } from '../platform/errors.js';
+import { INGEST_JOB_OPTIONS } from '../platform/queues.js';
+
+interface Pending<T> {
+  data: T;
+  /** the caller's job id (one job per item only) */
+  jobId: string | undefined;
+  weight: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+type QueuedJob = { name: string; data: unknown; opts: typeof INGEST_JOB_OPTIONS & { jobId: string } };
+
+export interface EnqueueBatcherOptions<T> {
+  /** Most jobs sent in one `addBulk`. @defaultValue 500 */
+  maxBatch?: number;
+  /** A request waits at most this long for Redis before it gets 503. @defaultValue 1000 */
+  timeoutMs?: number;
+  /**
+   * Merge mode: the items of a turn become few jobs, built by `build`, each of items whose
+   * weights (the callers' hints, e.g. their number of events) add up to at most `maxWeight`;
+   * a heavier item goes alone. Bounds what one job holds in a worker's memory.
+   */
+  merge?: { build: (items: T[]) => unknown; maxWeight: number };
+}
+
+/**
+ * Gathers the jobs of concurrent requests into one `addBulk` (one Redis round trip for many
+ * requests), or, in merge mode, into few merged jobs. Each caller awaits the promise of the batch
+ * its item went out in, so a 200 is only ever sent for work Redis has accepted. A batch is flushed
+ * on the next turn of the event loop, so a lone request is not delayed.
+ */
+export class EnqueueBatcher<T> {
+  private pending: Pending<T>[] = [];
+  private scheduled = false;
+  private readonly maxBatch: number;
+  private readonly timeoutMs: number;
+  /** Jobs and item weights (events) Redis accepted from this batcher: the backlog monitor's mix. */
+  readonly accepted = { jobs: 0, weight: 0 };
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly jobName: string,
+    private readonly opts: EnqueueBatcherOptions<T> = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 500;
+    this.timeoutMs = opts.timeoutMs ?? 1000;
+  }
+
+  /**
+   * Resolves once the item is durably in Redis. `jobId` (one job per item) makes a re-add of the
+   * same work a no-op; without it the job gets a fresh id, as does every merged job. `weight`:
+   * the item's share of a merged job's `maxWeight`.
+   */
+  enqueue(data: T, opts: { jobId?: string; weight?: number } = {}): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ data, jobId: opts.jobId, weight: opts.weight ?? 1, resolve, reject });
+      if (this.pending.length >= this.maxBatch) this.flush();
+      else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      void this.send(batch);
+    }
+  }
+
+  /** One job per item, or (merge mode) per group of items. */
+  private jobsOf(batch: Pending<T>[]): QueuedJob[] {
+    const merge = this.opts.merge;
+    if (!merge) return batch.map((p) => ({ name: this.jobName, data: p.data, opts: { ...INGEST_JOB_OPTIONS, jobId: p.jobId ?? randomUUID() } }));
+    const jobs: QueuedJob[] = [];
+    let group: T[] = [];
+    let weight = 0;
+    const close = () => {
+      jobs.push({ name: this.jobName, data: merge.build(group), opts: { ...INGEST_JOB_OPTIONS, jobId: randomUUID() } });
+      group = [];
+      weight = 0;
+    };
+    for (const p of batch) {
+      if (group.length > 0 && weight + p.weight > merge.maxWeight) close();
+      group.push(p.data);
+      weight += p.weight;
+    }
+    if (group.length > 0) close();
+    return jobs;
+  }
+
+  private async send(batch: Pending<T>[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_r, reject) => {
+      timer = setTimeout(() => reject(new UnavailableError('the ingestion queue did not answer in time; retry the request')), this.timeoutMs);
+    });
+    try {
+      const jobs = this.jobsOf(batch);
+      await Promise.race([this.queue.addBulk(jobs), timeout]);
+      this.accepted.jobs += jobs.length;
+      for (const p of batch) this.accepted.weight += p.weight;
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      const e = err instanceof UnavailableError ? err : new UnavailableError('the ingestion queue is unavailable; retry the request');
+      for (const p of batch) p.reject(e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { EnqueueBatcher } from './enqueue-batcher.queue.js';
+import { bullPrefix, QUEUE } from '../platform/queues.js';
+import { type EventsBatchJob, type EventsJob, type InteractionJob, type SingleEventsJob } from './jobs.js';
+
+/** The API's side of the ingestion queues: fail-fast producers on the request-path connection. */
+export interface IngestProducers {
+  eventsQueue: Queue;
+  interactionsQueue: Queue;
+  /** One job per item (Pub/Sub messages: the job id de-duplicates a redelivery). */
+  events: EnqueueBatcher<SingleEventsJob>;
+  /** LogEvents requests, merged per event-loop turn into jobs of up to MERGED_JOB_EVENTS events. */
+  logEvents: EnqueueBatcher<EventsJob>;
+  interactions: EnqueueBatcher<InteractionJob>;
+  close(): Promise<void>;
+}
+
+/**
+ * Events per merged LogEvents job at most (a larger request is a job of its own): small requests
+ * share a job's queue overhead, while a job, times the workers' concurrency, still bounds what
+ * the workers hold in memory as before.
+ */
+export const MERGED_JOB_EVENTS = 100;
+
+export function createIngestProducers(connection: Redis, redisPrefix: string): IngestProducers {
+  const prefix = bullPrefix(redisPrefix, connection);
+  // No start-up INFO/meta calls: on the fail-fast connection a slow boot could time them out
+  // and leave the queue object failing every later call.
+  const opts = { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true };
+  const eventsQueue = new Queue(QUEUE.events, opts);
+  const interactionsQueue = new Queue(QUEUE.interactions, opts);
+  // Queue errors surface on the awaited calls; the listener keeps an outage from crashing the process.
+  eventsQueue.on('error', () => undefined);
+  interactionsQueue.on('error', () => undefined);
+  return {
+    eventsQueue,
+    interactionsQueue,
+    events: new EnqueueBatcher<SingleEventsJob>(eventsQueue, 'events'),
+    logEvents: new EnqueueBatcher<EventsJob>(eventsQueue, 'events', {
+      merge: { build: (requests): EventsBatchJob => ({ kind: 'eventsBatch', requests }), maxWeight: MERGED_JOB_EVENTS },
+    }),
+    interactions: new EnqueueBatcher<InteractionJob>(interactionsQueue, 'interaction'),
+    async close() {
+      await eventsQueue.close();
+      await interactionsQueue.close();
+    },
+  };
+}

@@ -1,0 +1,388 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { bullPrefix, QUEUE } from './queues.js';
+
+export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters';
+export type PubsubAckOutcome = 'queued' | 'dead_letter';
+export type JobOutcome = 'completed' | 'failed';
+
+/** The one prefix of every metric this service exports (process defaults included). */
+export const METRIC_PREFIX = 'tds_';
+
+/** Job states reported per queue; `waiting` is the backlog that matters for alerting. */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
+
+/**
+ * Hit and miss tallies of an in-memory cache. Plain numbers the owner increments on its hot
+ * path (no label lookup, no allocation); they are read only when Prometheus scrapes.
+ */
+export interface CacheStats {
+  hits: number;
+  misses: number;
+}
+
+/** GetTreatments outcomes, incremented per response (plain numbers, read at scrape time). */
+export interface DeliveryStats {
+  /** responses with at least one treatment */
+  withTreatments: number;
+  /** responses without any (no treatment qualified) */
+  empty: number;
+  /** treatments returned, summed over responses */
+  treatmentsReturned: number;
+}
+
+/** One registry's figures in prom-client's JSON form: what a thread hands to its host for one scrape. */
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+
+export interface MetricsOptions {
+  /** Clock for the age of the oldest waiting job. */
+  now: () => number;
+  /**
+   * A scrape gives up on Redis after this long and reports `tds_redis_up 0`, so a Redis that
+   * never connected cannot hang the scraper. @defaultValue 2000
+   */
+  queueStatsTimeoutMs?: number;
+}
+
+/** The counters and gauges of one thread, in a registry of their own, served on the ops listener. */
+export interface Metrics {
+  readonly registry: Registry;
+  readonly contentType: string;
+  /** GetTreatments outcomes; the delivery operation increments the fields directly. */
+  readonly delivery: DeliveryStats;
+  observeRequest(operation: string, status: number, seconds: number): void;
+  /** Same shape as the ingest workers' `onMetric` option, so it can be passed as is. */
+  countIngest(name: IngestMetric, n: number): void;
+  pubsubReceived(project: string): void;
+  pubsubAcked(project: string, outcome: PubsubAckOutcome): void;
+  /** One ClickHouse insert of the batch writer: its rows, latency and whether it failed. */
+  observeInsert(table: string, rows: number, seconds: number, failed: boolean): void;
+  /** A job that finished an attempt (`failed` includes attempts that will be retried). */
+  observeJob(queue: string, outcome: JobOutcome, seconds: number): void;
+  /** A failed attempt that will be retried. */
+  countRetry(queue: string): void;
+  /** A job that failed for good (no attempt left, or poison). */
+  countJobFailed(queue: string): void;
+  /** Progress of a running recompute or backfill, `reason` as in the job (schedule, backfill, manual). */
+  aggregationProgress(reason: string, fieldsDone: number, fieldsTotal: number, usersDelta: number): void;
+  aggregationRunning(reason: string, delta: 1 | -1): void;
+  /** Readiness as seen by this scrape: `tds_ready` and `tds_readiness_check_up{check}`. */
+  setReadiness(checks: readonly string[], failed: ReadonlySet<string>): void;
+  /** `stats` is read on each scrape as `tds_cache_requests_total{cache=name,result=hit|miss}`. */
+  watchCache(name: string, stats: CacheStats): void;
+  /** Queues whose depth is read on each scrape; returns a function that stops watching them. */
+  watchQueues(queues: Queue[]): () => void;
+  /**
+   * Heap, GC, event-loop lag and process figures (prom-client's defaults, `tds_` prefix), labelled
+   * with `thread`. Once per thread; later calls do nothing.
+   */
+  collectDefaults(thread: string): void;
+  /** This registry as JSON, for a host that merges several threads into one scrape (`mergeSnapshots`). */
+  snapshot(opts?: { threadOnly?: boolean }): Promise<MetricsSnapshot>;
+  /** The exposition text (Prometheus text format 0.0.4). Never rejects because Redis is down. */
+  render(): Promise<string>;
+}
+
+export interface QueueStats {
+  name: string;
+  counts: Record<string, number>;
+  oldestWaitingTs?: number;
+}
+
+/** The oldest waiting job: `getWaiting` lists ascending (oldest first), so index 0 is the oldest. */
+export async function readQueue(q: Queue): Promise<QueueStats> {
+  const [counts, oldest] = await Promise.all([q.getJobCounts(...QUEUE_STATES), q.getWaiting(0, 0)]);
+  return { name: q.name, counts, oldestWaitingTs: oldest[0]?.timestamp };
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`queue stats timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Read-and-retry handles on every queue for the dashboard and the gauges, on a shared connection.
+ * `skipVersionCheck`: BullMQ's start-up INFO would otherwise run under the fail-fast connection's
+ * command timeout, and one timed-out INFO (Redis down, or the event loop busy at boot) leaves a
+ * Queue object broken for the life of the process. The producers and workers check the version.
+ * `skipMetasUpdate`: observers leave the queue's metadata to the producers.
+ */
+export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[] {
+  return Object.values(QUEUE).map((name) => openQueueHandle(connection, redisPrefix, name));
+}
+
+/** One observer handle (see `openQueueHandles`); it opens no connection of its own. */
+export function openQueueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
+  const q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
+  // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
+  q.on('error', () => undefined);
+  return q;
+}
+
+/** Process-wide default metrics: a thread other than the main one leaves them to the main thread. */
+const PROCESS_WIDE = [`${METRIC_PREFIX}process_`, `${METRIC_PREFIX}nodejs_version_info`];
+
+/** Pre-bound children per label value: the label set is hashed once, not per observation. */
+function childCache<T>(make: (label: string) => T): (label: string) => T {
+  const children = new Map<string, T>();
+  return (label) => {
+    let c = children.get(label);
+    if (c === undefined) children.set(label, (c = make(label)));
+    return c;
+  };
+}
+
+export function createMetrics(opts: MetricsOptions): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const watched = new Set<Queue>();
+  const caches = new Map<string, CacheStats>();
+  const delivery: DeliveryStats = { withTreatments: 0, empty: 0, treatmentsReturned: 0 };
+  const timeoutMs = opts.queueStatsTimeoutMs ?? 2000;
+  const P = METRIC_PREFIX;
+  let defaultsOn = false;
+
+  // prom-client collects every metric concurrently; the gauges share one Redis read per scrape.
+  let inflight: Promise<QueueStats[] | undefined> | undefined;
+  const snapshot = () => {
+    inflight ??= withTimeout(Promise.all([...watched].map(readQueue)), timeoutMs)
+      .catch(() => undefined)
+      .finally(() => {
+        inflight = undefined;
+      });
+    return inflight;
+  };
+
+  const requests = new Counter({ name: `${P}http_requests_total`, help: 'HTTP requests by operation (route) and status code', labelNames: ['operation', 'status'], registers });
+  const duration = new Histogram({
+    name: `${P}http_request_duration_seconds`,
+    help: 'HTTP request latency by operation (route)',
+    labelNames: ['operation'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers,
+  });
+  // Bound once per operation and status: every request costs two map lookups, no label hashing.
+  // Operations are route patterns (bounded), statuses a few dozen codes.
+  const requestChildren = childCache((operation) => ({ duration: duration.labels(operation), byStatus: new Map<number, Counter.Internal>() }));
+  const ingest: Record<IngestMetric, Counter> = {
+    eventsWritten: new Counter({ name: `${P}ingest_events_written_total`, help: 'Events stored by the ingest workers', registers }),
+    duplicatesDropped: new Counter({ name: `${P}ingest_duplicates_dropped_total`, help: 'Events dropped as duplicates (same insertId or redelivery)', registers }),
+    deadLetters: new Counter({ name: `${P}ingest_dead_letters_total`, help: 'Ingestion jobs or requests that failed for good and were stored as dead letters', registers }),
+  };
+  const received = new Counter({ name: `${P}pubsub_messages_received_total`, help: 'Pub/Sub messages received, by project', labelNames: ['project'], registers });
+  const acked = new Counter({ name: `${P}pubsub_messages_acked_total`, help: 'Pub/Sub messages acknowledged, by project and outcome', labelNames: ['project', 'outcome'], registers });
+
+  const insertSeconds = new Histogram({
+    name: `${P}clickhouse_insert_duration_seconds`,
+    help: 'Latency of the batch writer\'s ClickHouse inserts, by table (failed inserts included)',
+    labelNames: ['table'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers,
+  });
+  const insertRows = new Counter({ name: `${P}clickhouse_insert_rows_total`, help: 'Rows stored by the batch writer\'s ClickHouse inserts, by table', labelNames: ['table'], registers });
+  const insertErrors = new Counter({ name: `${P}clickhouse_insert_errors_total`, help: 'Failed ClickHouse inserts of the batch writer, by table', labelNames: ['table'], registers });
+  const insertChildren = childCache((table) => ({ seconds: insertSeconds.labels(table), rows: insertRows.labels(table), errors: insertErrors.labels(table) }));
+  // every table is present from the first scrape, so rate() and the alerts see a zero, not a gap
+  for (const table of ['events', 'interactions']) {
+    insertChildren(table).rows.inc(0);
+    insertChildren(table).errors.inc(0);
+  }
+
+  const jobSeconds = new Histogram({
+    name: `${P}job_duration_seconds`,
+    help: 'Time a job attempt took from being picked up to finishing, by queue and outcome',
+    labelNames: ['queue', 'outcome'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+    registers,
+  });
+  const retries = new Counter({ name: `${P}job_retries_total`, help: 'Job attempts that failed and will be retried with backoff, by queue', labelNames: ['queue'], registers });
+  const jobsFailed = new Counter({ name: `${P}jobs_failed_total`, help: 'Jobs that failed for good (poison, or no attempt left), by queue', labelNames: ['queue'], registers });
+  const jobChildren = childCache((queue) => ({ completed: jobSeconds.labels(queue, 'completed'), failed: jobSeconds.labels(queue, 'failed'), retries: retries.labels(queue), failedForGood: jobsFailed.labels(queue) }));
+  for (const queue of Object.values(QUEUE)) {
+    jobChildren(queue).retries.inc(0);
+    jobChildren(queue).failedForGood.inc(0);
+  }
+
+  const aggProgress = new Gauge({
+    name: `${P}aggregation_progress_ratio`,
+    help: 'Fields finished / fields in the latest recompute run of this process, by reason (backfill, schedule, manual); 1 when it finished',
+    labelNames: ['reason'],
+    registers,
+  });
+  const aggUsers = new Counter({ name: `${P}aggregation_users_recomputed_total`, help: 'Profiles rewritten by recompute and backfill runs, by reason', labelNames: ['reason'], registers });
+  const aggRunning = new Gauge({ name: `${P}aggregation_runs_active`, help: 'Recompute or backfill runs under way in this process, by reason', labelNames: ['reason'], registers });
+  for (const reason of ['backfill', 'schedule', 'manual']) {
+    aggRunning.set({ reason }, 0);
+    aggUsers.inc({ reason }, 0);
+  }
+
+  const ready = new Gauge({ name: `${P}ready`, help: '1 when every readiness check of this process passed during this scrape (what /readyz answers), else 0', registers });
+  const checkUp = new Gauge({ name: `${P}readiness_check_up`, help: 'Readiness checks of this process during this scrape (1 passed, 0 failed), by check', labelNames: ['check'], registers });
+
+  new Counter({
+    name: `${P}cache_requests_total`,
+    help: 'Lookups of the in-memory caches (catalog: compiled catalogue plans; api_key: verified API keys), by result',
+    labelNames: ['cache', 'result'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [cache, s] of caches) {
+        this.inc({ cache, result: 'hit' }, s.hits);
+        this.inc({ cache, result: 'miss' }, s.misses);
+      }
+    },
+  });
+  new Counter({
+    name: `${P}delivery_responses_total`,
+    help: 'GetTreatments responses, by outcome (treatments: at least one returned; empty: none qualified)',
+    labelNames: ['outcome'],
+    registers,
+    collect() {
+      this.reset();
+      this.inc({ outcome: 'treatments' }, delivery.withTreatments);
+      this.inc({ outcome: 'empty' }, delivery.empty);
+    },
+  });
+  new Counter({
+    name: `${P}delivery_treatments_returned_total`,
+    help: 'Treatments returned by GetTreatments, summed over responses',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(delivery.treatmentsReturned);
+    },
+  });
+
+  new Gauge({
+    name: `${P}queue_jobs`,
+    help: 'Jobs per BullMQ queue and state (omitted while Redis does not answer)',
+    labelNames: ['queue', 'state'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const s of (await snapshot()) ?? []) {
+        for (const [state, n] of Object.entries(s.counts)) this.set({ queue: s.name, state }, n);
+      }
+    },
+  });
+  new Gauge({
+    name: `${P}queue_oldest_waiting_age_seconds`,
+    help: 'Age of the oldest waiting job per queue, 0 when none waits (omitted while Redis does not answer)',
+    labelNames: ['queue'],
+    registers,
+    async collect() {
+      this.reset();
+      const now = opts.now();
+      for (const s of (await snapshot()) ?? []) {
+        this.set({ queue: s.name }, s.oldestWaitingTs === undefined ? 0 : Math.max(0, (now - s.oldestWaitingTs) / 1000));
+      }
+    },
+  });
+  new Gauge({
+    name: `${P}redis_up`,
+    help: '1 when the statistics of the watched queues were read from Redis during this scrape, else 0',
+    registers,
+    async collect() {
+      this.set((await snapshot()) ? 1 : 0);
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    delivery,
+    observeRequest: (operation, status, seconds) => {
+      const c = requestChildren(operation);
+      let count = c.byStatus.get(status);
+      if (count === undefined) c.byStatus.set(status, (count = requests.labels(operation, String(status))));
+      count.inc();
+      c.duration.observe(seconds);
+    },
+    countIngest: (name, n) => {
+      if (n > 0) ingest[name].inc(n);
+    },
+    pubsubReceived: (project) => received.inc({ project }),
+    pubsubAcked: (project, outcome) => acked.inc({ project, outcome }),
+    observeInsert: (table, rows, seconds, failed) => {
+      const c = insertChildren(table);
+      c.seconds.observe(seconds);
+      if (failed) c.errors.inc();
+      else c.rows.inc(rows);
+    },
+    observeJob: (queue, outcome, seconds) => jobChildren(queue)[outcome].observe(seconds),
+    countRetry: (queue) => jobChildren(queue).retries.inc(),
+    countJobFailed: (queue) => jobChildren(queue).failedForGood.inc(),
+    aggregationProgress: (reason, fieldsDone, fieldsTotal, usersDelta) => {
+      aggProgress.set({ reason }, fieldsTotal === 0 ? 1 : fieldsDone / fieldsTotal);
+      if (usersDelta > 0) aggUsers.inc({ reason }, usersDelta);
+    },
+    aggregationRunning: (reason, delta) => aggRunning.inc({ reason }, delta),
+    setReadiness: (checks, failed) => {
+      checkUp.reset();
+      for (const check of checks) checkUp.set({ check }, failed.has(check) ? 0 : 1);
+      ready.set(failed.size === 0 ? 1 : 0);
+    },
+    watchCache: (name, stats) => {
+      caches.set(name, stats);
+    },
+    watchQueues: (queues) => {
+      for (const q of queues) watched.add(q);
+      return () => {
+        for (const q of queues) watched.delete(q);
+      };
+    },
+    collectDefaults: (thread) => {
+      if (defaultsOn) return;
+      defaultsOn = true;
+      collectDefaultMetrics({ register: registry, prefix: P, labels: { thread } });
+    },
+    snapshot: async (o = {}) => {
+      const all = (await registry.getMetricsAsJSON()) as MetricsSnapshot;
+      return o.threadOnly ? all.filter((m) => !PROCESS_WIDE.some((p) => m.name.startsWith(p))) : all;
+    },
+    render: () => registry.metrics(),
+  };
+}
+
+/**
+ * One exposition from the registries of several threads of a process. A metric only one thread
+ * has is kept as is; one several have is summed per label set (counters of the same name add up;
+ * per-thread figures carry a distinct `thread` label, so they stay apart).
+ */
+export function mergeSnapshots(snapshots: MetricsSnapshot[]): Registry {
+  const merged = new Registry();
+  const byName = new Map<string, MetricsSnapshot>();
+  for (const snap of snapshots) {
+    for (const m of snap) {
+      const group = byName.get(m.name);
+      if (group) group.push(m);
+      else byName.set(m.name, [m]);
+    }
+  }
+  for (const group of byName.values()) {
+    const metric = group.length === 1 ? group[0] : sumValues(group);
+    merged.registerMetric({ ...metric, get: () => metric } as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+  return merged;
+}
+
+function sumValues(group: MetricsSnapshot): MetricObjectWithValues<MetricValue<string>> {
+  const values = new Map<string, MetricValue<string> & { metricName?: string }>();
+  for (const m of group) {
+    for (const v of m.values as (MetricValue<string> & { metricName?: string })[]) {
+      const key = `${v.metricName ?? ''}|${JSON.stringify(Object.entries(v.labels).sort())}`;
+      const seen = values.get(key);
+      if (seen) seen.value += v.value;
+      else values.set(key, { ...v, labels: { ...v.labels } });
+    }
+  }
+  return { ...group[0], values: [...values.values()] };
+}

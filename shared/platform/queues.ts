@@ -1,0 +1,55 @@
+import type { JobsOptions } from 'bullmq';
+import { isCluster } from './redis/redis.js';
+
+/**
+ * Queue names and job options, shared by the API (producers) and the workers (consumers). The job
+ * payloads are declared by their features (ingestion/jobs.ts, impact/decisions.ts, aggregation/jobs.ts):
+ * plain JSON, timestamps as epoch milliseconds, int64 as decimal strings.
+ */
+export const QUEUE = {
+  events: 'events',
+  interactions: 'interactions',
+  aggregations: 'aggregations',
+  /** The decision log (D36): GetTreatments decisions on their way to ClickHouse. */
+  decisions: 'decisions',
+  /** Request/reply calls from API processes to the process that owns ClickHouse (warehouse-rpc.ts). */
+  rpc: 'rpc',
+  /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
+  isolated: 'isolated',
+  /** DeleteUserData's ClickHouse deletions (D44), retried until done (user-deletion-queue.ts). */
+  userDeletions: 'user-deletions',
+} as const;
+export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
+
+/** Failed jobs kept per queue (newest first) for the dashboard. */
+export const FAILED_JOBS_KEPT = 10_000;
+
+/**
+ * Retries with capped exponential backoff for transient failures (ClickHouse or Redis down):
+ * a job that returned 200 to a client must not run out of attempts during an outage of hours.
+ * Poison jobs fail at once with UnrecoverableError.
+ */
+export const INGEST_JOB_OPTIONS: JobsOptions = {
+  attempts: 100_000,
+  backoff: { type: 'capped-exponential', delay: 200 },
+  removeOnComplete: { age: 3600, count: 10_000 },
+  // Failed jobs are in `dead_letters` already (payload and reason); the queue keeps the newest
+  // ones for the dashboard only, so a flood of poison input cannot grow Redis without bound.
+  removeOnFail: { age: 30 * 24 * 3600, count: FAILED_JOBS_KEPT },
+};
+
+export const BACKOFF_CAP_MS = 30_000;
+
+export function cappedExponentialBackoff(attemptsMade: number): number {
+  return Math.min(BACKOFF_CAP_MS, 200 * 2 ** Math.min(attemptsMade, 20));
+}
+
+/**
+ * BullMQ prefix: under the service's Redis prefix, so tests and deployments do not collide. On a
+ * Redis Cluster (the connection is an ioredis `Cluster`) BullMQ's scripts touch several keys of a
+ * queue, so the prefix is hash-tagged, `{<prefix>}:bull`, and every queue lives in one slot; on a
+ * single Redis it stays `<prefix>:bull`, so existing deployments keep their queues.
+ */
+export function bullPrefix(redisPrefix: string, connection?: unknown): string {
+  return isCluster(connection) ? `{${redisPrefix}}:bull` : `${redisPrefix}:bull`;
+}

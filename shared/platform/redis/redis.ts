@@ -1,0 +1,109 @@
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisNode } from '../config.js';
+
+/**
+ * Two connection profiles (conventions point 4). Producers on the request path fail fast, so a
+ * Redis outage is a prompt 503 and never a hung request; workers and background loops wait for
+ * Redis to come back (`maxRetriesPerRequest: null`, as BullMQ requires for workers).
+ */
+export type RedisProfile = 'producer' | 'worker';
+
+export function redisOptions(profile: RedisProfile): RedisOptions {
+  if (profile === 'producer') {
+    return {
+      // Commands issued in one event-loop turn (the profile reads of concurrent GetTreatments
+      // requests) go out in one socket write instead of one write system call each.
+      enableAutoPipelining: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 1000,
+      commandTimeout: 1000,
+      retryStrategy: (times) => Math.min(times * 100, 1000),
+    };
+  }
+  return {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  };
+}
+
+/** Where Redis is: the config (REDIS_URL, or REDIS_CLUSTER_NODES when set) or a bare URL. */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes?: readonly RedisNode[];
+}
+
+/** Options of an ioredis `Cluster` for a profile: the per-node options are the single-Redis ones. */
+export function clusterOptions(profile: RedisProfile, name?: string): ClusterOptions {
+  const { enableAutoPipelining, enableOfflineQueue, retryStrategy, ...node } = redisOptions(profile);
+  return {
+    enableAutoPipelining,
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    enableReadyCheck: true,
+    // Unreachable seed nodes at start-up: keep trying, with the profile's pace.
+    clusterRetryStrategy: retryStrategy ?? ((times) => Math.min(times * 200, 2000)),
+    // A failover or resharding in progress (CLUSTERDOWN, TRYAGAIN, MOVED storms) is retried briefly.
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 100,
+    retryDelayOnFailover: 100,
+    redisOptions: { ...node, connectionName: name },
+  };
+}
+
+/**
+ * The one place a Redis connection is made. With `redisClusterNodes` (REDIS_CLUSTER_NODES) it is
+ * an ioredis `Cluster` over those seed nodes, else a single `Redis` at the URL (a database index
+ * in the URL, `redis://host:6379/3`, is honoured by ioredis itself). A `Cluster` has the command
+ * API of `Redis` and is typed as one, so stores take either; the few places that differ ask
+ * `isCluster(client)`. On a cluster every multi-key command and script of the service stays in one
+ * hash slot (see shared/platform/redis/redis-keys.ts).
+ */
+export function createRedis(target: string | RedisTarget, profile: RedisProfile, name?: string): Redis {
+  const t = typeof target === 'string' ? { redisUrl: target } : target;
+  if (t.redisClusterNodes && t.redisClusterNodes.length > 0) {
+    return new Cluster(
+      t.redisClusterNodes.map((n) => ({ host: n.host, port: n.port })),
+      clusterOptions(profile, name),
+    ) as unknown as Redis;
+  }
+  return new Redis(t.redisUrl, { ...redisOptions(profile), connectionName: name, lazyConnect: false });
+}
+
+/** True for an ioredis `Cluster` (made by `createRedis` from REDIS_CLUSTER_NODES). */
+export function isCluster(client: unknown): boolean {
+  return (client as { isCluster?: boolean } | null)?.isCluster === true;
+}
+
+/** Resolves when the client is ready, rejects after `timeoutMs`. */
+export async function waitForRedis(client: Redis, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`Redis did not become ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+    };
+    client.on('ready', onReady);
+  });
+}
+
+export type { Redis };
+
+/** A new connection like `client` (a `Redis` or a `Cluster`) with some per-connection options changed. */
+export function duplicateRedis(client: Redis, overrides: RedisOptions): Redis {
+  if (!isCluster(client)) return client.duplicate(overrides);
+  const c = client as unknown as Cluster;
+  const { enableOfflineQueue, ...node } = overrides;
+  return c.duplicate([], {
+    enableOfflineQueue: enableOfflineQueue ?? c.options.enableOfflineQueue,
+    redisOptions: { ...c.options.redisOptions, ...node },
+  }) as unknown as Redis;
+}

@@ -1,0 +1,3 @@
+export * from './profile.store.js';
+export * from './user-deletion.queue.js';
+export * from './user-deletion.store.js';

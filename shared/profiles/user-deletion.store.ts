@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../platform/redis/redis-keys.js';
+import { isCluster } from '../platform/redis/redis.js';
+import { INSERT_MARKER_DAYS, JOB_MARKER_TTL_SECONDS } from './profile.store.js';
+import { changeFields } from '../projects/index.js';
+import { CHANGE_LOG_MAX_ENTRIES } from '../platform/redis/atomic-write.js';
+
+/**
+ * D44: a user's data erased on request, and never brought back.
+ *
+ * Two records per project, in the project's slot `{<project>}`:
+ * - `deleted-users`, a sorted set user id → deletion time (ms): the tombstones. An ingestion job
+ *   that was accepted (queued) before the deletion and runs after it is dropped for that user
+ *   (its rows are not written, its profile changes not applied), and a recompute that read
+ *   ClickHouse before the deletion does not write that user. Entries live TOMBSTONE_TTL_SECONDS
+ *   (as long as a queued job can still be retried, JOB_MARKER_TTL_SECONDS), pruned on every
+ *   deletion, so the set holds at most the deletions of that period.
+ * - `pending-deletions`, a hash user id → deletion time (ms): users whose ClickHouse rows may not
+ *   be gone yet. Every recompute excludes their rows ingested up to the deletion time; the
+ *   deletion job removes the entry once its mutations have finished. It holds only deletions in
+ *   progress.
+ */
+export const TOMBSTONE_TTL_SECONDS = JOB_MARKER_TTL_SECONDS;
+
+const DAY_MS = 86_400_000;
+
+/** The change log names a deleted user by this digest, never by the id itself. */
+export function userIdDigest(userId: string): string {
+  return createHash('sha256').update(userId).digest('hex');
+}
+
+/** A glob pattern matching exactly the keys that start with `prefix` (SCAN MATCH). */
+export function globLiteral(prefix: string): string {
+  return prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+export interface UserRef {
+  projectId: string;
+  userId: string;
+}
+
+export class UserDeletionStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  /**
+   * The tombstone: from now on jobs of the user accepted up to `deletedAtMs` are dropped, and
+   * recomputes leave out the user's rows ingested up to `rowsUpToMs` (default: the same time).
+   * Idempotent; a later call moves the times forward.
+   */
+  async tombstone(projectId: string, userId: string, deletedAtMs: number, rowsUpToMs = deletedAtMs): Promise<void> {
+    const tomb = this.keys.deletedUsers(projectId);
+    const pending = this.keys.pendingUserDeletions(projectId);
+    await this.redis
+      .multi()
+      .zadd(tomb, String(deletedAtMs), userId)
+      .zremrangebyscore(tomb, '-inf', String(deletedAtMs - TOMBSTONE_TTL_SECONDS * 1000))
+      .expire(tomb, TOMBSTONE_TTL_SECONDS)
+      .hset(pending, userId, String(rowsUpToMs))
+      .expire(pending, TOMBSTONE_TTL_SECONDS)
+      .exec();
+  }
+
+  /** Moves the recompute's cut-off of a pending deletion (the rows the ClickHouse job deletes). */
+  async setRowsCutoff(projectId: string, userId: string, rowsUpToMs: number): Promise<void> {
+    const pending = this.keys.pendingUserDeletions(projectId);
+    await this.redis.multi().hset(pending, userId, String(rowsUpToMs)).expire(pending, TOMBSTONE_TTL_SECONDS).exec();
+  }
+
+  /**
+   * Deletes every key of the user: the computable ones (profile, insertId marker sets of the
+   * arrival days that can still exist) and then whatever else carries the user's prefix (job
+   * markers), found by SCAN on each primary (all of them are in one slot).
+   */
+  async deleteKeys(projectId: string, userId: string, nowMs: number): Promise<number> {
+    const computed = [this.keys.profile(projectId, userId)];
+    // marker sets of arrival days: today (and tomorrow, for a clock ahead) back to the oldest that can still exist
+    const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+    for (let i = -1; i <= INSERT_MARKER_DAYS; i++) computed.push(this.keys.insertMarkers(projectId, userId, new Date(today - i * DAY_MS).toISOString().slice(0, 10)));
+    // every key carries the user's hash tag: one slot, so one DEL even on a cluster
+    const deleted = await this.redis.del(...computed);
+    return deleted + (await this.deleteMatching(this.keys.userKeyPrefix(projectId, userId)));
+  }
+
+  /** Tombstone, then every key of the user (see `tombstone` and `deleteKeys`). */
+  async erase(projectId: string, userId: string, deletedAtMs: number): Promise<{ keysDeleted: number }> {
+    await this.tombstone(projectId, userId, deletedAtMs);
+    return { keysDeleted: await this.deleteKeys(projectId, userId, deletedAtMs) };
+  }
+
+  /**
+   * Deletes the keys starting with `prefix` (one user's: one hash tag). On a cluster all of them
+   * are in one slot: each primary is asked for the keys of that slot (only its owner has any),
+   * which costs the slot's keys, not the whole keyspace. On a single Redis: SCAN of the prefix.
+   */
+  private async deleteMatching(prefix: string): Promise<number> {
+    if (isCluster(this.redis)) {
+      const cluster = this.redis as unknown as { nodes(role: 'master'): Redis[] };
+      let deleted = 0;
+      for (const node of cluster.nodes('master')) {
+        const slot = Number(await node.call('CLUSTER', 'KEYSLOT', prefix));
+        const count = Number(await node.call('CLUSTER', 'COUNTKEYSINSLOT', String(slot)));
+        if (count === 0) continue;
+        const keys = (await node.call('CLUSTER', 'GETKEYSINSLOT', String(slot), String(count))) as string[];
+        const mine = keys.filter((k) => k.startsWith(prefix));
+        if (mine.length > 0) deleted += await this.redis.del(...mine);
+      }
+      return deleted;
+    }
+    const match = `${globLiteral(prefix)}*`;
+    let deleted = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await this.redis.scan(cursor, 'MATCH', match, 'COUNT', 10_000);
+      cursor = next;
+      // only keys of this user's prefix (SCAN MATCH is a glob; check the literal prefix again)
+      const mine = found.filter((k) => k.startsWith(prefix));
+      if (mine.length > 0) deleted += await this.redis.del(...mine);
+    } while (cursor !== '0');
+    return deleted;
+  }
+
+  /** Appends the change-log entry of a deletion: the user only as a SHA-256 digest, no data. */
+  async recordChange(projectId: string, userId: string, deletedAtMs: number, actor: string): Promise<void> {
+    const entry = changeFields({ time: new Date(deletedAtMs).toISOString(), actor, operation: 'DeleteUserData', resourceKind: 'user', resourceId: userIdDigest(userId), before: null, after: null });
+    const args: string[] = [];
+    for (const [k, v] of Object.entries(entry)) args.push(k, v);
+    await this.redis.xadd(this.keys.changes(projectId), 'MAXLEN', '~', String(CHANGE_LOG_MAX_ENTRIES), '*', ...args);
+  }
+
+  /**
+   * The deletion time of each (project, user), undefined when it was not deleted: one round trip
+   * on a single Redis (one command per key on a cluster, in parallel).
+   */
+  async deletedAt(refs: readonly UserRef[]): Promise<(number | undefined)[]> {
+    if (refs.length === 0) return [];
+    const parse = (v: string | null | undefined) => (v === null || v === undefined ? undefined : Number(v));
+    if (isCluster(this.redis)) return Promise.all(refs.map(async (r) => parse(await this.redis.zscore(this.keys.deletedUsers(r.projectId), r.userId))));
+    const p = this.redis.pipeline();
+    for (const r of refs) p.zscore(this.keys.deletedUsers(r.projectId), r.userId);
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return parse(v as string | null);
+    });
+  }
+
+  /** Users of the project deleted after `sinceMs` (exclusive), with their deletion times. */
+  async deletedSince(projectId: string, sinceMs: number): Promise<Map<string, number>> {
+    const flat = await this.redis.zrangebyscore(this.keys.deletedUsers(projectId), `(${sinceMs}`, '+inf', 'WITHSCORES');
+    const out = new Map<string, number>();
+    for (let i = 0; i < flat.length; i += 2) out.set(flat[i], Number(flat[i + 1]));
+    return out;
+  }
+
+  /** Deleted users whose ClickHouse rows may remain, with their deletion times. */
+  async pending(projectId: string): Promise<Map<string, number>> {
+    const raw = await this.redis.hgetall(this.keys.pendingUserDeletions(projectId));
+    return new Map(Object.entries(raw).map(([u, ms]) => [u, Number(ms)]));
+  }
+
+  /** The deletion's rows are gone: removes its pending entry, unless a later deletion of the user replaced it. */
+  async finished(projectId: string, userId: string, deletedAtMs: number): Promise<void> {
+    const key = this.keys.pendingUserDeletions(projectId);
+    // compare-and-delete in one script (one key)
+    await this.redis.eval("if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0", 1, key, userId, String(deletedAtMs));
+  }
+}
+

@@ -1,0 +1,90 @@
+import type { ModificationSource } from '../projects/index.js';
+
+export interface ContentField {
+  fieldName: string;
+  stringValue: string;
+}
+
+export interface Content {
+  contentByLanguage: { languageCode: { languageCode: string }; contentFields: ContentField[] }[];
+  languageAgnosticContentFields: ContentField[];
+}
+
+export type Condition =
+  | 'UNSPECIFIED_CONDITION'
+  | 'LESS_THAN'
+  | 'LESS_THAN_OR_EQUALS'
+  | 'GREATER_THAN'
+  | 'GREATER_THAN_OR_EQUALS'
+  | 'EQUALS'
+  | 'NOT_EQUALS'
+  | 'IS_AFTER_CURRENT_TIMESTAMP_MINUS'
+  | 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS'
+  | 'CONTAINS'
+  | 'ANY_OF'
+  | 'DOES_NOT_CONTAIN'
+  | 'NOT_ANY_OF'
+  | 'CONTAINS_ANY_OF'
+  | 'DOES_NOT_CONTAIN_ANY_OF';
+
+export type DataMissingBehaviour =
+  | 'ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED'
+  | 'EVALUATE_TO_ELIGIBLE'
+  | 'EVALUATE_TO_INELIGIBLE';
+
+export interface EligibilityRule {
+  dataFieldId: string;
+  condition: Condition;
+  rhsValue: string;
+  dataMissingBehaviour: DataMissingBehaviour;
+}
+
+export interface TreatmentVersionRecord {
+  /** 1, 2, 3 ... in creation order */
+  versionNumber: number;
+  /** set when the version was published (shouldPublish); unpublished versions are drafts */
+  publishTime?: string;
+  startTimestamp: string;
+  /** unset: never ends */
+  endTimestamp?: string;
+  tags: string[];
+  content: Content;
+  eligibilityRules: EligibilityRule[];
+  removedSurfaces: string[];
+  /** int64 as decimal string */
+  targetActionEventId?: string;
+  createTime: string;
+  lastModifiedTimestamp: string;
+}
+
+export interface TreatmentRecord {
+  treatmentId: string;
+  projectId: string;
+  name: string;
+  description: string;
+  treatmentTypeId: string;
+  externalTreatmentId?: string;
+  mutualExclusionGroupId?: string;
+  paused: boolean;
+  lastModifiedBy: string;
+  lastModifiedTimestamp: string;
+  modificationSource: ModificationSource;
+  createTime: string;
+  versions: TreatmentVersionRecord[];
+  // Delivery controls (D37, D39, D42, D43): treatment-level, so changing them creates no version.
+  /** 0–100 (two decimals); absent = 0 */
+  holdoutPercentage?: number;
+  /** absent = none */
+  qaUserIds?: string[];
+  /** absent = false */
+  isFallback?: boolean;
+  frequencyCap?: FrequencyCap;
+}
+
+/** D43: a user whose count of `countOf` for the treatment in the window reached `maxCount` does not qualify. */
+export interface FrequencyCap {
+  maxCount: number;
+  /** LAST_<n>D (D22) */
+  windowName: string;
+  countOf: 'VIEWED' | 'RETURNED';
+}

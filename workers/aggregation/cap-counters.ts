@@ -1,0 +1,40 @@
+import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
+import { capCounterField } from '../../shared/impact/index.js';
+import type { FrequencyCap, TreatmentRecord } from '../../shared/treatments/index.js';
+import type { InteractionJob } from '../../shared/ingestion/index.js';
+import type { ProfileOp } from '../../shared/profiles/index.js';
+import { ProjectCatalogCache } from './project-catalog-cache.js';
+import type { InteractionOpsProvider } from '../ingestion/interactions.processor.js';
+
+const DAY_MS = 86_400_000;
+
+export type TreatmentLoader = (projectId: string) => Promise<TreatmentRecord[]>;
+
+/**
+ * Per project, which treatments have a frequency cap counting VIEWED interactions (D43), cached
+ * per process like the data fields (see ProjectCatalogCache).
+ */
+export class ViewCapCache extends ProjectCatalogCache<ReadonlySet<string>> {
+  constructor(load: TreatmentLoader, bus: InvalidationBus) {
+    super(async (projectId) => new Set((await load(projectId)).filter((t) => countsViews(t.frequencyCap)).map((t) => t.treatmentId)), bus);
+  }
+}
+
+function countsViews(cap: FrequencyCap | undefined): boolean {
+  return cap?.countOf === 'VIEWED';
+}
+
+/**
+ * The VIEWED counter of a capped treatment, one profile field per UTC day of the interaction,
+ * applied by the same exactly-once profile script as the job's other ops. Only treatments with a
+ * VIEWED cap are counted, so profiles do not grow with every treatment a user ever saw.
+ */
+export function viewCapOps(capped: ReadonlySet<string>, job: InteractionJob): ProfileOp[] {
+  if (job.interactionType !== 'VIEWED' || !capped.has(job.treatmentId)) return [];
+  const day = Math.floor(Number(BigInt(job.interactionTimeMicros) / 1000n) / DAY_MS);
+  return [['inc', capCounterField('VIEWED', job.treatmentId, day), 1]];
+}
+
+export function viewCapInteractionOps(cache: ViewCapCache): InteractionOpsProvider {
+  return async (job) => (job.interactionType === 'VIEWED' ? viewCapOps(await cache.get(job.projectId), job) : []);
+}

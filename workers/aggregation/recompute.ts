@@ -1,0 +1,506 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
+import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/aggregation/index.js';
+import type { DataFieldRecord } from '../../shared/aggregation/index.js';
+import type { PropertyValue } from '../../shared/ingestion/index.js';
+import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
+import { RedisScript } from '../../shared/platform/redis/redis-script.js';
+import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
+import { isCluster } from '../../shared/platform/redis/redis.js';
+import { UserDeletionStore } from '../../shared/profiles/index.js';
+
+/**
+ * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
+ * the scheduler runs it every hour (windows move as days pass, late or lost incremental updates
+ * are repaired), the backfill runs it for a field created after its events, and operators run
+ * it on demand. One GROUP BY per field, over `events FINAL` / `interactions FINAL`, paged by
+ * user_id ranges so memory stays bounded whatever the project's size (chDB materialises a whole
+ * result, so a single streamed query would not be enough), and resumable from the page cursor.
+ */
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Days before a window that are still read: users whose last matching event fell out of the
+ * window less than this long ago are rewritten once more, which removes their stale day fields.
+ */
+const GRACE_DAYS = 7;
+
+export interface RecomputeDeps {
+  clickhouse: ClickHouseClient;
+  redis: Redis;
+  keys: RedisKeys;
+  dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
+  log: Logger;
+  now: () => number;
+  /** TTL given to a profile this run creates (an existing profile keeps its own). @defaultValue 400 days */
+  profileTtlSeconds?: number;
+}
+
+export interface RecomputeRequest {
+  projectId: string;
+  /** Unset: every data field of the project that has an aggregation. */
+  dataFieldIds?: string[];
+  /** The backfill of fields just created (no stale state of theirs to remove). */
+  newFields?: boolean;
+}
+
+/** Where a run stands; a run given it as `resumeFrom` continues after the last finished page. */
+export interface RecomputeCursor {
+  dataFieldIds: string[];
+  fieldIndex: number;
+  /** Users up to and including this id are done for the current field. */
+  afterUserId: string;
+  usersUpdated: number;
+}
+
+export interface RecomputeProgress {
+  /** fields finished / fields in the run */
+  done: number;
+  total: number;
+  usersUpdated: number;
+}
+
+export interface RecomputeOptions {
+  resumeFrom?: RecomputeCursor;
+  /** Called after every page, once its profiles are written (persist the cursor here). */
+  onCheckpoint?: (cursor: RecomputeCursor, progress: RecomputeProgress) => Promise<void>;
+  /** Users per ClickHouse page. @defaultValue 10000 */
+  pageUsers?: number;
+  /** Users per Redis script call. @defaultValue 1000 */
+  batchUsers?: number;
+}
+
+export interface RecomputeResult {
+  dataFieldsRecomputed: number;
+  /** Profiles written, summed over the fields. */
+  usersUpdated: number;
+}
+
+/** A field's ClickHouse source: table, timestamp column and the filter of D23. */
+interface FieldSource {
+  table: 'events' | 'interactions';
+  ts: string;
+  where: string;
+  params: Record<string, unknown>;
+}
+
+/** What one user's profile gets for one field. */
+interface UserState {
+  userId: string;
+  /** day (yyyymmdd) → count, days of the window only (distinct counts) */
+  days?: Record<string, number>;
+  /** [day, count, day, count, …] of the window's days, as ClickHouse wrote them (plain counts) */
+  dayPairs?: string[];
+  /** tracking id → first-seen day (distinct counts) */
+  marks?: Record<string, string>;
+  /** epoch ms (first or latest timestamp) */
+  ms?: string;
+}
+
+type Kind = 'dc' | 'ft' | 'lt';
+
+function kindOf(target: AggregationTarget): Kind {
+  switch (target.agg.key) {
+    case 'dailyCountAggregation':
+      return 'dc';
+    case 'firstTimestampAggregation':
+    case 'daysSinceFirstTimestampAggregation':
+      return 'ft';
+    default:
+      return 'lt';
+  }
+}
+
+function propertyCondition(i: number, want: PropertyValue, params: Record<string, unknown>): string {
+  const k = `pk${i}`;
+  const v = `pv${i}`;
+  const at = (member: string) => `event_properties, {${k}:String}, '${member}'`;
+  if ('longValue' in want) {
+    params[v] = want.longValue;
+    // stored as a decimal string (canonical, D2); quotes stripped in case a writer used a number
+    return `replaceAll(JSONExtractRaw(${at('longValue')}), '"', '') = {${v}:String}`;
+  }
+  if ('doubleValue' in want) {
+    params[v] = want.doubleValue;
+    return `JSONHas(${at('doubleValue')}) AND JSONExtractFloat(${at('doubleValue')}) = {${v}:Float64}`;
+  }
+  if ('stringValue' in want) {
+    params[v] = want.stringValue;
+    return `JSONHas(${at('stringValue')}) AND JSONExtractString(${at('stringValue')}) = {${v}:String}`;
+  }
+  if ('booleanValue' in want) {
+    params[v] = want.booleanValue ? 'true' : 'false';
+    return `JSONExtractRaw(${at('booleanValue')}) = {${v}:String}`;
+  }
+  params[v] = parseRfc3339(want.timestampValue) ?? 0;
+  return `toUnixTimestamp64Milli(parseDateTime64BestEffortOrNull(JSONExtractString(${at('timestampValue')}), 3, 'UTC')) = {${v}:Int64}`;
+}
+
+/** The same matching rules as the incremental path (shared/aggregation/data-field-ops.ts), in SQL. */
+function fieldSource(projectId: string, target: AggregationTarget): FieldSource | undefined {
+  const params: Record<string, unknown> = { projectId };
+  if (target.source === 'event') {
+    params.eventName = target.params.eventSchemaName;
+    const conds = ['project_id = {projectId:String}', 'event_name = {eventName:String}'];
+    Object.entries(target.params.propertyValueByPropertyName ?? {}).forEach(([name, want], i) => {
+      params[`pk${i}`] = name;
+      conds.push(propertyCondition(i, want, params));
+    });
+    return { table: 'events', ts: 'client_event_ts', where: conds.join(' AND '), params };
+  }
+  const types = interactionTypesCounted(target.params.treatmentInteractionType);
+  if (types.length === 0) return undefined;
+  params.types = types;
+  const conds = ['project_id = {projectId:String}', 'interaction_type IN {types:Array(String)}'];
+  if (target.params.treatmentId !== undefined) {
+    params.treatmentId = target.params.treatmentId;
+    conds.push('treatment_id = {treatmentId:String}');
+  }
+  const surface = target.params.surfaceName ?? target.params.surfaceId;
+  if (surface !== undefined) {
+    params.surface = surface;
+    conds.push('surface = {surface:String}');
+  }
+  return { table: 'interactions', ts: 'interaction_time', where: conds.join(' AND '), params };
+}
+
+/** The days one page is computed for, fixed at the page's start. */
+interface PageClock {
+  today: string;
+  windowStart: string;
+  /** first day read: the window plus the grace days */
+  rangeStart: string;
+  rangeStartMs: number;
+}
+
+function pageClock(nowMs: number, windowDays: number): PageClock {
+  const back = windowDays - 1 + GRACE_DAYS;
+  return {
+    today: utcDay(nowMs),
+    windowStart: utcDayOffset(nowMs, -(windowDays - 1)),
+    rangeStart: utcDayOffset(nowMs, -back),
+    rangeStartMs: utcDayStartMs(nowMs) - back * DAY_MS,
+  };
+}
+
+const FINAL_SETTINGS = 'SETTINGS do_not_merge_across_partitions_select_final = 1';
+
+/** Rows whose time the page reads: only counts are limited to the window (first/latest are all-time). */
+function timeFilter(src: FieldSource, kind: Kind): string {
+  return kind === 'dc' ? ` AND ${src.ts} >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC')` : '';
+}
+
+/** Pages whose bounds one ClickHouse query finds (memory: this many pages of user ids). */
+const PAGES_PER_BOUNDS_QUERY = 10;
+
+/**
+ * The last user ids (by id) of up to `pages` pages of `pageUsers` users after `after`: one
+ * DISTINCT scan serves many pages instead of one scan per page. `rest`: no user is left after them.
+ */
+async function pageEnds(ch: ClickHouseClient, src: FieldSource, kind: Kind, after: string, pageUsers: number, pages: number, clock: PageClock): Promise<{ uppers: string[]; rest: boolean }> {
+  const limit = pageUsers * pages;
+  const rs = await ch.query({
+    query: `SELECT length(ids) AS n, arrayFilter((u, i) -> i % {pageUsers:UInt32} = 0 OR i = length(ids), ids, arrayEnumerate(ids)) AS uppers
+            FROM (SELECT arraySort(groupArray(user_id)) AS ids FROM (
+              SELECT DISTINCT user_id FROM ${src.table}
+              WHERE ${src.where} AND user_id > {after:String}${timeFilter(src, kind)}
+              ORDER BY user_id LIMIT {limit:UInt32}))`,
+    query_params: { ...src.params, after, limit, pageUsers, rangeStartMs: clock.rangeStartMs },
+    format: 'JSONEachRow',
+  });
+  const [row] = await rs.json<{ n: number | string; uppers: string[] }>();
+  return { uppers: row?.uppers ?? [], rest: row !== undefined && Number(row.n) === limit };
+}
+
+/** The page bounds of one field's run, fetched PAGES_PER_BOUNDS_QUERY at a time. */
+class PageBounds {
+  private queued: string[] = [];
+  private more = true;
+
+  constructor(
+    private readonly deps: RecomputeDeps,
+    private readonly run: FieldRun,
+    private readonly pageUsers: number,
+  ) {}
+
+  /** The upper bound of the page after `after` (the bound returned last), or undefined at the end. */
+  async next(after: string): Promise<string | undefined> {
+    if (this.queued.length === 0 && this.more) {
+      const clock = pageClock(this.deps.now(), this.run.target.agg.windowDays ?? 1);
+      const { uppers, rest } = await pageEnds(this.deps.clickhouse, this.run.src, this.run.kind, after, this.pageUsers, PAGES_PER_BOUNDS_QUERY, clock);
+      this.queued = uppers;
+      this.more = rest;
+    }
+    return this.queued.shift();
+  }
+}
+
+function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
+  const range = `${src.where} AND user_id > {after:String} AND user_id <= {upper:String}`;
+  if (kind === 'ft' || kind === 'lt') {
+    const fn = kind === 'ft' ? 'min' : 'max';
+    return `SELECT user_id, toString(toUnixTimestamp64Milli(${fn}(${src.ts}))) AS ms FROM ${src.table} FINAL
+            WHERE ${range} GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+  }
+  if (distinct) {
+    // first-seen day of each tracking id over all history; only those first seen in the range kept
+    return `SELECT user_id, groupArray((day, trk)) AS marks FROM (
+              SELECT user_id, treatment_tracking_id AS trk, min(${src.ts}) AS first_ts, toYYYYMMDD(first_ts, 'UTC') AS day
+              FROM ${src.table} FINAL WHERE ${range}
+              GROUP BY user_id, trk HAVING first_ts >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC'))
+            GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+  }
+  // The window's days as a flat list of strings, ready to be sent to Redis: no per-day work in
+  // JavaScript (users with grace days only get an empty list: their stale days are removed).
+  return `SELECT user_id, arrayFlatten(groupArrayIf([toString(day), toString(c)], day >= {windowStartDay:UInt32})) AS dayPairs FROM (
+            SELECT user_id, toYYYYMMDD(${src.ts}, 'UTC') AS day, count() AS c
+            FROM ${src.table} FINAL WHERE ${range}${timeFilter(src, kind)}
+            GROUP BY user_id, day)
+          GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+}
+
+interface PageRow {
+  user_id: string;
+  ms?: string;
+  dayPairs?: string[];
+  marks?: [number | string, string][];
+}
+
+function userState(row: PageRow, clock: PageClock): UserState {
+  const inWindow = (day: string) => day >= clock.windowStart;
+  if (row.ms !== undefined) return { userId: row.user_id, ms: row.ms };
+  const days: Record<string, number> = {};
+  if (row.marks) {
+    const marks: Record<string, string> = {};
+    for (const [d, trk] of row.marks) {
+      const day = String(d);
+      marks[trk] = day;
+      if (inWindow(day)) days[day] = (days[day] ?? 0) + 1;
+    }
+    return { userId: row.user_id, days, marks };
+  }
+  return { userId: row.user_id, dayPairs: row.dayPairs ?? [] };
+}
+
+/*
+ * One call per batch of users of one field. Days before today are replaced by the recomputed
+ * counts (ClickHouse is the truth for finished days; days outside the window are dropped); today
+ * and later keep the larger of the stored and the recomputed count, because incremental updates
+ * that raced with the query must not be lost (the next run settles the day once it is over).
+ * Distinct markers get their first-seen day; day-stamped markers older than the range are dropped
+ * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
+ * First/latest keep the extreme of the stored and recomputed values.
+ */
+const WRITE = new RedisScript(`
+local spec = cjson.decode(ARGV[1])
+local dcPrefix = 'dc:' .. spec.id .. ':'
+local dmPrefix = 'dm:' .. spec.id .. ':'
+-- one HSET / HDEL per user with many fields, in chunks (unpack's stack limit), not one call per field
+local function multi(cmd, prof, list)
+  for s = 1, #list, 1000 do
+    redis.call(cmd, prof, unpack(list, s, math.min(s + 999, #list)))
+  end
+end
+local pos = 2
+for _, prof in ipairs(KEYS) do
+  if spec.kind == 'dc' then
+    if spec.scan then
+      local stale = {}
+      local all = redis.call('HGETALL', prof)
+      for j = 1, #all, 2 do
+        local name, val = all[j], all[j + 1]
+        if string.sub(name, 1, #dcPrefix) == dcPrefix then
+          if string.sub(name, #dcPrefix + 1) < spec.today then stale[#stale + 1] = name end
+        elseif string.sub(name, 1, #dmPrefix) == dmPrefix then
+          if #val == 8 and val < spec.rangeStart then stale[#stale + 1] = name end
+        end
+      end
+      multi('HDEL', prof, stale)
+    end
+    local set = {}
+    local nDays = tonumber(ARGV[pos])
+    pos = pos + 1
+    for d = 1, nDays do
+      local day, c = ARGV[pos], ARGV[pos + 1]
+      pos = pos + 2
+      local name = dcPrefix .. day
+      if day < spec.today then
+        set[#set + 1] = name
+        set[#set + 1] = c
+      else
+        local cur = tonumber(redis.call('HGET', prof, name) or '0') or 0
+        if tonumber(c) > cur then redis.call('HSET', prof, name, c) end
+      end
+    end
+    local nMarks = tonumber(ARGV[pos])
+    pos = pos + 1
+    for m = 1, nMarks do
+      set[#set + 1] = dmPrefix .. ARGV[pos]
+      set[#set + 1] = ARGV[pos + 1]
+      pos = pos + 2
+    end
+    multi('HSET', prof, set)
+  else
+    local ms = ARGV[pos]
+    pos = pos + 1
+    local name = spec.kind .. ':' .. spec.id
+    local cur = redis.call('HGET', prof, name)
+    local v = tonumber(ms)
+    if (not cur) or (spec.kind == 'ft' and v < tonumber(cur)) or (spec.kind == 'lt' and v > tonumber(cur)) then
+      redis.call('HSET', prof, name, ms)
+    end
+  end
+  -- a profile written here for the first time must still expire (D44); activity refreshes it elsewhere
+  if redis.call('TTL', prof) == -1 then redis.call('EXPIRE', prof, spec.ttl) end
+end
+return #KEYS
+`);
+
+/**
+ * The script's arguments: the spec, then per user (in KEYS order) positional strings, no JSON to
+ * decode per user: `dc`: n, (day, count) x n, m, (trackingId, day) x m; `ft`/`lt`: ms.
+ */
+function writeArgs(spec: object, kind: Kind, users: readonly UserState[]): string[] {
+  const args = [JSON.stringify(spec)];
+  for (const u of users) {
+    if (kind !== 'dc') {
+      args.push(u.ms ?? '');
+      continue;
+    }
+    if (u.dayPairs) {
+      args.push(String(u.dayPairs.length / 2));
+      for (const x of u.dayPairs) args.push(x);
+    } else {
+      const days = Object.entries(u.days ?? {});
+      args.push(String(days.length));
+      for (const [day, c] of days) args.push(day, String(c));
+    }
+    const marks = Object.entries(u.marks ?? {});
+    args.push(String(marks.length));
+    for (const [trk, day] of marks) args.push(trk, day);
+  }
+  return args;
+}
+
+async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, users: UserState[]): Promise<void> {
+  if (users.length === 0) return;
+  // A new field's backfill skips the scan for stale entries: it has none but what the incremental
+  // path wrote since its creation, and the window sums ignore days outside the window anyway.
+  const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
+  if (isCluster(deps.redis)) {
+    // On a Redis Cluster each user's profile is in its own slot (`{<project>:<user>}`) and a script
+    // may touch one slot only: one call per user, all in flight at once (ioredis sends each to its node).
+    await Promise.all(users.map((u) => WRITE.run(deps.redis, [deps.keys.profile(run.projectId, u.userId)], writeArgs(spec, run.kind, [u]))));
+    return;
+  }
+  await WRITE.run(deps.redis, users.map((u) => deps.keys.profile(run.projectId, u.userId)), writeArgs(spec, run.kind, users));
+}
+
+interface FieldRun {
+  projectId: string;
+  target: AggregationTarget;
+  src: FieldSource;
+  kind: Kind;
+  newField: boolean;
+  /** Wall-clock ms before the field's reads began: users deleted after it are not written (D44). */
+  startedAt: number;
+  deletions: UserDeletionStore;
+}
+
+/**
+ * D44: the rows of users deleted (pending: their ClickHouse mutations may not have finished) and
+ * ingested up to their deletion are left out of every read, so a recompute never restores a value
+ * from them; rows ingested after the deletion (the new profile) still count.
+ */
+function withoutDeletedUsers(src: FieldSource, pending: Map<string, number>): FieldSource {
+  if (pending.size === 0) return src;
+  const cond = `(indexOf({delUsers:Array(String)}, user_id) = 0 OR ingest_ts > fromUnixTimestamp64Milli(arrayElement({delMs:Array(Int64)}, indexOf({delUsers:Array(String)}, user_id)), 'UTC'))`;
+  return { ...src, where: `${src.where} AND ${cond}`, params: { ...src.params, delUsers: [...pending.keys()], delMs: [...pending.values()] } };
+}
+
+interface Page {
+  upper: string;
+  clock: PageClock;
+  users: UserState[];
+}
+
+/** One page from ClickHouse: the users after `after`, up to the next bound, or undefined when none is left. */
+async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, bounds: PageBounds): Promise<Page | undefined> {
+  const upper = await bounds.next(after);
+  if (upper === undefined) return undefined;
+  const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
+  const rs = await deps.clickhouse.query({
+    query: pageQuery(run.src, run.kind, run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true),
+    query_params: { ...run.src.params, after, upper, rangeStartMs: clock.rangeStartMs, windowStartDay: Number(clock.windowStart) },
+    format: 'JSONEachRow',
+  });
+  return { upper, clock, users: (await rs.json<PageRow>()).map((row) => userState(row, clock)) };
+}
+
+/** Batches of a page in flight at once: Redis runs one script at a time, this hides the round trips. */
+const WRITES_IN_FLIGHT = 4;
+
+async function writePage(deps: RecomputeDeps, run: FieldRun, page: Page, batchUsers: number): Promise<void> {
+  // a user deleted while this run read ClickHouse: the page may hold its rows; not written back
+  const deleted = await run.deletions.deletedSince(run.projectId, run.startedAt);
+  const users = deleted.size === 0 ? page.users : page.users.filter((u) => !deleted.has(u.userId));
+  const batches: UserState[][] = [];
+  for (let i = 0; i < users.length; i += batchUsers) batches.push(users.slice(i, i + batchUsers));
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) await writeBatch(deps, run, page.clock, batches[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(WRITES_IN_FLIGHT, batches.length) }, lane));
+}
+
+async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string[] | undefined): Promise<AggregationTarget[]> {
+  const targets = (await deps.dataFields.list(req.projectId)).map(aggregationTarget).filter((t): t is AggregationTarget => t !== undefined);
+  if (ids === undefined) return targets;
+  const byId = new Map(targets.map((t) => [t.field.dataFieldId, t]));
+  return ids.map((id) => byId.get(id)).filter((t): t is AggregationTarget => t !== undefined);
+}
+
+/** Recomputes the fields of `req` (all aggregations of the project by default) from ClickHouse. */
+export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
+  const sizes = { pageUsers: opts.pageUsers ?? 10_000, batchUsers: opts.batchUsers ?? 1000 };
+  const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
+  const cursor: RecomputeCursor = opts.resumeFrom ? { ...opts.resumeFrom } : { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
+  const log = deps.log.child({ projectId: req.projectId });
+  if (opts.resumeFrom) log.info({ cursor }, 'recompute resumed');
+  for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
+    const target = targets[cursor.fieldIndex];
+    const dataFieldId = target.field.dataFieldId;
+    const deletions = new UserDeletionStore(deps.redis, deps.keys);
+    const startedAt = Date.now() - 1;
+    const rawSrc = fieldSource(req.projectId, target);
+    const src = rawSrc && withoutDeletedUsers(rawSrc, await deletions.pending(req.projectId));
+    const started = performance.now();
+    let fieldUsers = 0;
+    // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
+    if (src !== undefined) {
+      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true, startedAt, deletions };
+      // The next page is read from ClickHouse while this one is written to Redis.
+      const bounds = new PageBounds(deps, run, sizes.pageUsers);
+      let reading = fetchPage(deps, run, cursor.afterUserId, bounds);
+      for (let page = 1; ; page++) {
+        const done = await reading;
+        if (!done) break;
+        reading = fetchPage(deps, run, done.upper, bounds);
+        // a failed write ends the run; the read under way must not become an unhandled rejection
+        reading.catch(() => undefined);
+        await writePage(deps, run, done, sizes.batchUsers);
+        cursor.afterUserId = done.upper;
+        cursor.usersUpdated += done.users.length;
+        fieldUsers += done.users.length;
+        await opts.onCheckpoint?.({ ...cursor }, { done: cursor.fieldIndex, total: targets.length, usersUpdated: cursor.usersUpdated });
+        if (page % 5 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
+      }
+    }
+    log.info({ dataFieldId, users: fieldUsers, ms: Math.round(performance.now() - started), field: cursor.fieldIndex + 1, fields: targets.length }, 'data field recomputed');
+  }
+  await opts.onCheckpoint?.({ ...cursor }, { done: targets.length, total: targets.length, usersUpdated: cursor.usersUpdated });
+  return { dataFieldsRecomputed: targets.length, usersUpdated: cursor.usersUpdated };
+}

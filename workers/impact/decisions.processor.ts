@@ -1,0 +1,73 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import { capCounterField, type DecisionRecord } from '../../shared/impact/index.js';
+import type { DecisionsJob } from '../../shared/impact/index.js';
+import type { AppliedUnit, ProfileEvent, ProfileOp, ProfileStore } from '../../shared/profiles/index.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/event-rows.js';
+import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
+import { acceptedBeforeDeletion, type ErasedUsers } from '../ingestion/events.processor.js';
+
+export interface DecisionsProcessorDeps {
+  writer: ClickhouseBatchWriter;
+  profiles: ProfileStore;
+  now: () => number;
+  /** Deleted users (D44): decisions made before their user's deletion are dropped. */
+  erased?: ErasedUsers;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The JSONCompactEachRow lines of a record (TABLE_COLUMNS.decisions order). */
+export function decisionLines(rec: DecisionRecord, ingest: string): string[] {
+  const decide = toClickhouseDateTime64(rec.decideTimeMs);
+  return rec.decisions.map((d) => JSON.stringify([rec.projectId, rec.userId, rec.responseId, d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome, decide, ingest]));
+}
+
+/** The RETURNED frequency-cap counters of a record (D43): one per returned treatment and surface, on the decision's UTC day. */
+export function returnedCapOps(rec: DecisionRecord): ProfileOp[] {
+  const day = Math.floor(rec.decideTimeMs / DAY_MS);
+  return rec.decisions.filter((d) => d.outcome === 'RETURNED').map((d): ProfileOp => ['inc', capCounterField('RETURNED', d.treatmentId, day), 1]);
+}
+
+function isRecord(r: unknown): r is DecisionRecord {
+  const x = r as DecisionRecord;
+  return typeof x?.projectId === 'string' && typeof x.userId === 'string' && typeof x.responseId === 'string' && Number.isFinite(x.decideTimeMs) && Array.isArray(x.decisions);
+}
+
+/** The users whose profile a decisions job changes (their RETURNED counters): the identities of its markers. */
+export function decisionsJobUnits(data: DecisionsJob | undefined, jobId: string): AppliedUnit[] {
+  if (!Array.isArray(data?.records)) return [];
+  const units = new Map<string, AppliedUnit>();
+  for (const rec of data.records) {
+    if (!isRecord(rec) || returnedCapOps(rec).length === 0) continue;
+    units.set(JSON.stringify([rec.projectId, rec.userId]), { projectId: rec.projectId, userId: rec.userId, id: jobId });
+  }
+  return [...units.values()];
+}
+
+/**
+ * Same layering as events (D34): the rows first (a job completes only after the insert holding
+ * them succeeded; copies collapse on (project, response, treatment, surface)), then the RETURNED
+ * cap counters through the profile script, guarded by the job's marker per user, so a retry
+ * after a crash at any point counts each decision once.
+ */
+export async function processDecisionsJob(job: Job<DecisionsJob>, deps: DecisionsProcessorDeps): Promise<number> {
+  const all = job.data?.records;
+  if (!Array.isArray(all) || !all.every(isRecord)) throw new UnrecoverableError('malformed decisions job payload');
+  const dropped = await acceptedBeforeDeletion(deps.erased, all.map((r) => ({ projectId: r.projectId, userId: r.userId, receivedAt: r.decideTimeMs })));
+  const records = all.filter((_, i) => !dropped[i]);
+  if (records.length === 0) return 0;
+  const ingest = toClickhouseDateTime64(deps.now());
+  await deps.writer.write('decisions', records.flatMap((r) => decisionLines(r, ingest)));
+  // One script per user of the job (the marker is per job and user): its records' counters together.
+  const byUser = new Map<string, { projectId: string; userId: string; events: ProfileEvent[] }>();
+  for (const rec of records) {
+    const ops = returnedCapOps(rec);
+    if (ops.length === 0) continue;
+    const key = JSON.stringify([rec.projectId, rec.userId]);
+    let entry = byUser.get(key);
+    if (!entry) byUser.set(key, (entry = { projectId: rec.projectId, userId: rec.userId, events: [] }));
+    entry.events.push({ ts: rec.decideTimeMs, ops });
+  }
+  await Promise.all([...byUser.values()].map((u) => deps.profiles.applyEvents(u.projectId, u.userId, job.id!, u.events)));
+  return records.length;
+}

@@ -1,0 +1,167 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
+import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
+import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/platform/warehouse/event-rows.js';
+import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
+import { asPermanent } from './permanent-errors.js';
+import type { IdentityMerger } from '../profiles/identity-merge.js';
+
+/** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
+export type EventOpsProvider = (projectId: string, userId: string, events: EventsJob['events']) => Promise<ProfileEvent['ops'][]>;
+
+export interface EventsProcessorDeps {
+  writer: ClickhouseBatchWriter;
+  profiles: ProfileStore;
+  now: () => number;
+  opsFor?: EventOpsProvider;
+  /** Events of a request applied for the first time, of its total (duplicates by insertId are the rest). */
+  onApplied?: (applied: number, total: number) => void;
+  /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
+  deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
+  /** Deleted users (D44): a request accepted before its user's deletion is dropped. */
+  erased?: ErasedUsers;
+  /** D48: merges a pre-login id's activity into the user of an event that carries both. */
+  identity?: IdentityMerger;
+}
+
+/** The tombstones of deleted users (shared/profiles/user-deletion.store.ts). */
+export interface ErasedUsers {
+  deletedAt(refs: readonly { projectId: string; userId: string }[]): Promise<(number | undefined)[]>;
+}
+
+/**
+ * D44: which of these requests were accepted before their user was deleted (they must not bring
+ * the user's rows or profile back). One round trip for all of them; none without deletions.
+ */
+export async function acceptedBeforeDeletion(erased: ErasedUsers | undefined, refs: readonly { projectId: string; userId: string; receivedAt: number }[]): Promise<boolean[]> {
+  if (!erased || refs.length === 0) return refs.map(() => false);
+  const at = await erased.deletedAt(refs);
+  return refs.map((r, i) => at[i] !== undefined && r.receivedAt <= at[i]!);
+}
+
+const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number => (typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0));
+
+/** Row lines of an events request; events without insertId are keyed by its id or message (D31, D33). */
+export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
+  const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
+  const ingest = toClickhouseDateTime64(ingestMs);
+  return job.events.map((e, i) => eventRowLine(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
+}
+
+function checkShape(data: EventsJob | UserAttributesJob): void {
+  if (!data || typeof data !== 'object' || typeof data.projectId !== 'string' || typeof data.userId !== 'string') {
+    throw new UnrecoverableError('malformed job payload: projectId and userId are required');
+  }
+  if (data.kind === 'events' && !Array.isArray(data.events)) throw new UnrecoverableError('malformed job payload: events must be a list');
+}
+
+/**
+ * Order matters for exactly-once: rows first (ClickHouse collapses repeats on the de-duplication
+ * key), then the profile script (guarded by the job marker), then the job completes. A crash
+ * between any two steps makes BullMQ retry the job, and every step is a no-op the second time.
+ * Before the rows, one round trip reads the markers: a request whose marker is there was applied
+ * (its rows were stored before its script ran), so a retry inserts nothing for it again.
+ * Returns the events applied for the first time (-1: a single job that had been applied before).
+ */
+export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<number> {
+  const jobId = job.id!;
+  const data = job.data;
+  if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
+  checkShape(data);
+  // D48: an id merged into another user stands for that user (its rows and profile go there);
+  // D44: a request accepted before its user's deletion is dropped
+  const [[dropped], [r]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
+    deps.profiles.resolveUnits([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
+  ]);
+  if (dropped) return 0;
+  if (r.applied) return -1;
+  data.userId = r.unit.userId;
+  if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
+  return processEvents(data, jobId, deps);
+}
+
+/** The identities of a job's markers (one per request of a merged job), for the pre-check and their deletion at completion. */
+export function eventsJobUnits(data: EventsQueueJob | undefined, jobId: string): AppliedUnit[] {
+  if (!data || typeof data !== 'object') return [];
+  if (data.kind === 'eventsBatch') {
+    if (!Array.isArray(data.requests)) return [];
+    return data.requests.flatMap((r, i) => (isUserJob(r) ? [{ projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}` }] : []));
+  }
+  return isUserJob(data) ? [{ projectId: data.projectId, userId: data.userId, id: jobId }] : [];
+}
+
+function isUserJob(r: unknown): r is { projectId: string; userId: string } {
+  return !!r && typeof r === 'object' && typeof (r as EventsJob).projectId === 'string' && typeof (r as EventsJob).userId === 'string';
+}
+
+/** The de-duplication id of an event across jobs: its insertId, else (Pub/Sub) its message and position. */
+function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: number): string | undefined {
+  if (e.insertId !== undefined) return `i:${e.insertId}`;
+  return data.origin?.source === 'pubsub' ? `m:${data.origin.messageId}:${index}` : undefined;
+}
+
+/** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
+async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
+  // D48: the first accepted event carrying userId U and preLoginTempUserId T merges T into U
+  // (each step repeatable: a retry of this job merges once), before this job's own effects.
+  if (deps.identity) {
+    const temps = new Set<string>();
+    for (const e of data.events) if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
+    for (const t of temps) await deps.identity.merge(data.projectId, t, data.userId);
+  }
+  await deps.writer.write('events', eventRowLines(data, id, deps.now()));
+  const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
+  const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: dedupIdOf(data, e, i), ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
+  // the user was merged into another one since the job started: its rows go there too
+  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) => deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())));
+  data.userId = userId;
+  if (applied >= 0) deps.onApplied?.(applied, data.events.length);
+  return applied;
+}
+
+/**
+ * Each request of a merged job is processed as if it were a job of id `<jobId>.<index>`, all at
+ * once (their rows share the batch writer's inserts). A request that can never be stored becomes
+ * a dead letter on its own and the others complete; any other failure fails the job, and its
+ * retry redoes only the requests whose marker is missing.
+ */
+async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<number> {
+  if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
+  const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
+  const present = units.filter((u) => u !== undefined);
+  // D48: ids merged into another user stand for that user; D44: a request accepted before its
+  // user's deletion is skipped like one applied before
+  const [done, dropped] = await Promise.all([deps.profiles.resolveUnits(present), acceptedBeforeDeletion(deps.erased, present)]);
+  let k = 0;
+  const skip = units.map((u, i) => {
+    if (u === undefined) return false;
+    const j = k++;
+    const r = done[j];
+    data.requests[i].userId = r.unit.userId;
+    return r.applied || dropped[j];
+  });
+  const applied = await Promise.all(
+    data.requests.map(async (request, i) => {
+      if (skip[i]) return 0;
+      const id = `${jobId}.${i}`;
+      try {
+        return await asPermanent(async () => {
+          checkShape(request);
+          return processEvents(request, id, deps);
+        });
+      } catch (err) {
+        if (!(err instanceof UnrecoverableError) || !deps.deadLetter) throw err;
+        await deps.deadLetter(request, id, err);
+        return 0;
+      }
+    }),
+  );
+  return applied.reduce((n, a) => n + Math.max(a, 0), 0);
+}
+
+async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
+  const row = toUserAttributeUpdateRow({ projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() }, `m:${data.messageId}`, { source: 'pubsub', ingestMs: deps.now() });
+  await deps.writer.write('user_attribute_updates', [rowLine('user_attribute_updates', row)]);
+  return deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]);
+}

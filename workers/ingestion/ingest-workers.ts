@@ -1,0 +1,222 @@
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { classifyClickhouseError } from '../../shared/platform/warehouse/clickhouse.js';
+import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
+import { type DecisionsJob } from '../../shared/impact/index.js';
+import { type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
+import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
+import { decisionsJobUnits, processDecisionsJob } from '../impact/decisions.processor.js';
+import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
+import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
+import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
+import { asPermanent } from './permanent-errors.js';
+import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
+import type { Metrics } from '../../shared/platform/metrics.js';
+import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { identityMerger } from '../profiles/identity-merge.js';
+import { clickhouseDecisionLookup, type DecisionLookup } from '../impact/decision-lookup.js';
+
+/** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
+const STALLED_OUT = 'job stalled more than allowable limit';
+
+/** Suspects (jobs that stalled out among others) are retried here, one at a time. */
+export const ISOLATION_QUEUE = QUEUE.isolated;
+/** Alone, a job is put back once after its worker died; the second death makes it a dead letter. */
+const ISOLATED_MAX_STALLS = 1;
+
+interface IsolatedJob {
+  queue: DeadLetterSource;
+  data: EventsQueueJob | InteractionJob | DecisionsJob;
+}
+
+export interface IngestWorkersOptions {
+  connection: Redis;
+  redisPrefix: string;
+  clickhouse: ClickHouseClient;
+  profiles: ProfileStore;
+  log: Logger;
+  now: () => number;
+  /** Jobs processed at once per queue; their rows share ClickHouse inserts. @defaultValue 64 */
+  concurrency?: number;
+  /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
+  lockMs?: number;
+  /**
+   * Times a job may be taken over from a worker that died while processing it; one more and it
+   * is retried alone (a merged job: each of its requests), where a second death makes it a dead
+   * letter. Without a bound, a job that kills its process would crash-loop every worker for ever.
+   * @defaultValue 3
+   */
+  maxStalls?: number;
+  eventOps?: EventOpsProvider;
+  interactionOps?: InteractionOpsProvider;
+  /** Ranking counters of interactions, applied by their own marker-guarded script. */
+  ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
+  /** Deleted users (D44): jobs accepted before their user's deletion are dropped for that user. */
+  erased?: ErasedUsers;
+  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the decisions table of `clickhouse` */
+  decisions?: DecisionLookup;
+  /** D49: how long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
+  decisionWaitMs?: number;
+  /** Counters for /metrics. */
+  onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
+  /** Insert latency, job durations and retries for /metrics. */
+  metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
+}
+
+export interface IngestWorkers {
+  writer: ClickhouseBatchWriter;
+  workers: Worker[];
+  close(): Promise<void>;
+}
+
+export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
+  const maxStalls = o.maxStalls ?? 3;
+  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
+  const common = {
+    connection: o.connection,
+    prefix: bullPrefix(o.redisPrefix, o.connection),
+    concurrency: o.concurrency ?? 64,
+    lockDuration: o.lockMs ?? 30_000,
+    stalledInterval: o.lockMs ?? 30_000,
+    // A job held by a worker that died is put back a few times (deploys, OOM kills). A process
+    // that dies takes every job it held with it, so a job that stalls out is only a suspect: the
+    // failed handler moves it (a merged job: each of its requests) to the isolation queue.
+    maxStalledCount: maxStalls,
+    settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) },
+  };
+  const deps = { writer, profiles: o.profiles, now: o.now, erased: o.erased };
+
+  const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
+    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : input.source === 'decision_log' ? 'Decisions' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
+    await insertRows(o.clickhouse, 'dead_letters', [row]);
+  };
+  const eventDeps = {
+    ...deps,
+    identity: identityMerger({ clickhouse: o.clickhouse, profiles: o.profiles, log: o.log }),
+    opsFor: o.eventOps,
+    // applied = events new to this user; the rest were duplicates by insertId
+    onApplied: (applied: number, total: number) => {
+      o.onMetric?.('eventsWritten', applied);
+      o.onMetric?.('duplicatesDropped', total - applied);
+    },
+    deadLetter: async (request: EventsJob, id: string, err: Error) => {
+      o.log.error({ jobId: id, queue: 'log_events', errMessage: err.message }, 'a request of a merged job can never be stored; stored as a dead letter');
+      await storeDeadLetter({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
+      o.onMetric?.('deadLetters', 1);
+    },
+  };
+  const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
+  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? clickhouseDecisionLookup(o.clickhouse), decisionWaitMs: o.decisionWaitMs };
+  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
+  const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
+  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
+
+  const runDecisions = (job: Job<DecisionsJob>) => asPermanent(() => processDecisionsJob(job, deps));
+  const decisions = new Worker<DecisionsJob, number>(QUEUE.decisions, runDecisions, common);
+
+  // Suspects run one at a time with this process's other workers paused (they finish their
+  // active jobs first), so if a suspect kills the process it takes no other job with it, and a
+  // suspect that stalls here is the culprit. Its identity is its original job id (or
+  // `<jobId>.<index>` for a request of a merged job, exactly its identity there): same marker,
+  // same de-duplication keys, so what was applied before stays applied once.
+  let closing: Promise<void> | undefined;
+  const isolated = new Worker<IsolatedJob, number>(
+    ISOLATION_QUEUE,
+    async (job) => {
+      await Promise.all([events.pause(), interactions.pause(), decisions.pause()]);
+      try {
+        const inner = { id: job.id, data: job.data.data } as Job;
+        if (job.data.queue === 'log_events') return await runEvents(inner as Job<EventsQueueJob>);
+        if (job.data.queue === 'decision_log') return await runDecisions(inner as Job<DecisionsJob>);
+        return await runInteraction(inner as Job<InteractionJob>);
+      } finally {
+        if (!closing) for (const w of [events, interactions, decisions]) void w.resume();
+      }
+    },
+    { ...common, concurrency: 1, maxStalledCount: ISOLATED_MAX_STALLS },
+  );
+  const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection) });
+  isolationQueue.on('error', (err) => o.log.warn({ err }, 'isolation queue error'));
+  const isolate = async (job: Job, source: DeadLetterSource, requests: EventsJob[] | undefined): Promise<number> => {
+    const jobs = requests
+      ? requests.map((data, i) => ({ name: 'isolated', data: { queue: source, data }, opts: { ...INGEST_JOB_OPTIONS, jobId: `${job.id}.${i}` } }))
+      : [{ name: 'isolated', data: { queue: source, data: job.data }, opts: { ...INGEST_JOB_OPTIONS, jobId: String(job.id) } }];
+    await isolationQueue.addBulk(jobs);
+    return jobs.length;
+  };
+
+  const onFailed = (fixedSource?: DeadLetterSource) => async (job: Job | undefined, err: Error) => {
+    if (!job) return;
+    const inIsolation = fixedSource === undefined;
+    const source: DeadLetterSource = fixedSource ?? (job.data as IsolatedJob).queue;
+    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as (EventsQueueJob | InteractionJob | DecisionsJob) | undefined;
+    const stalledOut = err.message === STALLED_OUT;
+    const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (!final) {
+      // D49: an interaction waiting for its decision is expected to retry a few times: not a warning
+      o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn']({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
+      return;
+    }
+    const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;
+    try {
+      if (stalledOut && !inIsolation) {
+        const n = await isolate(job, source, requests);
+        o.log.error({ jobId: job.id, queue: source, stalls: job.stalledCounter, isolated: n }, 'a job was held by workers that died; retried alone to tell the job that kills its worker from the ones that died with it');
+        return;
+      }
+      const reason = stalledOut
+        ? `stalled ${maxStalls + 1 + job.stalledCounter} times: the worker processing it died (${job.stalledCounter} of them while it was processed alone)`
+        : err.message;
+      o.log.error({ jobId: job.id, queue: source, reason }, 'job failed permanently; stored as a dead letter');
+      // A merged job holds requests of many projects: each is a dead letter of its own project.
+      const letters = requests
+        ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
+        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? (data as DecisionsJob | undefined)?.records?.[0]?.projectId ?? ''), messageId: String(job.id), payload: data }];
+      for (const l of letters) await storeDeadLetter({ ...l, source, reason });
+      o.onMetric?.('deadLetters', letters.length);
+    } catch (e) {
+      o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');
+    }
+  };
+  events.on('failed', onFailed('log_events'));
+  interactions.on('failed', onFailed('log_treatment_interaction'));
+  decisions.on('failed', onFailed('decision_log'));
+  isolated.on('failed', onFailed());
+  for (const w of [events, interactions, decisions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  if (o.metrics) for (const w of [events, interactions, decisions, isolated]) instrumentWorker(w, o.metrics);
+  // A completed job is never retried: its markers only have to outlive a duplicate execution
+  // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
+  // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
+  // cut expires with JOB_MARKER_TTL_SECONDS.
+  const markerGraceSeconds = Math.max(60, Math.ceil((10 * (o.lockMs ?? 30_000)) / 1000));
+  const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
+    o.profiles.expireJobMarkers(units, extra, markerGraceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
+  };
+  const interactionDone = (job: Job, data: InteractionJob) => {
+    const unit = interactionUnit(data, job.id!);
+    if (unit) dropMarkers(job, [unit], o.ranking ? [o.ranking.store.markerKey(unit.projectId, unit.id)] : []);
+  };
+  events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
+  interactions.on('completed', (job) => interactionDone(job, job.data));
+  decisions.on('completed', (job) => dropMarkers(job, decisionsJobUnits(job.data, job.id!)));
+  isolated.on('completed', (job) => {
+    if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
+    else if (job.data.queue === 'decision_log') dropMarkers(job, decisionsJobUnits(job.data.data as DecisionsJob, job.id!));
+    else interactionDone(job, job.data.data as InteractionJob);
+  });
+
+  return {
+    writer,
+    workers: [events, interactions, decisions],
+    close: () => {
+      // Workers finish their active jobs (which await their inserts) before close resolves.
+      closing ??= Promise.all([events.close(), interactions.close(), decisions.close(), isolated.close()])
+        .then(() => Promise.all([writer.drain(), isolationQueue.close()]))
+        .then(() => undefined);
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { InteractionJob } from '../../shared/ingestion/index.js';
+import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
+import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
+import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
+import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
+import type { DecisionLookup } from '../impact/decision-lookup.js';
+import { trackingResponseId } from '../../shared/ingestion/index.js';
+
+export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
+
+export interface InteractionsProcessorDeps {
+  writer: ClickhouseBatchWriter;
+  profiles: ProfileStore;
+  now: () => number;
+  opsFor?: InteractionOpsProvider;
+  /** The project-wide ranking counters and what an interaction adds to them. */
+  ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
+  /** Deleted users (D44): an interaction accepted before its user's deletion is dropped. */
+  erased?: ErasedUsers;
+  /** D49: the decision log, for interactions sent without userId or surface. */
+  decisions?: DecisionLookup;
+  /** D49: how long such an interaction waits for its decision (ms since it was received). @defaultValue 600000 */
+  decisionWaitMs?: number;
+}
+
+/** Thrown while an interaction's decision is not in the decision log yet: the job is retried with backoff. */
+export class DecisionNotYetStored extends Error {
+  override name = 'DecisionNotYetStored';
+}
+
+/**
+ * D49: fills in the userId and surface of an interaction sent without them, from the decision
+ * log by the tracking id's response id. Not found: retried (the decision-log workers may not have
+ * stored it yet) until `decisionWaitMs` after the interaction was received, then a dead letter
+ * with the reason. A given userId or surface that disagrees with the decision is a dead letter.
+ */
+export async function resolveInteraction(d: InteractionJob, deps: InteractionsProcessorDeps): Promise<InteractionJob> {
+  if (!deps.decisions) throw new UnrecoverableError('interaction without userId or surface, and no decision log to resolve them from');
+  const responseId = trackingResponseId(d.treatmentTrackingId);
+  const found = await deps.decisions(d.projectId, responseId, d.treatmentId);
+  if (!found) {
+    const waitMs = deps.decisionWaitMs ?? 600_000;
+    const waited = deps.now() - (Number.isFinite(d.receivedAt) ? d.receivedAt : 0);
+    if (waited >= waitMs) {
+      throw new UnrecoverableError(`no decision for treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}") in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
+    }
+    throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
+  }
+  // a decision made for a pre-login id merged into the given user (D48) agrees with that user
+  if (typeof d.userId === 'string' && d.userId !== found.userId && (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))) {
+    throw new UnrecoverableError(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
+  }
+  if (typeof d.surface === 'string' && !found.surfaces.includes(d.surface)) {
+    throw new UnrecoverableError(`surface "${d.surface}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (surfaces: ${found.surfaces.join(', ')})`);
+  }
+  const resolved: InteractionJob = { ...d, userId: found.userId, surface: typeof d.surface === 'string' ? d.surface : found.surfaces[0] };
+  delete resolved.resolve;
+  return resolved;
+}
+
+/** The identity of an interaction job's profile marker. */
+export function interactionUnit(d: InteractionJob | undefined, jobId: string): AppliedUnit | undefined {
+  if (!d || typeof d.projectId !== 'string' || typeof d.userId !== 'string') return undefined;
+  return { projectId: d.projectId, userId: d.userId, id: jobId };
+}
+
+/**
+ * Same ordering as events: rows, then the marker-guarded profile script, then the ranking script
+ * (its own marker, in the project's slot), then completion. A retry whose profile marker is there
+ * skips the rows and the profile script (both done) and only re-runs the ranking script, which
+ * its marker makes a no-op if it had run too.
+ */
+export async function processInteractionJob(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<number> {
+  let d = job.data;
+  if (!d || typeof d.projectId !== 'string' || typeof d.treatmentTrackingId !== 'string' || typeof d.treatmentId !== 'string' || typeof d.interactionTimeMicros !== 'string') throw new UnrecoverableError('malformed interaction job payload');
+  if (d.resolve === true || typeof d.userId !== 'string' || typeof d.surface !== 'string') {
+    d = await resolveInteraction(d, deps);
+    // the completion handler (marker cut) and a later attempt see the resolved job; the decision
+    // log never changes a stored decision, so resolving again on a retry gives the same answer
+    job.data = d;
+  }
+  const jobId = job.id!;
+  const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
+  // D48: an id merged into another user stands for that user (rows, profile, marker);
+  // D44: an interaction accepted before its user's deletion is dropped
+  const [[dropped], [{ unit, applied: done }]] = await Promise.all([
+    acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
+    deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id: jobId }]),
+  ]);
+  if (dropped) return 0;
+  if (unit.userId !== d.userId) job.data = d = { ...d, userId: unit.userId };
+  let applied = -1;
+  if (!done) {
+    const row = (userId: string) => deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
+    await row(d.userId);
+    const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
+    const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);
+    if (r.userId !== d.userId) job.data = d = { ...d, userId: r.userId };
+    applied = r.applied;
+  }
+  if (deps.ranking) await deps.ranking.store.apply(d.projectId, jobId, deps.ranking.deltasFor(d));
+  return applied;
+}

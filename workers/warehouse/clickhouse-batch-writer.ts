@@ -1,0 +1,104 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from 'pino';
+import { insertLines, type ClickhouseTable } from '../../shared/platform/warehouse/event-rows.js';
+
+export interface BatchWriterOptions {
+  /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
+  maxRows?: number;
+  /** Flush at the latest this long after the first buffered row. @defaultValue 50 */
+  maxDelayMs?: number;
+  /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
+  isPermanent?: (err: unknown) => boolean;
+  /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
+  onInsert?: (table: ClickhouseTable, rows: number, seconds: number, failed: boolean) => void;
+}
+
+interface Waiter {
+  /** JSONCompactEachRow lines in TABLE_COLUMNS order (eventRowLine, rowLine). */
+  lines: readonly string[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Buffer {
+  waiters: Waiter[];
+  rowCount: number;
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * Batches the rows of many concurrent jobs into few large ClickHouse inserts (thousands of rows
+ * per insert, not one). Unlike a fire-and-forget buffer, every `write` resolves only after the
+ * insert holding its rows succeeded, so a job completes only once its rows are stored and a crash
+ * loses nothing that was acknowledged. A batch that fails permanently is retried caller by
+ * caller, so one poison job cannot fail the jobs that shared its batch.
+ */
+export class ClickhouseBatchWriter {
+  private readonly buffers = new Map<ClickhouseTable, Buffer>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly maxRows: number;
+  private readonly maxDelayMs: number;
+  private readonly isPermanent: (err: unknown) => boolean;
+  private readonly onInsert?: BatchWriterOptions['onInsert'];
+  rowsWritten = 0;
+
+  constructor(
+    private readonly client: ClickHouseClient,
+    private readonly log: Logger,
+    opts: BatchWriterOptions = {},
+  ) {
+    this.maxRows = opts.maxRows ?? 10_000;
+    this.maxDelayMs = opts.maxDelayMs ?? 50;
+    this.isPermanent = opts.isPermanent ?? (() => false);
+    this.onInsert = opts.onInsert;
+  }
+
+  write(table: ClickhouseTable, lines: readonly string[]): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let buf = this.buffers.get(table);
+      if (!buf) {
+        buf = { waiters: [], rowCount: 0 };
+        this.buffers.set(table, buf);
+      }
+      buf.waiters.push({ lines, resolve, reject });
+      buf.rowCount += lines.length;
+      if (buf.rowCount >= this.maxRows) this.flush(table);
+      else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMs);
+    });
+  }
+
+  private flush(table: ClickhouseTable): void {
+    const buf = this.buffers.get(table);
+    if (!buf || buf.waiters.length === 0) return;
+    this.buffers.delete(table);
+    clearTimeout(buf.timer);
+    const p = this.insert(table, buf.waiters).finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
+  }
+
+  private async insert(table: ClickhouseTable, waiters: Waiter[]): Promise<void> {
+    const rows = waiters.reduce((n, w) => n + w.lines.length, 0);
+    const started = performance.now();
+    try {
+      await insertLines(this.client, table, waiters.length === 1 ? waiters[0].lines : waiters.flatMap((w) => w.lines), { dedupToken: false });
+      this.onInsert?.(table, rows, (performance.now() - started) / 1000, false);
+      this.rowsWritten += rows;
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      this.onInsert?.(table, rows, (performance.now() - started) / 1000, true);
+      if (waiters.length > 1 && this.isPermanent(err)) {
+        this.log.warn({ err, table, callers: waiters.length }, 'batch insert failed permanently; retrying caller by caller to isolate the poison rows');
+        for (const w of waiters) await this.insert(table, [w]);
+        return;
+      }
+      for (const w of waiters) w.reject(err);
+    }
+  }
+
+  /** Flushes every buffer and waits for inserts under way (shutdown). */
+  async drain(): Promise<void> {
+    for (const table of [...this.buffers.keys()]) this.flush(table);
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
