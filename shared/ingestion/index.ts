@@ -1,6 +1,6 @@
 export * from './enqueue-batcher.queue.js';
+export * from './event-input.codec.js';
 export * from './ingest-backlog.service.js';
-export * from './ingest-normalize.js';
 export * from './ingest-producers.queue.js';
 export * from './ingest.schemas.js';
 export * from './jobs.js';

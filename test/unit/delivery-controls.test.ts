@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
-import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/delivery/delivery.js';
+import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/delivery/index.js';
 import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
 import type { Content, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
@@ -283,7 +283,7 @@ describe('frequency caps (D43)', () => {
     const p = plan([capped()]);
     const e = runExplain(p, {}, { profile: profileOf({ [`cap:v:1:${today}`]: '3' }) }).explanation!;
     expect(e.surfaces[0]!.treatments[0]).toMatchObject({ returned: false, reasons: ['FREQUENCY_CAPPED'], outcome: 'capped: 3 of 3 VIEWED in LAST_7D' });
-    const { prepareRequest, requestNeedsProfile } = await import('../../shared/delivery/delivery.js');
+    const { prepareRequest, requestNeedsProfile } = await import('../../shared/delivery/index.js');
     const req: DeliveryRequest = { projectId: PROJECT, userId: 'u1', surfaces: [{ surface: 'home' }] };
     expect(requestNeedsProfile(p, prepareRequest(p, req), NOW)).toBe(true);
     const q = plan([treatment('1')]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, plannedTreatmentStatus, servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
-import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryRequest, type Ranking, type TreatmentExplanation } from '../../shared/delivery/delivery.js';
+import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryRequest, type Ranking, type TreatmentExplanation } from '../../shared/delivery/index.js';
 import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
 import { servedVersion, treatmentStatus } from '../../shared/treatments/treatment-status.js';
 import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';

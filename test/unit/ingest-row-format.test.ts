@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { utcDay } from '../../shared/aggregation/data-field-values.js';
-import { acceptedTimes, normalizeEvents } from '../../shared/ingestion/ingest-normalize.js';
+import { acceptedTimes, normalizeEvents } from '../../shared/ingestion/event-input.codec.js';
 import { InvalidArgumentError } from '../../shared/platform/errors.js';
 import { eventRowLine, rowLine, toClickhouseDateTime64, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
 

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The shape of the code, checked: tiers (shared never imports api or workers), feature rooms
+ * (another room is reached only through its index.ts), pure logic (a room's files without an
+ * adapter suffix import no storage, queue, HTTP or warehouse code) and file size.
+ */
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOMS = ['projects', 'catalog', 'treatments', 'delivery', 'ingestion', 'profiles', 'aggregation', 'impact'];
+/** Files of a room that talk to Redis, queues, the wire (codecs, presenters, schemas) or other processes say so in their name. */
+const ADAPTER_SUFFIX = /\.(store|queue|cache|service|codec|presenter|schemas)\.ts$/;
+const ADAPTER_PACKAGES = ['ioredis', 'bullmq', '@clickhouse/client', 'chdb', 'fastify', '@google-cloud/pubsub', 'typebox', 'pino', 'prom-client'];
+const PLATFORM_ADAPTERS = ['shared/platform/redis/', 'shared/platform/warehouse/', 'shared/platform/http/', 'shared/platform/pubsub/', 'shared/platform/limits/', 'shared/platform/queues.ts', 'shared/platform/metrics.ts', 'shared/platform/logger.ts', 'shared/platform/config.ts', 'shared/platform/ops-server.ts'];
+
+function sources(dir: string, out: string[] = []): string[] {
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory()) {
+      if (e.name !== 'node_modules' && p !== 'api/console/src') sources(p, out);
+    } else if (/\.ts$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+interface Import {
+  spec: string;
+  /** repository-relative .ts path of a relative import, else undefined */
+  target?: string;
+  typeOnly: boolean;
+}
+
+const IMPORT = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function importsOf(file: string): Import[] {
+  const src = readFileSync(join(ROOT, file), 'utf8');
+  const out: Import[] = [];
+  for (const m of src.matchAll(IMPORT)) {
+    const spec = m[3] ?? m[4];
+    const typeOnly = m[2] !== undefined;
+    const target = spec.startsWith('.') ? normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts') : undefined;
+    out.push({ spec, target, typeOnly });
+  }
+  return out;
+}
+
+const roomOf = (path: string): string | undefined => ROOMS.find((r) => path.startsWith(`shared/${r}/`));
+const FILES = [...sources('api'), ...sources('shared'), ...sources('workers')];
+const GRAPH = new Map(FILES.map((f) => [f, importsOf(f)]));
+
+describe('architecture', () => {
+  it('finds the sources and their imports (the checks below are not vacuous)', () => {
+    expect(FILES.length).toBeGreaterThan(100);
+    expect(GRAPH.get('api/server.ts')!.length).toBeGreaterThan(3);
+    for (const r of ROOMS) expect(FILES).toContain(`shared/${r}/index.ts`);
+  });
+
+  it('shared/ never imports api/ or workers/', () => {
+    const bad = FILES.filter((f) => f.startsWith('shared/')).flatMap((f) => GRAPH.get(f)!.filter((i) => i.target && /^(api|workers)\//.test(i.target)).map((i) => `${f} -> ${i.target}`));
+    expect(bad).toEqual([]);
+  });
+
+  it('a feature room is entered only through its index.ts', () => {
+    const bad = FILES.flatMap((f) =>
+      GRAPH.get(f)!
+        .filter((i) => i.target && roomOf(i.target) && roomOf(i.target) !== roomOf(f) && i.target !== `shared/${roomOf(i.target)}/index.ts`)
+        .map((i) => `${f} -> ${i.target}`),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it('pure logic imports no storage, queue, wire or warehouse code', () => {
+    const pure = FILES.filter((f) => roomOf(f) && !ADAPTER_SUFFIX.test(f) && !f.endsWith('/index.ts') && !/\/create-[^/]+\.ts$/.test(f));
+    expect(pure.length).toBeGreaterThan(20);
+    const bad = pure.flatMap((f) =>
+      GRAPH.get(f)!
+        .filter((i) => (i.target ? ADAPTER_SUFFIX.test(i.target) || PLATFORM_ADAPTERS.some((p) => i.target!.startsWith(p)) : ADAPTER_PACKAGES.includes(i.spec)))
+        .map((i) => `${f} -> ${i.target ?? i.spec}`),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it('no source file is over 400 lines', () => {
+    const long = [...FILES, ...sources('bench'), ...sources('test')]
+      .map((f) => ({ f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length }))
+      .filter(({ lines }) => lines > 400)
+      .map(({ f, lines }) => `${relative('.', f)}: ${lines}`);
+    expect(long).toEqual([]);
+  });
+});
