@@ -35,9 +35,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-async function api(path: string, body: unknown, headers: Record<string, string>) {
-  return s.post(path, body, headers);
-}
+const api = (path: string, body: unknown, headers: Record<string, string>) => s.post(path, body, headers);
 const adminApi = (op: string, body: unknown) => api(`/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
 
 describe('the web console', { timeout: 240_000 }, () => {
