@@ -9,9 +9,10 @@ import { pubSubAdminOperations } from './ingestion/pubsub.admin.js';
 import { previewTreatmentAdmin } from './delivery/preview.ops.js';
 import { impactAdminOperations } from './impact/impact.admin.js';
 import { deleteUserDataAdmin } from './profiles/user-data.ops.js';
+import { queueAdminOperations } from './ingestion/queues.admin.js';
 
 /** Every admin operation, for the HTTP routes and the CLI alike. */
-export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations, deleteUserDataAdmin] as AdminOperation[];
+export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations, deleteUserDataAdmin, ...queueAdminOperations] as AdminOperation[];
 
 export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);

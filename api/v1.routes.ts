@@ -6,6 +6,7 @@ import { deliveryOperations } from './delivery/delivery.ops.js';
 import { previewOperations } from './delivery/preview.ops.js';
 import { impactOperations } from './impact/impact.ops.js';
 import { userDataOperations } from './profiles/user-data.ops.js';
+import { mutualExclusionOperations } from './catalog/mutual-exclusion.ops.js';
 
 /** Every `/v1` operation. A test checks each one is registered and documented. */
-export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations, ...deliveryOperations, ...previewOperations, ...impactOperations, ...userDataOperations];
+export const v1Operations: V1Operation[] = [...catalogOperations, ...treatmentOperations, ...ingestOperations, ...deliveryOperations, ...previewOperations, ...impactOperations, ...userDataOperations, ...mutualExclusionOperations];

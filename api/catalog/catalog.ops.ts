@@ -23,6 +23,7 @@ import {
   UpdateTreatmentTypeBody,
 } from '../../shared/catalog/index.js';
 import { int64String } from '../../shared/platform/int64.js';
+import { backfillStatuses } from '../../shared/aggregation/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
@@ -214,11 +215,15 @@ function presentAnyDataField(f: DataFieldRecord) {
 
 const getAllDataFields = defineOperation({
   operation: 'GetAllDataFields',
-  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type',
+  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type; each with its backfill status',
   permissions: MANAGEMENT,
   body: GetAllDataFieldsBody,
   response: GetAllDataFieldsResponse,
-  handler: async (body, _auth, ctx) => ({ dataFields: (await ctx.dataFields.list(body.projectId)).map(presentAnyDataField) }),
+  handler: async (body, _auth, ctx) => {
+    const fields = await ctx.dataFields.list(body.projectId);
+    const status = await backfillStatuses({ redis: ctx.redis, keys: ctx.keys, redisPrefix: ctx.config.redisPrefix }, body.projectId, fields);
+    return { dataFields: fields.map((f) => ({ ...presentAnyDataField(f), backfillStatus: status.get(f.dataFieldId) ?? 'NOT_APPLICABLE' })) };
+  },
 });
 
 /** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes, InsertDataField, GetDataFields, GetAllDataFields. */

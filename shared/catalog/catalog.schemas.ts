@@ -196,6 +196,9 @@ export const GetAllDataFieldsResponse = Type.Object({
       userProperty: Type.Optional(Type.Object({ dataType: Type.String() })),
       dataFieldParams: Type.Optional(DataFieldParamsOut),
       dataFieldType: Type.Optional(Type.String()),
+      backfillStatus: Type.Union([Type.Literal('NOT_APPLICABLE'), Type.Literal('PENDING'), Type.Literal('RUNNING'), Type.Literal('COMPLETE'), Type.Literal('FAILED')], {
+        description: 'the fill of an aggregation from history: PENDING (also while waiting for a retry), RUNNING, COMPLETE, FAILED; NOT_APPLICABLE for user properties',
+      }),
     }),
   ),
 });

@@ -73,6 +73,12 @@ export class IngestBacklog {
     return this.events;
   }
 
+  /** A fresh reading, for operators: unlike `backlog`, it starts no polling of its own. */
+  async current(): Promise<number> {
+    await this.poll();
+    return this.events;
+  }
+
   /** True while the backlog is over INGEST_MAX_BACKLOG (a fresh reading says so). */
   overLimit(): boolean {
     this.start();

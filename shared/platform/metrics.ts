@@ -84,14 +84,14 @@ export interface Metrics {
   render(): Promise<string>;
 }
 
-interface QueueStats {
+export interface QueueStats {
   name: string;
   counts: Record<string, number>;
   oldestWaitingTs?: number;
 }
 
 /** The oldest waiting job: `getWaiting` lists ascending (oldest first), so index 0 is the oldest. */
-async function readQueue(q: Queue): Promise<QueueStats> {
+export async function readQueue(q: Queue): Promise<QueueStats> {
   const [counts, oldest] = await Promise.all([q.getJobCounts(...QUEUE_STATES), q.getWaiting(0, 0)]);
   return { name: q.name, counts, oldestWaitingTs: oldest[0]?.timestamp };
 }
@@ -116,13 +116,15 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
  * `skipMetasUpdate`: observers leave the queue's metadata to the producers.
  */
 export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[] {
-  const prefix = bullPrefix(redisPrefix, connection);
-  return Object.values(QUEUE).map((name) => {
-    const q = new Queue(name, { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true });
-    // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
-    q.on('error', () => undefined);
-    return q;
-  });
+  return Object.values(QUEUE).map((name) => openQueueHandle(connection, redisPrefix, name));
+}
+
+/** One observer handle (see `openQueueHandles`); it opens no connection of its own. */
+export function openQueueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
+  const q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
+  // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
+  q.on('error', () => undefined);
+  return q;
 }
 
 /** Process-wide default metrics: a thread other than the main one leaves them to the main thread. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cluster } from 'ioredis';
 import { isCluster } from '../../shared/platform/redis/redis.js';
+import { BACKFILL_GROUP } from '../../shared/aggregation/index.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 
@@ -68,6 +69,15 @@ describe('on a Redis Cluster', () => {
     expect(field.dataField.dataFieldId).toBeTruthy();
     const agg = await ok('GetDataFields', p.management, { projectId: p.projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
     expect(agg.dataFields).toHaveLength(1);
+    // the backfill status reads the aggregations queue and the new-field stream (no worker here)
+    const all = (await ok('GetAllDataFields', p.management, { projectId: p.projectId })).dataFields as { dataFieldId: string; backfillStatus: string }[];
+    expect(all.find((f) => f.dataFieldId === agg.dataFields[0].dataFieldId)?.backfillStatus).toBe('PENDING');
+    expect(all.find((f) => f.dataFieldId === field.dataField.dataFieldId)?.backfillStatus).toBe('NOT_APPLICABLE');
+    // ...and, once the worker's consumer group exists, where the group has read to
+    await t.ctx.redis.call('XGROUP', 'CREATE', t.ctx.keys.dataFieldCreated(), BACKFILL_GROUP, '0', 'MKSTREAM');
+    const again = (await ok('GetAllDataFields', p.management, { projectId: p.projectId })).dataFields as { dataFieldId: string; backfillStatus: string }[];
+    expect(again.find((f) => f.dataFieldId === agg.dataFields[0].dataFieldId)?.backfillStatus).toBe('PENDING');
+    expect((await admin(t, 'GetQueueStats', {})).body.queues.length).toBeGreaterThan(0);
     const tr = await ok('InsertTreatment', p.management, {
       projectId: p.projectId,
       name: 'welcome',
@@ -79,6 +89,7 @@ describe('on a Redis Cluster', () => {
       content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Hello' }] },
     });
     expect(tr.treatment.treatmentId).toBeTruthy();
+    expect((await ok('GetMutualExclusionGroups', p.management, { projectId: p.projectId })).mutualExclusionGroups).toEqual([]);
     const changes = await admin(t, 'ListChanges', { projectId: p.projectId });
     expect(changes.status).toBe(200);
 

@@ -1,40 +1,33 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { ConsoleDriver, gzippedBytes, launchConsoleBrowser } from './console-driver.js';
 
 /**
  * Issue 14's "done when": the real console, built and served by the real service, driven in
  * Debian's Chromium. Screenshots of every page go to test-artifacts/console/ (git-ignored).
  */
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
-const CHROMIUM = '/usr/bin/chromium';
 const BUDGET_GZIP_BYTES = 300 * 1024;
+const TIMING_RUNS = 3;
 
 let s: TestService;
 let browser: Browser;
 let page: Page;
-const a11y: { page: string; id: string; impact: string; help: string; nodes: string[] }[] = [];
+let ui: ConsoleDriver;
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   execFileSync('bash', ['infra/scripts/ensure-chromium.sh'], { stdio: 'inherit' });
   execFileSync('bash', ['infra/scripts/ensure-console-built.sh'], { stdio: 'inherit' });
   s = await startTestService();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  page = await context.newPage();
-  page.setDefaultTimeout(45_000);
-  page.on('dialog', (d) => void d.accept());
+  ({ browser, page } = await launchConsoleBrowser());
+  ui = new ConsoleDriver(page, s.baseUrl, ARTIFACTS);
 }, 900_000);
 
 afterAll(async () => {
@@ -42,53 +35,8 @@ afterAll(async () => {
   await s?.stop();
 });
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** A full-page screenshot, and axe-core's serious and critical findings for the page as it is. */
-async function capture(name: string): Promise<void> {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
-  const result = (await page.evaluate(() => (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'best-practice'] }))) as {
-    violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[];
-  };
-  for (const v of result.violations) {
-    if (v.impact === 'serious' || v.impact === 'critical') a11y.push({ page: name, id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
-  }
-}
-
-async function api(path: string, body: unknown, headers: Record<string, string>) {
-  return s.post(path, body, headers);
-}
+const api = (path: string, body: unknown, headers: Record<string, string>) => s.post(path, body, headers);
 const adminApi = (op: string, body: unknown) => api(`/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
-
-async function signIn(mode: 'admin' | 'key', secret: string, projectId: string, operator: string): Promise<void> {
-  await page.goto(`${s.baseUrl}/console/`);
-  await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
-  await page.getByLabel(mode === 'admin' ? 'the admin token (every project)' : 'a TREATMENT_MANAGEMENT key (one project)').check();
-  await page.getByLabel(mode === 'admin' ? 'Admin token' : 'API key', { exact: true }).fill(secret);
-  await page.getByLabel(mode === 'admin' ? 'Project (optional)' : 'Project id', { exact: true }).fill(projectId);
-  await page.getByLabel('Your name', { exact: true }).fill(operator);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-}
-
-async function signOut(): Promise<void> {
-  await page.getByRole('button', { name: 'Sign out' }).click();
-  await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
-}
-
-async function go(pageTitle: string): Promise<void> {
-  await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: pageTitle, exact: true }).click();
-  await page.getByRole('heading', { level: 1, name: pageTitle }).waitFor();
-}
-
-/** Selects the option of a labelled select whose text starts with `prefix`. */
-async function selectByText(label: string, prefix: string): Promise<void> {
-  const select = page.getByLabel(label, { exact: true });
-  const find = () => select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
-  // The options may still be loading.
-  await expect.poll(find, { message: `an option of "${label}" starting with "${prefix}"`, timeout: 30_000 }).toBeTruthy();
-  await select.selectOption((await find())!);
-}
 
 describe('the web console', { timeout: 240_000 }, () => {
   let managementKey = '';
@@ -102,21 +50,12 @@ describe('the web console', { timeout: 240_000 }, () => {
   it('signs in with the admin token, creates a project and issues a key whose secret is shown once', async () => {
     await page.goto(`${s.baseUrl}/console/`);
     await page.getByRole('heading', { name: 'Treatment Delivery Service console' }).waitFor();
-    await capture('01-sign-in');
+    await ui.capture('01-sign-in');
     // Keyboard only: the focus order follows the form, and Enter signs in.
-    const focused = () => page.evaluate(() => {
-      const el = document.activeElement as HTMLInputElement | null;
-      return el ? (el.labels?.[0]?.textContent ?? el.textContent ?? '').trim() : '';
-    });
-    const order: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      await page.keyboard.press('Tab');
-      order.push(await focused());
-    }
-    expect(order).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
+    expect(await ui.tabOrder(5)).toEqual(['a TREATMENT_MANAGEMENT key (one project)', 'API key', 'Project id', 'Your name', 'Sign in']);
     await page.getByLabel('a TREATMENT_MANAGEMENT key (one project)').focus();
     await page.keyboard.press('ArrowDown');
-    expect(await focused()).toBe('the admin token (every project)');
+    expect(await ui.focusedLabel()).toBe('the admin token (every project)');
     await page.keyboard.press('Tab');
     await page.keyboard.type(ADMIN_TOKEN);
     await page.keyboard.press('Tab');
@@ -139,15 +78,15 @@ describe('the web console', { timeout: 240_000 }, () => {
     managementKeyId = (await page.locator('.secret p code').textContent())!.trim();
     expect(managementKey.length).toBeGreaterThan(20);
     await page.getByRole('cell', { name: 'console e2e' }).waitFor();
-    await capture('02-projects-and-keys');
-    await signOut();
+    await ui.capture('02-projects-and-keys');
+    await ui.signOut();
   });
 
   it('signs in with a management key and builds the catalogue', async () => {
-    await signIn('key', managementKey, 'shop', 'Ada');
+    await ui.signIn('key', managementKey, 'shop', 'Ada');
     await page.getByRole('heading', { level: 1, name: 'Treatments' }).waitFor();
     await page.getByText('No treatment yet').waitFor();
-    await go('Catalogue');
+    await ui.go('Catalogue');
     await page.getByText('No surface yet.').waitFor();
     // A D4 error is shown next to the field its details name.
     await page.getByLabel('Surface name', { exact: true }).fill('not a name!');
@@ -171,11 +110,11 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByLabel('Type name', { exact: true }).fill('banner');
     await page.getByRole('button', { name: 'Add treatment type' }).click();
     await page.locator('.error-banner').first().waitFor();
-    await capture('03-catalogue');
+    await ui.capture('03-catalogue');
   });
 
   it('creates a treatment with two rules, checks values as they are typed, and publishes it', async () => {
-    await go('Treatments');
+    await ui.go('Treatments');
     await page.getByRole('button', { name: 'New treatment' }).click();
     await page.getByRole('heading', { name: 'New treatment' }).waitFor();
     await page.getByLabel('Name', { exact: true }).fill('Welcome back');
@@ -184,10 +123,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByText('26 / 80').waitFor();
     await page.getByRole('button', { name: 'Add rule' }).click();
     await page.getByRole('button', { name: 'Add rule' }).click();
-    await selectByText('Rule 1 data field', 'user property plan');
+    await ui.selectByText('Rule 1 data field', 'user property plan');
     await page.getByLabel('Rule 1 condition', { exact: true }).selectOption('EQUALS');
     await page.getByLabel('Rule 1 value', { exact: true }).fill('gold');
-    await selectByText('Rule 2 data field', 'VIEWED on home · daily count LAST_7D');
+    await ui.selectByText('Rule 2 data field', 'VIEWED on home · daily count LAST_7D');
     // Only the conditions an integer allows are offered.
     const offered = await page.getByLabel('Rule 2 condition', { exact: true }).locator('option').allTextContents();
     expect(offered).toContain('<');
@@ -199,13 +138,14 @@ describe('the web console', { timeout: 240_000 }, () => {
     await expect.poll(() => page.getByText('must be a number').count()).toBe(0);
     await page.getByLabel('Rule 2 when data is missing', { exact: true }).selectOption('EVALUATE_TO_ELIGIBLE');
     await page.getByLabel('Tags', { exact: true }).fill('welcome, gold');
+    await page.getByLabel('Mutual exclusion group', { exact: true }).fill('hero');
     await page.getByLabel('Publish now').check();
-    await capture('04-treatment-form');
+    await ui.capture('04-treatment-form');
     await page.getByRole('button', { name: 'Create treatment' }).click();
     await page.getByRole('heading', { level: 2, name: /Welcome back/ }).waitFor();
     await page.locator('h2 .badge', { hasText: 'LIVE' }).waitFor();
     treatmentId = page.url().split('/').pop()!;
-    await capture('05-treatment-detail');
+    await ui.capture('05-treatment-detail');
 
     // D46: the change carries the console as its source and the operator's name.
     const stored = await api('/v1/GetTreatment', { projectId: 'shop', treatmentId }, { 'x-api-key': managementKey });
@@ -225,13 +165,13 @@ describe('the web console', { timeout: 240_000 }, () => {
     expect(await page.locator('tbody tr').count()).toBe(2);
     expect(await page.locator('tbody tr').first().locator('td').last().textContent()).toBe('content');
 
-    await go('Treatments');
+    await ui.go('Treatments');
     await page.getByRole('link', { name: 'Welcome back' }).waitFor();
     await page.getByLabel('Status', { exact: true }).selectOption('PAUSED');
     await page.getByText('No treatment matches these filters.').waitFor();
     await page.getByLabel('Status', { exact: true }).selectOption('LIVE');
     await page.getByRole('link', { name: 'Welcome back' }).waitFor();
-    await capture('06-treatments');
+    await ui.capture('06-treatments');
   });
 
   it('shows in the user inspector which treatment a user gets, and why', async () => {
@@ -246,7 +186,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     expect(delivered.body.userTreatments.map((t: { treatmentId: string }) => t.treatmentId)).toEqual([treatmentId]);
     await waitUntil(async () => ((await mgmt('ListDecisions', { userId: 'u1' })).body.decisions ?? []).length > 0, 120_000, 200);
 
-    await go('User inspector');
+    await ui.go('User inspector');
     await page.getByLabel('User id', { exact: true }).fill('u1');
     await page.getByRole('button', { name: 'Inspect' }).click();
     const verdict = page.getByTestId(`explain-home-${treatmentId}`);
@@ -268,7 +208,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     await preview.waitFor();
     expect(await preview.textContent()).toContain('Welcome back, gold member!'); // {{plan}} filled from the profile
     expect(await preview.locator('.badge.ok').first().textContent()).toBe('eligible');
-    await capture('07-user-inspector');
+    await ui.capture('07-user-inspector');
 
     await page.getByLabel('User id', { exact: true }).fill('u2');
     await page.getByRole('button', { name: 'Inspect' }).click();
@@ -279,14 +219,14 @@ describe('the web console', { timeout: 240_000 }, () => {
 
   it('registers an event schema, sets it as the target action with a holdout, and charts the report', async () => {
     // Without a target action the report says so, and has no chart.
-    await go('Reports');
-    await selectByText('Treatment', 'Welcome back');
+    await ui.go('Reports');
+    await ui.selectByText('Treatment', 'Welcome back');
     await page.getByRole('button', { name: 'Show report' }).click();
     await page.getByTestId('no-target-action').waitFor();
     expect(await page.getByTestId('uplift-chart').count()).toBe(0);
-    await capture('11-reports-no-target-action');
+    await ui.capture('11-reports-no-target-action');
 
-    await go('Catalogue');
+    await ui.go('Catalogue');
     // Ingestion registered the event name the inspector's test logged.
     await page.getByRole('cell', { name: 'event app_open' }).waitFor();
     await page.getByLabel('Event name', { exact: true }).fill('purchase');
@@ -295,19 +235,27 @@ describe('the web console', { timeout: 240_000 }, () => {
     const schemas = (await mgmt('GetEventSchemas', {})).body.eventSchemas as { eventId: string; eventName: string }[];
     const purchase = schemas.find((e) => e.eventName === 'purchase')!;
     expect(purchase).toBeTruthy();
-    await capture('12-catalogue-event-schemas');
+    // The group the treatment named, with its member; the surface's provisioned aggregations
+    // filled from history (the page refreshes while a backfill is under way).
+    const groups = page.getByRole('region', { name: /^Mutual exclusion groups/ });
+    await groups.getByRole('cell', { name: 'hero' }).waitFor();
+    expect(await groups.locator('tbody tr td').last().textContent()).toBe('Welcome back (LIVE)');
+    const viewedRow = page.getByRole('row', { name: /VIEWED on home · daily count LAST_7D/ });
+    await viewedRow.getByText('complete', { exact: true }).waitFor();
+    await page.getByRole('row', { name: /user property plan/ }).getByText('none needed', { exact: true }).waitFor();
+    await ui.capture('12-catalogue-event-schemas');
 
-    await go('Treatments');
+    await ui.go('Treatments');
     await page.getByRole('link', { name: 'Welcome back' }).click();
     await page.getByRole('button', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit Welcome back' }).waitFor();
     // Every user is eligible from now on, so that the groups fill with whoever asks.
     await page.getByRole('button', { name: 'Remove rule 2' }).click();
     await page.getByRole('button', { name: 'Remove rule 1' }).click();
-    await selectByText('Target action', 'purchase');
+    await ui.selectByText('Target action', 'purchase');
     await page.getByLabel('Holdout %', { exact: true }).fill('50');
     await page.getByLabel('Publish the new version').check();
-    await capture('12b-treatment-form-target-action');
+    await ui.capture('12b-treatment-form-target-action');
     await page.getByRole('button', { name: 'Save new version' }).click();
     await page.getByRole('heading', { level: 2, name: /Welcome back/ }).waitFor();
     await page.getByText(`event purchase #${purchase.eventId}`).waitFor();
@@ -343,8 +291,8 @@ describe('the web console', { timeout: 240_000 }, () => {
     }, 120_000, 300);
     const final = await report();
 
-    await go('Reports');
-    await selectByText('Treatment', 'Welcome back');
+    await ui.go('Reports');
+    await ui.selectByText('Treatment', 'Welcome back');
     await page.getByLabel('Attribution window (days)', { exact: true }).fill('7');
     await page.getByRole('button', { name: 'Show report' }).click();
     const chart = page.getByTestId('uplift-chart');
@@ -367,69 +315,83 @@ describe('the web console', { timeout: 240_000 }, () => {
     const { low, high } = final.uplift.confidenceInterval95;
     const verdictText = await page.getByTestId('verdict').textContent();
     expect(verdictText).toContain(low > 0 || high < 0 ? 'The interval excludes 0.' : 'The interval includes 0.');
-    await capture('13-reports');
+    await ui.capture('13-reports');
   });
 
   it('fits a phone-sized window', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await go('Treatments');
+    await ui.go('Treatments');
     await page.getByRole('link', { name: 'Welcome back' }).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
-    await capture('08-treatments-phone');
-    await go('User inspector');
+    await ui.capture('08-treatments-phone');
+    await ui.go('User inspector');
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
-    await go('Reports');
-    await selectByText('Treatment', 'Welcome back');
+    await ui.go('Reports');
+    await ui.selectByText('Treatment', 'Welcome back');
     await page.getByRole('button', { name: 'Show report' }).click();
     await page.getByTestId('uplift-chart').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
-    await capture('08b-reports-phone');
+    await ui.capture('08b-reports-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('revokes a key, which is then refused, and shows the operations pages', async () => {
-    await signOut();
+    await ui.signOut();
     expect(await page.evaluate(() => sessionStorage.getItem('tds-console-session'))).toBeNull();
-    await signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
+    await ui.signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
     await page.getByRole('heading', { name: 'Project shop' }).waitFor();
     await page.getByRole('button', { name: `Revoke key ${managementKeyId}` }).click();
     await page.getByRole('row', { name: new RegExp(managementKeyId) }).getByText(/^revoked/).waitFor();
     const refused = await api('/v1/GetAllSurfaces', { projectId: 'shop' }, { 'x-api-key': managementKey });
     expect(refused.status).toBe(401);
 
-    await go('Operations');
+    await ui.go('Operations');
     await page.getByRole('heading', { name: 'Change log of shop' }).waitFor();
     await page.getByRole('cell', { name: 'Ada', exact: true }).first().waitFor();
     await page.getByRole('link', { name: /queue dashboard/ }).waitFor();
-    await capture('09-operations');
+    // The queue backlog: one row per queue, and the ingestion backlog against its limit.
+    const queues = page.getByTestId('queue-stats');
+    await queues.waitFor();
+    expect(await queues.locator('tbody th').allTextContents()).toEqual(expect.arrayContaining(['events', 'interactions', 'aggregations']));
+    const stats = (await adminApi('GetQueueStats', {})).body as { queues: { queue: string; completed: number }[] };
+    expect(stats.queues.find((q) => q.queue === 'events')!.completed).toBeGreaterThan(0);
+    expect(await page.getByTestId('ingest-backlog').textContent()).toMatch(/Ingestion backlog: [\d,]+ events of the [\d,]+ beyond which LogEvents answers 429/);
+    await ui.capture('09-operations');
 
     // An admin works on a project's catalogue through a management key the console issues for
     // the session, and revokes at sign-out.
-    await go('Catalogue');
+    await ui.go('Catalogue');
     await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
     const sessionKeys = async () => ((await adminApi('ListApiKeys', { projectId: 'shop' })).body.apiKeys as any[]).filter((k) => k.description === 'web console session of Ada Admin');
     const issued = await sessionKeys();
     expect(issued).toHaveLength(1); // the page's parallel calls share one key
     expect(issued[0].revokeTime).toBeUndefined();
-    await signOut();
+    await ui.signOut();
     await waitUntil(async () => (await sessionKeys())[0].revokeTime !== undefined, 30_000, 100);
 
-    await signIn('key', managementKey, 'shop', 'Ada');
+    await ui.signIn('key', managementKey, 'shop', 'Ada');
     const banner = page.locator('.error-banner');
     await banner.waitFor();
     expect(await banner.textContent()).toContain('401');
-    await capture('10-revoked-key-refused');
+    await ui.capture('10-revoked-key-refused');
+  });
+
+  it('times each page from navigation to its content, written to test-artifacts/console/timings.json', async () => {
+    await page.evaluate(() => sessionStorage.clear());
+    await ui.signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
+    await page.getByRole('heading', { name: 'Project shop' }).waitFor();
+    const report = await ui.timePages(TIMING_RUNS);
+    writeFileSync(join(ARTIFACTS, 'timings.json'), `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`console page timings (ms, median of ${TIMING_RUNS}):`, JSON.stringify(report.pages, (k, v) => (k === 'runs' ? undefined : v)));
+    for (const t of Object.values(report.pages)) expect([...t.runs.loadMs, ...t.runs.inAppMs].every((ms) => Number.isFinite(ms) && ms >= 0)).toBe(true);
   });
 
   it('has no serious or critical accessibility violation on any page', () => {
-    expect(a11y, JSON.stringify(a11y, null, 2)).toEqual([]);
+    expect(ui.a11y, JSON.stringify(ui.a11y, null, 2)).toEqual([]);
   });
 
   it('ships at most 300 KB of gzipped JavaScript', () => {
-    const dir = join(process.cwd(), 'dist', 'console', 'assets');
-    const total = readdirSync(dir)
-      .filter((f) => f.endsWith('.js'))
-      .reduce((sum, f) => sum + gzipSync(readFileSync(join(dir, f)), { level: 9 }).length, 0);
+    const total = gzippedBytes(join(process.cwd(), 'dist', 'console', 'assets'), '.js');
     expect(total).toBeGreaterThan(0);
     expect(total).toBeLessThanOrEqual(BUDGET_GZIP_BYTES);
   });

@@ -12,7 +12,7 @@ const D8: Record<string, { permissions: Permission[]; keyParam?: 'api_key' | 'ap
   LogTreatmentInteraction: { permissions: ['DELIVERY'], keyParam: 'api-key' },
   LogEvents: { permissions: ['LOG_EVENTS'], keyParam: 'api-key' },
   ...Object.fromEntries(
-    ['InsertTreatment', 'UpdateTreatment', 'GetAllTreatments', 'InsertTreatmentType', 'UpdateTreatmentType', 'GetAllTreatmentTypes', 'InsertSurface', 'GetAllSurfaces', 'InsertDataField', 'GetDataFields', 'GetAllDataFields', 'PreviewTreatment', 'ExplainTreatments', 'InsertEventSchema', 'GetEventSchemas', 'ListDecisions', 'GetTreatmentReport', 'DeleteUserData'].map((op) => [
+    ['InsertTreatment', 'UpdateTreatment', 'GetAllTreatments', 'InsertTreatmentType', 'UpdateTreatmentType', 'GetAllTreatmentTypes', 'InsertSurface', 'GetAllSurfaces', 'InsertDataField', 'GetDataFields', 'GetAllDataFields', 'PreviewTreatment', 'ExplainTreatments', 'InsertEventSchema', 'GetEventSchemas', 'ListDecisions', 'GetTreatmentReport', 'DeleteUserData', 'GetMutualExclusionGroups'].map((op) => [
       op,
       { permissions: ['TREATMENT_MANAGEMENT'] as Permission[] },
     ]),
@@ -24,6 +24,7 @@ const VALID_BODY: Record<string, (projectId: string) => object> = {
   GetAllSurfaces: (projectId) => ({ projectId }),
   GetAllTreatmentTypes: (projectId) => ({ projectId }),
   GetAllDataFields: (projectId) => ({ projectId }),
+  GetMutualExclusionGroups: (projectId) => ({ projectId }),
   GetAllTreatments: (projectId) => ({ projectId }),
   InsertSurface: (projectId) => ({ projectId, name: 'home' }),
   InsertDataField: (projectId) => ({ projectId, name: 'age', userProperty: { dataType: 'INTEGER' } }),

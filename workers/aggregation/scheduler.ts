@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
-import { type AggregationJob } from '../../shared/aggregation/index.js';
+import { BACKFILL_GROUP, backfillJobId, type AggregationJob } from '../../shared/aggregation/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
@@ -119,7 +119,6 @@ export interface AggregationWorker {
   close(): Promise<void>;
 }
 
-const BACKFILL_GROUP = 'backfill';
 const BACKFILL_CONSUMER = 'aggregation-worker';
 const BACKFILL_READ_COUNT = 100;
 
@@ -140,10 +139,6 @@ async function ensureBackfillGroup(redis: Redis, stream: string): Promise<void> 
   } catch (err) {
     if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
   }
-}
-
-function backfillJobId(projectId: string, dataFieldId: string): string {
-  return `backfill-${projectId}-${dataFieldId}`;
 }
 
 /**

@@ -36,6 +36,13 @@ export interface DataField {
   userProperty?: { dataType: string };
   dataFieldParams?: Record<string, Record<string, unknown>>;
   dataFieldType?: string;
+  /** how far the fill of an aggregation from history got; NOT_APPLICABLE for user properties */
+  backfillStatus?: 'NOT_APPLICABLE' | 'PENDING' | 'RUNNING' | 'COMPLETE' | 'FAILED';
+}
+
+export interface MutualExclusionGroup {
+  mutualExclusionGroupId: string;
+  name: string;
 }
 
 export function fieldType(f: DataField): string {

@@ -1,8 +1,21 @@
-import { useState } from 'react';
-import { stamp, v1 } from '../api';
+import { useEffect } from 'react';
+import { v1 } from '../api';
 import type { PageProps } from '../App';
-import { describeField, fieldType, type DataField, type EventSchema, type Surface, type TreatmentType } from '../catalogue';
-import { Empty, ErrorBanner, Field, formatTime, Loading, useAction, useLoad } from '../ui';
+import { describeField, fieldType, type DataField, type EventSchema, type MutualExclusionGroup, type Surface, type TreatmentType } from '../catalogue';
+import { Empty, ErrorBanner, formatTime, Loading, useLoad } from '../ui';
+import { NewAggregation, NewEventSchema, NewSurface, NewType, NewUserProperty } from './catalogue-forms';
+import type { Treatment } from './Treatments';
+
+const BACKFILL: Record<NonNullable<DataField['backfillStatus']>, { text: string; className: string }> = {
+  NOT_APPLICABLE: { text: 'none needed', className: '' },
+  PENDING: { text: 'pending', className: 'status-scheduled' },
+  RUNNING: { text: 'running', className: 'status-paused' },
+  COMPLETE: { text: 'complete', className: 'ok' },
+  FAILED: { text: 'failed', className: 'no' },
+};
+
+/** A new aggregation fills from history within seconds: the list refreshes until none is under way. */
+const BACKFILL_REFRESH_MS = 2000;
 
 export function CataloguePage(props: PageProps) {
   const { session, setSession } = props;
@@ -10,6 +23,12 @@ export function CataloguePage(props: PageProps) {
   const types = useLoad(() => v1<{ treatmentTypes: TreatmentType[] }>(session, 'GetAllTreatmentTypes', {}, setSession), [session.projectId]);
   const fields = useLoad(() => v1<{ dataFields: DataField[] }>(session, 'GetAllDataFields', {}, setSession), [session.projectId]);
   const events = useLoad(() => v1<{ eventSchemas: EventSchema[] }>(session, 'GetEventSchemas', {}, setSession), [session.projectId]);
+  const filling = fields.data?.dataFields.some((f) => f.backfillStatus === 'PENDING' || f.backfillStatus === 'RUNNING');
+  useEffect(() => {
+    if (!filling) return;
+    const timer = window.setTimeout(fields.reload, BACKFILL_REFRESH_MS);
+    return () => window.clearTimeout(timer);
+  }, [filling, fields.data]);
   if (!session.projectId) return <Empty>Choose or create a project first.</Empty>;
   return (
     <>
@@ -75,6 +94,8 @@ export function CataloguePage(props: PageProps) {
         <NewType {...props} surfaces={surfaces.data?.surfaces ?? []} onDone={types.reload} />
       </section>
 
+      <GroupsSection {...props} />
+
       <section aria-labelledby="fields-h">
         <h2 id="fields-h">Data fields</h2>
         {fields.loading && !fields.data && <Loading />}
@@ -88,6 +109,7 @@ export function CataloguePage(props: PageProps) {
                   <th scope="col">Id</th>
                   <th scope="col">What</th>
                   <th scope="col">Type</th>
+                  <th scope="col">Backfill</th>
                 </tr>
               </thead>
               <tbody>
@@ -96,6 +118,7 @@ export function CataloguePage(props: PageProps) {
                     <td><code>{f.dataFieldId}</code></td>
                     <td>{describeField(f)}</td>
                     <td>{fieldType(f)}</td>
+                    <td>{f.backfillStatus && <span className={`badge ${BACKFILL[f.backfillStatus].className}`}>{BACKFILL[f.backfillStatus].text}</span>}</td>
                   </tr>
                 ))}
               </tbody>
@@ -143,236 +166,39 @@ export function CataloguePage(props: PageProps) {
   );
 }
 
-function NewEventSchema({ session, setSession, onDone }: PageProps & { onDone: () => void }) {
-  const [eventName, setEventName] = useState('');
-  const action = useAction(async () => {
-    await v1(session, 'InsertEventSchema', { eventName }, setSession);
-    setEventName('');
-    onDone();
-  });
+function GroupsSection({ session, setSession }: PageProps) {
+  const groups = useLoad(() => v1<{ mutualExclusionGroups: MutualExclusionGroup[] }>(session, 'GetMutualExclusionGroups', {}, setSession), [session.projectId]);
+  const treatments = useLoad(() => v1<{ treatments: Treatment[] }>(session, 'GetAllTreatments', {}, setSession), [session.projectId]);
+  const members = (name: string) => (treatments.data?.treatments ?? []).filter((t) => t.mutualExclusionGroup?.name === name);
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
-      <h3>Register an event name</h3>
-      <div className="row">
-        <Field label="Event name" name="eventName" error={action.error} hint="Case-sensitive, 1–256 characters; registering a known name changes nothing">
-          {(id, d) => <input id={id} aria-describedby={d} required maxLength={256} value={eventName} onChange={(e) => setEventName(e.target.value)} />}
-        </Field>
-      </div>
-      <ErrorBanner error={action.error} shownFields={['eventName']} />
-      <button type="submit" disabled={action.busy}>Add event schema</button>
-    </form>
-  );
-}
-
-function NewSurface({ session, setSession, onDone }: PageProps & { onDone: () => void }) {
-  const [name, setName] = useState('');
-  const [description, setDescription] = useState('');
-  const action = useAction(async () => {
-    await v1(session, 'InsertSurface', { name, description: description || undefined }, setSession);
-    setName('');
-    setDescription('');
-    onDone();
-  });
-  return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
-      <h3>Add a surface</h3>
-      <div className="row">
-        <Field label="Surface name" name="name" error={action.error} hint="Letters, digits and _ - . : /">
-          {(id, d) => <input id={id} aria-describedby={d} required value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
-        <Field label="Surface description" name="description" error={action.error}>
-          {(id, d) => <input id={id} aria-describedby={d} value={description} onChange={(e) => setDescription(e.target.value)} />}
-        </Field>
-      </div>
-      <ErrorBanner error={action.error} shownFields={['name', 'description']} />
-      <button type="submit" className="primary" disabled={action.busy}>Add surface</button>
-    </form>
-  );
-}
-
-interface FieldRow {
-  fieldName: string;
-  maximumLengthAllowed: string;
-  isPerLanguage: boolean;
-  dataType: string;
-}
-
-function NewType({ session, setSession, surfaces, onDone }: PageProps & { surfaces: Surface[]; onDone: () => void }) {
-  const [name, setName] = useState('');
-  const [deliveryType, setDeliveryType] = useState('IN_APP');
-  const [chosen, setChosen] = useState<string[]>([]);
-  const [rows, setRows] = useState<FieldRow[]>([{ fieldName: 'title', maximumLengthAllowed: '80', isPerLanguage: true, dataType: 'STRING' }]);
-  const setRow = (i: number, patch: Partial<FieldRow>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patch } : r)));
-  const action = useAction(async () => {
-    await v1(
-      session,
-      'InsertTreatmentType',
-      {
-        treatmentTypeName: name,
-        deliveryType,
-        surfaces: chosen.map((surfaceName) => ({ surfaceName })),
-        contentFieldTypes: rows.map((r) => ({ fieldName: r.fieldName, maximumLengthAllowed: Number(r.maximumLengthAllowed), isPerLanguage: r.isPerLanguage, dataType: r.dataType })),
-        ...stamp(session),
-      },
-      setSession,
-    );
-    setName('');
-    onDone();
-  });
-  return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
-      <h3>Add a treatment type</h3>
-      <div className="row">
-        <Field label="Type name" name="treatmentTypeName" error={action.error}>
-          {(id, d) => <input id={id} aria-describedby={d} required value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
-        <Field label="Delivery type" name="deliveryType" error={action.error}>
-          {(id, d) => (
-            <select id={id} aria-describedby={d} value={deliveryType} onChange={(e) => setDeliveryType(e.target.value)}>
-              {['IN_APP', 'EMAIL', 'NOTIFICATION', 'WEBHOOK'].map((t) => <option key={t}>{t}</option>)}
-            </select>
-          )}
-        </Field>
-      </div>
-      <fieldset>
-        <legend>Surfaces of the type</legend>
-        {surfaces.length === 0 && <span className="muted">Add a surface first.</span>}
-        {surfaces.map((s) => (
-          <label className="inline" key={s.name}>
-            <input type="checkbox" checked={chosen.includes(s.name)} onChange={() => setChosen((c) => (c.includes(s.name) ? c.filter((x) => x !== s.name) : [...c, s.name]))} /> {s.name}
-          </label>
-        ))}
-      </fieldset>
-      <fieldset>
-        <legend>Content fields</legend>
-        {rows.map((r, i) => (
-          <div className="row" key={i}>
-            <Field label={`Field ${i + 1} name`} name={`contentFieldTypes[${i}].fieldName`} error={action.error}>
-              {(id, d) => <input id={id} aria-describedby={d} required value={r.fieldName} onChange={(e) => setRow(i, { fieldName: e.target.value })} />}
-            </Field>
-            <Field label={`Field ${i + 1} maximum length`} name={`contentFieldTypes[${i}].maximumLengthAllowed`} error={action.error}>
-              {(id, d) => <input id={id} aria-describedby={d} type="number" min={1} required value={r.maximumLengthAllowed} onChange={(e) => setRow(i, { maximumLengthAllowed: e.target.value })} />}
-            </Field>
-            <Field label={`Field ${i + 1} data type`} name={`contentFieldTypes[${i}].dataType`} error={action.error}>
-              {(id, d) => (
-                <select id={id} aria-describedby={d} value={r.dataType} onChange={(e) => setRow(i, { dataType: e.target.value })}>
-                  <option>STRING</option>
-                  <option>HTML</option>
-                </select>
-              )}
-            </Field>
-            <label className="inline">
-              <input type="checkbox" checked={r.isPerLanguage} onChange={(e) => setRow(i, { isPerLanguage: e.target.checked })} /> per language
-            </label>
-            <button type="button" aria-label={`Remove field ${i + 1}`} onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>Remove</button>
-          </div>
-        ))}
-        <button type="button" onClick={() => setRows((rs) => [...rs, { fieldName: '', maximumLengthAllowed: '200', isPerLanguage: true, dataType: 'STRING' }])}>Add content field</button>
-      </fieldset>
-      <ErrorBanner error={action.error} shownFields={['treatmentTypeName', 'deliveryType', 'contentFieldTypes']} />
-      <button type="submit" className="primary" disabled={action.busy}>Add treatment type</button>
-    </form>
-  );
-}
-
-function NewUserProperty({ session, setSession, onDone }: PageProps & { onDone: () => void }) {
-  const [name, setName] = useState('');
-  const [dataType, setDataType] = useState('STRING');
-  const action = useAction(async () => {
-    await v1(session, 'InsertDataField', { name, userProperty: { dataType } }, setSession);
-    setName('');
-    onDone();
-  });
-  return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
-      <h3>Add a user property</h3>
-      <Field label="Property name" name="name" error={action.error}>
-        {(id, d) => <input id={id} aria-describedby={d} required value={name} onChange={(e) => setName(e.target.value)} />}
-      </Field>
-      <Field label="Property type" name="userProperty" error={action.error}>
-        {(id, d) => (
-          <select id={id} aria-describedby={d} value={dataType} onChange={(e) => setDataType(e.target.value)}>
-            <option>STRING</option>
-            <option>INTEGER</option>
-            <option>BOOLEAN</option>
-          </select>
-        )}
-      </Field>
-      <ErrorBanner error={action.error} shownFields={['name', 'userProperty']} />
-      <button type="submit" disabled={action.busy}>Add user property</button>
-    </form>
-  );
-}
-
-const AGGREGATIONS = ['dailyCountAggregation', 'daysSinceLastTimestampAggregation', 'daysSinceFirstTimestampAggregation', 'latestTimestampAggregation', 'firstTimestampAggregation'];
-
-function NewAggregation({ session, setSession, surfaces, onDone }: PageProps & { surfaces: Surface[]; onDone: () => void }) {
-  const [source, setSource] = useState<'event' | 'interaction'>('event');
-  const [eventSchemaName, setEventSchemaName] = useState('');
-  const [interaction, setInteraction] = useState('VIEWED');
-  const [surfaceName, setSurfaceName] = useState('');
-  const [aggregation, setAggregation] = useState('dailyCountAggregation');
-  const [windowName, setWindowName] = useState('LAST_7D');
-  const action = useAction(async () => {
-    const agg = { [aggregation]: aggregation === 'dailyCountAggregation' ? { windowName } : {} };
-    const params =
-      source === 'event'
-        ? { eventDataFieldParams: { eventSchemaName, ...agg } }
-        : { treatmentDataFieldParams: { treatmentInteractionType: interaction, ...(surfaceName ? { surfaceName } : {}), ...agg } };
-    await v1(session, 'GetDataFields', { dataFieldParams: [params] }, setSession);
-    onDone();
-  });
-  const p = 'dataFieldParams[0]';
-  return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
-      <h3>Add an aggregation</h3>
-      <Field label="Counted from" error={action.error}>
-        {(id, d) => (
-          <select id={id} aria-describedby={d} value={source} onChange={(e) => setSource(e.target.value as 'event' | 'interaction')}>
-            <option value="event">events of a schema</option>
-            <option value="interaction">treatment interactions</option>
-          </select>
-        )}
-      </Field>
-      {source === 'event' ? (
-        <Field label="Event schema name" name={`${p}.eventDataFieldParams.eventSchemaName`} error={action.error}>
-          {(id, d) => <input id={id} aria-describedby={d} required value={eventSchemaName} onChange={(e) => setEventSchemaName(e.target.value)} />}
-        </Field>
-      ) : (
-        <div className="row">
-          <Field label="Interaction" name={`${p}.treatmentDataFieldParams.treatmentInteractionType`} error={action.error}>
-            {(id, d) => (
-              <select id={id} aria-describedby={d} value={interaction} onChange={(e) => setInteraction(e.target.value)}>
-                {['VIEWED', 'CLICKED', 'DISMISSED'].map((t) => <option key={t}>{t}</option>)}
-              </select>
-            )}
-          </Field>
-          <Field label="On surface" name={`${p}.treatmentDataFieldParams.surfaceName`} error={action.error}>
-            {(id, d) => (
-              <select id={id} aria-describedby={d} value={surfaceName} onChange={(e) => setSurfaceName(e.target.value)}>
-                <option value="">any surface</option>
-                {surfaces.map((s) => <option key={s.name}>{s.name}</option>)}
-              </select>
-            )}
-          </Field>
+    <section aria-labelledby="groups-h">
+      <h2 id="groups-h">Mutual exclusion groups</h2>
+      <p className="muted">A GetTreatments response returns at most one treatment of a group (the best ranked). A group is made by naming it in a treatment’s form.</p>
+      {groups.loading && !groups.data && <Loading />}
+      <ErrorBanner error={groups.error ?? treatments.error} />
+      {groups.data?.mutualExclusionGroups.length === 0 && <Empty>No mutual exclusion group yet.</Empty>}
+      {!!groups.data?.mutualExclusionGroups.length && (
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Mutual exclusion groups, scrolls sideways on narrow screens">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Group</th>
+                <th scope="col">Id</th>
+                <th scope="col">Treatments</th>
+              </tr>
+            </thead>
+            <tbody>
+              {groups.data.mutualExclusionGroups.map((g) => (
+                <tr key={g.mutualExclusionGroupId}>
+                  <td><strong>{g.name}</strong></td>
+                  <td><code>{g.mutualExclusionGroupId}</code></td>
+                  <td>{treatments.data ? members(g.name).map((t) => `${t.name} (${t.status})`).join(', ') || '—' : '…'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </div>
       )}
-      <div className="row">
-        <Field label="Aggregation" error={action.error}>
-          {(id, d) => (
-            <select id={id} aria-describedby={d} value={aggregation} onChange={(e) => setAggregation(e.target.value)}>
-              {AGGREGATIONS.map((a) => <option key={a} value={a}>{a.replace(/Aggregation$/, '').replace(/([A-Z])/g, ' $1').toLowerCase()}</option>)}
-            </select>
-          )}
-        </Field>
-        {aggregation === 'dailyCountAggregation' && (
-          <Field label="Window" name={p} error={action.error} hint="LAST_<n>D">
-            {(id, d) => <input id={id} aria-describedby={d} value={windowName} onChange={(e) => setWindowName(e.target.value)} />}
-          </Field>
-        )}
-      </div>
-      <ErrorBanner error={action.error} shownFields={[p]} />
-      <button type="submit" disabled={action.busy}>Add aggregation</button>
-    </form>
+    </section>
   );
 }

@@ -12,6 +12,20 @@ interface Change {
   before: unknown;
   after: unknown;
 }
+interface QueueStats {
+  queue: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  prioritized: number;
+  failed: number;
+  completed: number;
+  oldestWaitingSeconds: number;
+}
+interface QueueReport {
+  queues: QueueStats[];
+  ingestBacklog: { events: number; limit: number };
+}
 interface DeadLetter {
   messageId: string;
   source: string;
@@ -42,16 +56,7 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
   const dead = useLoad(() => admin<{ deadLetters: DeadLetter[] }>(session, 'ListDeadLetters', { projectId: session.projectId, pageSize: 50 }), [session.projectId]);
   return (
     <>
-      <section aria-labelledby="queues-h">
-        <h2 id="queues-h">Queues</h2>
-        <p>
-          Backlog, failed jobs with their reasons and retries are on the{' '}
-          <a href="/admin/queues" target="_blank" rel="noreferrer">
-            queue dashboard (opens in a new tab; the browser asks for the admin token as the password)
-          </a>
-          .
-        </p>
-      </section>
+      <QueuesSection session={session} />
       <section aria-labelledby="dead-h">
         <h2 id="dead-h">Dead letters of {session.projectId}</h2>
         {dead.loading && !dead.data && <Loading />}
@@ -96,5 +101,60 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
         )}
       </section>
     </>
+  );
+}
+
+function age(seconds: number): string {
+  if (seconds < 1) return '—';
+  if (seconds < 120) return `${Math.round(seconds)} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
+/** The backlog of every queue (the deployment's, not a project's) and ingestion against its limit. */
+function QueuesSection({ session }: Pick<PageProps, 'session'>) {
+  const stats = useLoad(() => admin<QueueReport>(session, 'GetQueueStats', {}), []);
+  const backlog = stats.data?.ingestBacklog;
+  return (
+    <section aria-labelledby="queues-h">
+      <h2 id="queues-h">Queue backlog (every project)</h2>
+      {stats.loading && !stats.data && <Loading />}
+      <ErrorBanner error={stats.error} />
+      {backlog && (
+        <p data-testid="ingest-backlog">
+          Ingestion backlog: <strong>{backlog.events.toLocaleString('en')}</strong> events of the {backlog.limit.toLocaleString('en')} beyond which LogEvents answers 429.
+        </p>
+      )}
+      {stats.data && (
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Queues, scrolls sideways on narrow screens">
+          <table data-testid="queue-stats">
+            <thead>
+              <tr>
+                <th scope="col">Queue</th><th scope="col">Waiting</th><th scope="col">Active</th><th scope="col">Delayed</th>
+                <th scope="col">Prioritized</th><th scope="col">Failed</th><th scope="col">Completed</th><th scope="col">Oldest waiting</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stats.data.queues.map((q) => (
+                <tr key={q.queue}>
+                  <th scope="row">{q.queue}</th><td>{q.waiting}</td><td>{q.active}</td><td>{q.delayed}</td>
+                  <td>{q.prioritized}</td><td>{q.failed}</td><td>{q.completed}</td><td>{age(q.oldestWaitingSeconds)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <div className="actions">
+        <button type="button" onClick={stats.reload} disabled={stats.loading}>Refresh</button>
+      </div>
+      <p>
+        Failed jobs with their reasons, and retries, are on the{' '}
+        <a href="/admin/queues" target="_blank" rel="noreferrer">
+          queue dashboard (opens in a new tab; the browser asks for the admin token as the password)
+        </a>
+        .
+      </p>
+    </section>
   );
 }
