@@ -358,7 +358,7 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     const deletions = new UserDeletionStore(deps.redis, deps.keys);
     const startedAt = Date.now() - 1;
     const src = fieldSource(target);
-    const deletedUsers = await deletions.pending(req.projectId);
+    const deletedUsers = src ? await deletions.pending(req.projectId) : new Map<string, number>();
     const started = performance.now();
     let fieldUsers = 0;
     // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read

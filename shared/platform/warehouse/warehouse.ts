@@ -1,9 +1,7 @@
 import type { Logger } from 'pino';
 import type { DecisionOutcome, GroupCounts } from '../../impact/index.js';
 import type { ClickhouseTable, TableRows } from './event-rows.js';
-import type { AggregationPageQuery, AggregationPageRow, AggregationRead } from './sql/aggregation-pages.js';
-
-export type { AggregationKind, AggregationPageQuery, AggregationPageRow, AggregationRead, AggregationSource } from './sql/aggregation-pages.js';
+import type { PropertyValue } from '../../ingestion/index.js';
 
 /** A dead letter as ListDeadLetters answers it. */
 export interface DeadLetter {
@@ -48,6 +46,43 @@ export interface DecisionFound {
 
 /** The decision of a tracking id (`<treatmentId>_<responseId>`), if the decision log holds it. */
 export type DecisionLookup = (projectId: string, responseId: string, treatmentId: string) => Promise<DecisionFound | undefined>;
+
+/** The rows that count for one data field: the same matching rules as the incremental path. */
+export type AggregationSource =
+  | { table: 'events'; eventName: string; properties: Readonly<Record<string, PropertyValue>> }
+  | { table: 'interactions'; interactionTypes: readonly string[]; treatmentId?: string; surface?: string };
+
+/** dc: counts per day; ft / lt: first / latest timestamp (all-time). */
+export type AggregationKind = 'dc' | 'ft' | 'lt';
+
+export interface AggregationRead {
+  projectId: string;
+  source: AggregationSource;
+  kind: AggregationKind;
+  /** Users whose deletion is pending → its time: their rows ingested up to then are left out. */
+  deletedUsers: ReadonlyMap<string, number>;
+  /** The first instant day counts read (the window plus grace days). */
+  rangeStartMs: number;
+}
+
+export interface AggregationPageQuery extends AggregationRead {
+  /** Users after this id … */
+  after: string;
+  /** … up to and including this one. */
+  upper: string;
+  /** Each tracking id counted once, on its first-seen day (distinct interaction counts). */
+  distinct: boolean;
+  /** The window's first day (yyyymmdd): day counts before it are not returned. */
+  windowStartDay: number;
+}
+
+/** One user's state: `ms` (ft / lt), `dayPairs` [day, count, …] (dc), or `marks` [(day, trackingId)] (distinct dc). */
+export interface AggregationPageRow {
+  user_id: string;
+  ms?: string;
+  dayPairs?: string[];
+  marks?: [number | string, string][];
+}
 
 export interface InsertOptions {
   /**

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { PropertyValue } from '../../../ingestion/index.js';
+import type { AggregationKind, AggregationPageQuery, AggregationPageRow, AggregationRead, AggregationSource } from '../warehouse.js';
 import { parseRfc3339 } from '../../rfc3339.js';
 
 /**
@@ -7,43 +8,6 @@ import { parseRfc3339 } from '../../rfc3339.js';
  * `interactions FINAL`, paged by user_id ranges so memory stays bounded whatever the project's
  * size (chDB materialises a whole result, so one streamed query would not be enough).
  */
-
-/** The rows that count for one data field: the same matching rules as the incremental path. */
-export type AggregationSource =
-  | { table: 'events'; eventName: string; properties: Readonly<Record<string, PropertyValue>> }
-  | { table: 'interactions'; interactionTypes: readonly string[]; treatmentId?: string; surface?: string };
-
-/** dc: counts per day; ft / lt: first / latest timestamp (all-time). */
-export type AggregationKind = 'dc' | 'ft' | 'lt';
-
-export interface AggregationRead {
-  projectId: string;
-  source: AggregationSource;
-  kind: AggregationKind;
-  /** Users whose deletion is pending → its time: their rows ingested up to then are left out. */
-  deletedUsers: ReadonlyMap<string, number>;
-  /** The first instant day counts read (the window plus grace days). */
-  rangeStartMs: number;
-}
-
-export interface AggregationPageQuery extends AggregationRead {
-  /** Users after this id … */
-  after: string;
-  /** … up to and including this one. */
-  upper: string;
-  /** Each tracking id counted once, on its first-seen day (distinct interaction counts). */
-  distinct: boolean;
-  /** The window's first day (yyyymmdd): day counts before it are not returned. */
-  windowStartDay: number;
-}
-
-/** One user's state: `ms` (ft / lt), `dayPairs` [day, count, …] (dc), or `marks` [(day, trackingId)] (distinct dc). */
-export interface AggregationPageRow {
-  user_id: string;
-  ms?: string;
-  dayPairs?: string[];
-  marks?: [number | string, string][];
-}
 
 interface Filter {
   table: 'events' | 'interactions';
