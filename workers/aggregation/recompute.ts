@@ -10,7 +10,7 @@ import { isCluster } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/index.js';
 
 /**
- * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
+ * Recomputes aggregation state in the profiles from ClickHouse, the store of record:
  * the scheduler runs it every hour (windows move as days pass, late or lost incremental updates
  * are repaired), the backfill runs it for a field created after its events, and operators run
  * it on demand. The warehouse reads one field at a time, a page of users at a time (bounded
@@ -299,10 +299,10 @@ interface FieldRun {
   src: AggregationSource;
   kind: Kind;
   newField: boolean;
-  /** Wall-clock ms before the field's reads began: users deleted after it are not written (D44). */
+  /** Wall-clock ms before the field's reads began: users deleted after it are not written back. */
   startedAt: number;
   deletions: UserDeletionStore;
-  /** Users whose deletion is pending: their rows ingested up to it are not read (D44). */
+  /** Users whose deletion is pending: their rows ingested up to it are not read. */
   deletedUsers: ReadonlyMap<string, number>;
 }
 

@@ -35,7 +35,7 @@ export interface IngestWorkersOptions {
   redisPrefix: string;
   warehouse: Warehouse;
   /** Where jobs that fail for good go. @defaultValue a sink over `warehouse` */
-  deadLetters?: DeadLetterSink;
+  deadLetters?: Pick<DeadLetterSink, 'store'>;
   profiles: ProfileStore;
   log: Logger;
   now: () => number;

@@ -11,7 +11,7 @@ import type { SingleEventsJob } from '../../shared/platform/queues.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
 import type { ServiceContext } from '../../shared/service-context.js';
-import { DeadLetterSink } from './dead-letter-sink.js';
+import type { DeadLetterSink } from './dead-letter-sink.js';
 import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
 
 /*
@@ -190,7 +190,7 @@ export interface PubSubIntakeDeps {
   /** D45 backpressure: while it says so, messages are nacked (after `backlogNackDelayMs`) instead of queued. */
   backlog?: { overLimit(): boolean };
   /** Where messages that can never be queued go (acked once stored there). */
-  deadLetters: DeadLetterSink;
+  deadLetters: Pick<DeadLetterSink, 'store'>;
   /** Change notifications (`pubsubSource`, `all`) from the invalidation bus. */
   bus: { on(listener: (msg: Invalidation) => void): () => void };
   codec: ProtoCodec;
@@ -406,7 +406,7 @@ function settle(message: Message, how: 'ack' | 'nack'): void {
 }
 
 /** Wiring for the workers role: the process's stores, queue producer and ClickHouse client. */
-export async function startPubSubIntake(ctx: ServiceContext, deadLetters: DeadLetterSink, opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
+export async function startPubSubIntake(ctx: ServiceContext, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
   const intake = new PubSubIntake(
     {
       pubsub: createPubSub(ctx.config),
