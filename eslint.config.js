@@ -17,6 +17,21 @@ export default tseslint.config(
     },
   },
   {
+    // ClickHouse is reached through the project's Warehouse interface: the vendor client and the
+    // SQL stay inside shared/platform/warehouse/, so a table change touches one module.
+    files: ['api/**/*.ts', 'workers/**/*.ts', 'shared/**/*.ts'],
+    ignores: ['shared/platform/warehouse/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [
+          { name: '@clickhouse/client', message: 'Use the Warehouse interface (shared/platform/warehouse/warehouse.ts).' },
+          { name: 'chdb', message: 'Use the Warehouse interface (shared/platform/warehouse/warehouse.ts).' },
+        ],
+        patterns: [{ group: ['**/platform/warehouse/sql/*'], message: 'SQL is reached through the Warehouse interface, not its statement modules.' }],
+      }],
+    },
+  },
+  {
     // The web console runs in the browser and reads the API's untyped JSON answers.
     files: ['api/console/**/*.{ts,tsx}'],
     languageOptions: { parserOptions: { ecmaFeatures: { jsx: true } }, globals: { window: 'readonly', document: 'readonly', localStorage: 'readonly', sessionStorage: 'readonly', navigator: 'readonly', fetch: 'readonly', Response: 'readonly', HTMLElement: 'readonly' } },

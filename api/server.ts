@@ -10,12 +10,10 @@ import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.j
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
 import { queueDashboardPlugin } from './http/queue-dashboard.plugin.js';
-import { createClickhouse } from '../shared/platform/warehouse/clickhouse.js';
-import { runMigrations } from '../shared/platform/warehouse/migrations.js';
+import { createWarehouse } from '../shared/platform/warehouse/clickhouse-warehouse.js';
+import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { applyRetentionTtl } from '../workers/profiles/user-data.js';
-import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import { startWarehouseRpcWorker } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
@@ -79,21 +77,21 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // the process. An all-roles process runs the workers and the scheduler on its main thread; under
   // the supervisor (api/supervisor.ts) they have a process of their own, niced below the API.
   const roles: RoleHandle[] = [];
-  let clickhouse: ClickHouseClient | undefined;
+  let warehouse: Warehouse | undefined;
   const background = config.roles.has('workers') || config.roles.has('scheduler');
   if (background) {
-    clickhouse = createClickhouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
-    await runMigrations(clickhouse, log);
-    await applyRetentionTtl(clickhouse, config.retentionDays, log);
-    if (config.roles.has('workers')) roles.push(await startWorkers(ctx, clickhouse));
+    warehouse = createWarehouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+    await warehouse.migrate(log);
+    await warehouse.applyRetentionTtl(config.retentionDays, log);
+    if (config.roles.has('workers')) roles.push(await startWorkers(ctx, warehouse));
     if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
   }
   // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
   // the rpc queue (ctx.warehouse as built). A process with ClickHouse answers them itself, and
   // with the workers role it also answers the other processes' calls.
-  if (clickhouse) {
-    ctx.clickhouse = clickhouse;
-    ctx.warehouse = directWarehouseOps({ clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
+  if (warehouse) {
+    ctx.clickhouse = warehouse;
+    ctx.warehouse = directWarehouseOps({ warehouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
     if (config.roles.has('workers')) {
       const connection = createRedis(config, 'worker', 'tds-rpc');
       connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
@@ -122,7 +120,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
       for (const r of roles.reverse()) await r.close();
       await ops.close();
       await closeContext(ctx);
-      await clickhouse?.close();
+      await warehouse?.close();
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');

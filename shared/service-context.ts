@@ -9,9 +9,9 @@ import type { ProfileStore, StoredProfile } from './profiles/index.js';
 import type { CatalogPlan } from './delivery/index.js';
 import type { RankingPolicy } from './delivery/index.js';
 import type { RankingStatsStore } from './delivery/index.js';
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Metrics } from './platform/metrics.js';
 import type { WarehouseOps } from './platform/warehouse/warehouse-rpc.js';
+import type { Warehouse } from './platform/warehouse/warehouse.js';
 import type { DecisionSink } from './impact/index.js';
 import type { EventSchemaStore } from './catalog/index.js';
 import type { IngestBacklog } from './ingestion/index.js';
@@ -41,7 +41,7 @@ export interface ServiceContext extends CoreContext {
   /** Counters and gauges of this thread, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
   metrics: Metrics;
   /** Set by the composition root when this process talks to ClickHouse (one chDB engine per process). */
-  clickhouse?: ClickHouseClient;
+  clickhouse?: Warehouse;
   /**
    * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
    * else a request/reply call to the workers role over the rpc queue.

@@ -1,4 +1,3 @@
-import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import type { ServiceContext } from '../shared/service-context.js';
 import { ProfileStore } from '../shared/profiles/index.js';
@@ -18,6 +17,8 @@ import { EventSchemaStore } from '../shared/catalog/index.js';
 import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
 import { UserDeletionStore } from '../shared/profiles/index.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
+import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
+import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 
 export { startScheduler } from './aggregation/scheduler.js';
 
@@ -37,7 +38,7 @@ export interface WorkersRole extends RoleHandle {
  * Composition root of the workers role: ingestion queues into ClickHouse and the profiles. Its
  * Redis connection waits through outages (`maxRetriesPerRequest: null`) instead of failing jobs.
  */
-export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
+export async function startWorkers(ctx: ServiceContext, warehouse: Warehouse, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
   const connection = createRedis(ctx.config, 'worker', 'tds-workers');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
   const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
@@ -49,11 +50,12 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
   const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
+  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, warehouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
   const userDeletions = new UserDeletionStore(connection, ctx.keys);
-  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, store: userDeletions, log: ctx.log.child({ role: 'user-deletions' }), metrics: ctx.metrics });
-  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: ctx.config.redisPrefix, clickhouse, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics, decisionWaitMs: ctx.config.interactionDecisionWaitMs });
-  const pubsubIntake = await startPubSubIntake(ctx, clickhouse);
+  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: ctx.config.redisPrefix, warehouse, store: userDeletions, log: ctx.log.child({ role: 'user-deletions' }), metrics: ctx.metrics });
+  const deadLetters = new DeadLetterSink(warehouse, ctx.now);
+  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: ctx.config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics, decisionWaitMs: ctx.config.interactionDecisionWaitMs });
+  const pubsubIntake = await startPubSubIntake(ctx, deadLetters);
   ctx.log.info('workers role started');
   let closing: Promise<void> | undefined;
   const consumers: ReadinessCheck = {
@@ -66,7 +68,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   return {
     name: 'workers',
     ingest,
-    ops: { checks: [clickhouseCheck(clickhouse), consumers] },
+    ops: { checks: [clickhouseCheck(warehouse), consumers] },
     close: () => {
       // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
       closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close(), deletionWorker.close()])).then(() => {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { Warehouse } from './warehouse/warehouse.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, errorBody } from './errors.js';
@@ -83,15 +83,9 @@ export function redisCheck(redis: Redis): ReadinessCheck {
   };
 }
 
-/** ClickHouse answers `SELECT 1`: the server, or the embedded engine of this process. */
-export function clickhouseCheck(clickhouse: ClickHouseClient): ReadinessCheck {
-  return {
-    name: 'clickhouse',
-    check: async () => {
-      const rs = await clickhouse.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow' });
-      await rs.json();
-    },
-  };
+/** ClickHouse answers: the server, or the embedded engine of this process. */
+export function clickhouseCheck(warehouse: Pick<Warehouse, 'ping'>): ReadinessCheck {
+  return { name: 'clickhouse', check: () => warehouse.ping() };
 }
 
 /** The readiness of this process from its lifecycle and the given checks. */

@@ -194,7 +194,7 @@ describe('recompute runs', () => {
     const { ctx } = s.service;
     const checkpoints: RecomputeCursor[] = [];
     const result = await recomputeDataFields(
-      { clickhouse: ctx.clickhouse!, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log: ctx.log, now: ctx.now },
+      { warehouse: ctx.clickhouse!, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log: ctx.log, now: ctx.now },
       { projectId: keys.projectId },
       { resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 }, pageUsers: 1, batchUsers: 1, onCheckpoint: async (c) => void checkpoints.push(c) },
     );

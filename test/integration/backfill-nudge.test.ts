@@ -25,7 +25,7 @@ describe('backfill nudge', () => {
       redisPrefix: prefix,
       keys,
       // the backfill itself is not run here: it fails at once and is only looked up
-      clickhouse: {} as never,
+      warehouse: {} as never,
       dataFields: { list: async () => [] },
       projects: { list: async () => [] },
       log: pino({ level: 'silent' }),

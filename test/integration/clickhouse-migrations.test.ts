@@ -12,10 +12,10 @@ import {
   splitStatements,
   type MigrationReport,
 } from '../../shared/platform/warehouse/migrations.js';
-import { applyRetentionTtl } from '../../workers/profiles/user-data.js';
+import { applyRetentionTtl } from '../../shared/platform/warehouse/sql/user-data.js';
+import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
 import {
   eventDedupKey,
-  insertRows,
   microsToClickhouseDateTime64,
   toClickhouseDateTime64,
   toDeadLetterRow,

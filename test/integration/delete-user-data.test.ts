@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClickHouseClient } from '@clickhouse/client';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { Queue, Worker } from 'bullmq';
@@ -9,9 +8,10 @@ import { type EventsJob } from '../../shared/ingestion/jobs.js';
 import { enqueueUserDeletion, jobConcernsUser } from '../../shared/profiles/user-deletion.queue.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
-import { applyRetentionTtl, ttlDays, USER_TABLES } from '../../workers/profiles/user-data.js';
+import { USER_TABLES } from '../../shared/platform/warehouse/sql/user-data.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
-import { toClickhouseDateTime64, toDeadLetterRow } from '../../shared/platform/warehouse/event-rows.js';
+import { toClickhouseDateTime64, toDeadLetterRow, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
 
 /**
  * D44 against the whole service (workers in this process, embedded ClickHouse, real Redis):
@@ -23,7 +23,7 @@ const RETENTION_DAYS = 123;
 let s: TestService;
 let k: Awaited<ReturnType<typeof projectWithKeys>>;
 let other: Awaited<ReturnType<typeof projectWithKeys>>;
-let ch: ClickHouseClient;
+let ch: Warehouse;
 let countField: string;
 
 // ids with every character that matters in a key name or a SCAN pattern
@@ -41,12 +41,12 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
 }
 
 async function rowsOf(table: string, userId: string): Promise<number> {
-  const rs = await ch.query({ query: `SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, query_params: { p: k.projectId, u: userId }, format: 'JSONEachRow' });
-  return Number((await rs.json<{ n: string }>())[0].n);
+  const rows = await ch.query<{ n: string }>(`SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, { p: k.projectId, u: userId });
+  return Number(rows[0].n);
 }
 async function deadLetters(messageId: string): Promise<number> {
-  const rs = await ch.query({ query: 'SELECT count() AS n FROM dead_letters FINAL WHERE project_id = {p:String} AND message_id = {m:String}', query_params: { p: k.projectId, m: messageId }, format: 'JSONEachRow' });
-  return Number((await rs.json<{ n: string }>())[0].n);
+  const rows = await ch.query<{ n: string }>('SELECT count() AS n FROM dead_letters FINAL WHERE project_id = {p:String} AND message_id = {m:String}', { p: k.projectId, m: messageId });
+  return Number(rows[0].n);
 }
 async function rowsByTable(userId: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -84,8 +84,8 @@ async function populate(userId: string): Promise<void> {
   await ok('LogTreatmentInteraction', k.delivery, { userId, treatmentId: '1', treatmentTrackingId: '1_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) });
   const now = toClickhouseDateTime64(Date.now());
   // a dead letter of a LogEvents request of the user, as the workers store it
-  await ch.insert({ table: 'dead_letters', values: [toDeadLetterRow({ projectId: k.projectId, messageId: `dl-${userId}`, source: 'log_events', reason: 'test', receiveMs: Date.now(), dataType: 'EventData', payload: Buffer.from(JSON.stringify({ kind: 'events', projectId: k.projectId, userId, events: [] })) })], format: 'JSONEachRow' });
-  await ch.insert({ table: 'user_attribute_updates', values: [{ project_id: k.projectId, user_id: userId, dedup_key: `m:${userId}`, update_ts: now, user_properties: '{}', source: 'pubsub', ingest_ts: now }], format: 'JSONEachRow' });
+  await ch.insertRows('dead_letters', [toDeadLetterRow({ projectId: k.projectId, messageId: `dl-${userId}`, source: 'log_events', reason: 'test', receiveMs: Date.now(), dataType: 'EventData', payload: Buffer.from(JSON.stringify({ kind: 'events', projectId: k.projectId, userId, events: [] })) })]);
+  await ch.insertRows('user_attribute_updates', [{ project_id: k.projectId, user_id: userId, dedup_key: `m:${userId}`, update_ts: now, user_properties: '{}', source: 'pubsub', ingest_ts: now }]);
 }
 
 async function waitForRows(userId: string): Promise<void> {
@@ -202,7 +202,7 @@ describe('DeleteUserData', () => {
       await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: k.projectId, userId: 'frank', deletedAtMs, inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }] });
       // what the racing job does after the erasure: its rows, then its profile script
       const now = toClickhouseDateTime64(Date.now());
-      await ch.insert({ table: 'events', values: [{ project_id: k.projectId, user_id: 'frank', event_name: 'purchase', dedup_key: 'i:f1', insert_id: 'f1', client_event_ts: now, ingest_ts: now, source: 'api' }], format: 'JSONEachRow' });
+      await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank' }, { eventName: 'purchase', insertId: 'f1' }, Date.now(), undefined, 'i:f1', now, 'api')]);
       await ctx.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       expect(await userKeys('frank')).not.toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
@@ -258,12 +258,12 @@ describe('DeleteUserData', () => {
 
 describe('RETENTION_DAYS as ClickHouse TTL', () => {
   it('every per-user table carries the configured TTL; a changed setting is applied at start-up', async () => {
-    for (const t of TABLES) expect(await ttlDays(ch, t), t).toBe(RETENTION_DAYS);
-    const rs = await ch.query({ query: "SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = 'events'", format: 'JSONEachRow' });
-    expect((await rs.json<{ q: string }>())[0].q).toContain(`TTL toDateTime(client_event_ts) + toIntervalDay(${RETENTION_DAYS})`);
-    expect(await applyRetentionTtl(ch, RETENTION_DAYS)).toEqual([]);
-    expect(await applyRetentionTtl(ch, RETENTION_DAYS + 1)).toEqual(TABLES);
-    for (const t of TABLES) expect(await ttlDays(ch, t), t).toBe(RETENTION_DAYS + 1);
-    await applyRetentionTtl(ch, RETENTION_DAYS);
+    for (const t of TABLES) expect(await ch.ttlDays(t), t).toBe(RETENTION_DAYS);
+    const rows = await ch.query<{ q: string }>("SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = 'events'");
+    expect(rows[0].q).toContain(`TTL toDateTime(client_event_ts) + toIntervalDay(${RETENTION_DAYS})`);
+    expect(await ch.applyRetentionTtl(RETENTION_DAYS)).toEqual([]);
+    expect(await ch.applyRetentionTtl(RETENTION_DAYS + 1)).toEqual(TABLES);
+    for (const t of TABLES) expect(await ch.ttlDays(t), t).toBe(RETENTION_DAYS + 1);
+    await ch.applyRetentionTtl(RETENTION_DAYS);
   }, 60_000);
 });

@@ -8,8 +8,7 @@ let s: TestService;
 let keys: Awaited<ReturnType<typeof projectWithKeys>>;
 
 async function chCount(sql: string, params: Record<string, unknown>): Promise<number> {
-  const rs = await s.service.ctx.clickhouse!.query({ query: sql, query_params: params, format: 'JSONEachRow' });
-  const rows = await rs.json<{ n: string }>();
+  const rows = await s.service.ctx.clickhouse!.query<{ n: string }>(sql, params);
   return Number(rows[0]?.n ?? 0);
 }
 

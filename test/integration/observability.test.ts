@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../shared/platform/logger.js';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
 import { closeContext, createServiceContext } from '../../shared/create-context.js';
 import { startOpsServer } from '../../shared/platform/ops-server.js';
@@ -301,7 +302,7 @@ describe('readiness follows the real dependencies', () => {
     await waitForRedis(ctx.redis, 10_000);
     const deadPort = await freePort();
     const clickhouse = createClickhouse({ url: `http://127.0.0.1:${deadPort}`, dataDir: '.' });
-    const role = await startWorkers(ctx, clickhouse, { concurrency: 1 });
+    const role = await startWorkers(ctx, new ClickhouseWarehouse(clickhouse), { concurrency: 1 });
     const ops = await startOpsServer({ config, log: ctx.log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles: [role] });
     ctx.lifecycle.ready = true;
     try {

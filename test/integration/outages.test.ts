@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
 import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { ProfileStore } from '../../shared/profiles/profile.store.js';
@@ -87,7 +88,7 @@ describe('ClickHouse unavailable', () => {
     const state = { down: true, failures: 0 };
     const connection = createRedis(t.ctx.config.redisUrl, 'worker');
     cleanups.push(async () => void connection.disconnect());
-    const workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, clickhouse: flakyClickhouse(real, state), profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
+    const workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, warehouse: new ClickhouseWarehouse(flakyClickhouse(real, state)), profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
     cleanups.push(() => workers.close());
 
     for (let i = 0; i < 10; i++) {

@@ -8,6 +8,7 @@ import { UnavailableError } from '../../shared/platform/errors.js';
 import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
 import type { SingleEventsJob } from '../../shared/ingestion/jobs.js';
 import { PubSubIntake, pubsubJobId, type PubSubIntakeDeps } from '../../workers/ingestion/pubsub-intake.js';
+import { DeadLetterSink } from '../../workers/ingestion/dead-letter-sink.js';
 import { admin as injectAdmin, createTestApp, waitUntil } from '../helpers/context.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -72,8 +73,7 @@ function publishAttribute(topic: Topic, json: UserAttributeJson): Promise<string
 }
 
 async function chCount(query: string, params: Record<string, unknown>): Promise<number> {
-  const rs = await s.service.ctx.clickhouse!.query({ query, query_params: params, format: 'JSONEachRow' });
-  const rows = await rs.json<{ n: string }>();
+  const rows = await s.service.ctx.clickhouse!.query<{ n: string }>(query, params);
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -118,7 +118,7 @@ function standaloneIntake(projectId: string, topicPath: string, events: PubSubIn
       pubsub: new PubSub(emulator.clientOptions),
       sources: { list: async () => [{ projectId, topic: topicPath, subscription: subscriptionPath(emulator.projectId, projectId) }] },
       events,
-      clickhouse: s.service.ctx.clickhouse!,
+      deadLetters: new DeadLetterSink(s.service.ctx.clickhouse!, Date.now),
       bus: { on: () => () => undefined },
       codec,
       log: pino({ level: 'silent' }),
@@ -199,12 +199,10 @@ describe('ingestion', () => {
       ],
     });
     await waitUntil(async () => (await eventsCount(src.projectId)) === 2, 20_000);
-    const rs = await s.service.ctx.clickhouse!.query({
-      query: 'SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name',
-      query_params: { p: src.projectId },
-      format: 'JSONEachRow',
+    const rows = await s.service.ctx.clickhouse!.query('SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name', {
+      p: src.projectId,
     });
-    expect(await rs.json()).toEqual([
+    expect(rows).toEqual([
       { event_name: 'purchase', insert_id: 'ins-1', country: '', source: 'pubsub', user_id: 'u1', event_properties: '{"amount":{"longValue":"42"}}' },
       { event_name: 'view', insert_id: '', country: 'DE', source: 'pubsub', user_id: 'u1', event_properties: '{}' },
     ]);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
-import { eventRowLine, insertLines, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { eventRowLine, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
 import { decisionLines } from '../../workers/impact/decisions.processor.js';
 import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js';
 
@@ -161,9 +161,9 @@ describe('GetTreatmentReport', () => {
       decide(`qa-${n}`, treatmentId, start + Math.floor(rand() * (end - start)), 'QA');
       event(`early-${n}`, 'purchase', start + DAY);
     }
-    for (let i = 0; i < decisions.length; i += 20_000) await insertLines(ch, 'decisions', decisions.slice(i, i + 20_000));
-    for (let i = 0; i < interactions.length; i += 20_000) await insertLines(ch, 'interactions', interactions.slice(i, i + 20_000));
-    for (let i = 0; i < events.length; i += 20_000) await insertLines(ch, 'events', events.slice(i, i + 20_000));
+    for (let i = 0; i < decisions.length; i += 20_000) await ch.insertLines('decisions', decisions.slice(i, i + 20_000));
+    for (let i = 0; i < interactions.length; i += 20_000) await ch.insertLines('interactions', interactions.slice(i, i + 20_000));
+    for (let i = 0; i < events.length; i += 20_000) await ch.insertLines('events', events.slice(i, i + 20_000));
 
     // groups equal D37's bucketing exactly
     expect(expected.HOLDOUT.users).toBeGreaterThan(USERS * 0.18);

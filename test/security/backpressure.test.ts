@@ -5,6 +5,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
@@ -89,7 +90,7 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
     clickhouse = createClickhouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-backpressure-')) });
     await runMigrations(clickhouse);
     connection = createRedis(t.ctx.config.redisUrl, 'worker');
-    workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, clickhouse, profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
+    workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, warehouse: new ClickhouseWarehouse(clickhouse), profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
     let again: Awaited<ReturnType<typeof logEvents>> | undefined;
     await waitUntil(async () => {
       again = await logEvents(1, accepted);
@@ -122,7 +123,7 @@ describe('Pub/Sub intake under backpressure', () => {
         sources: { list: async () => [] },
         events: { enqueue: async (job) => void enqueued.push(job) },
         backlog: { overLimit: () => full },
-        clickhouse: undefined as never,
+        deadLetters: undefined as never,
         bus: { on: () => () => undefined },
         codec: createProtoCodec(),
         log: createLogger('silent'),

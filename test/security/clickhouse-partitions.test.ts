@@ -1,12 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ClickHouseClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyClickhouseError, createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
-import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
-import { insertLines, MAX_PARTITIONS_PER_INSERT, rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { classifyClickhouseError } from '../../shared/platform/warehouse/clickhouse.js';
+import { createWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
+import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { MAX_PARTITIONS_PER_INSERT } from '../../shared/platform/warehouse/sql/inserts.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { ClickhouseBatchWriter } from '../../workers/warehouse/clickhouse-batch-writer.js';
 
 /**
@@ -14,7 +15,7 @@ import { ClickhouseBatchWriter } from '../../workers/warehouse/clickhouse-batch-
  * creates a part per month and stalls ingestion for everyone. The engine's guard stays on, and a
  * shared batch over it does not poison the jobs that shared it.
  */
-let ch: ClickHouseClient;
+let ch: Warehouse;
 const MONTH_MS = 31 * 86_400_000;
 const now = Date.now();
 
@@ -26,13 +27,13 @@ function line(projectId: string, userId: string, ms: number, i: number): string 
 const spanning = (projectId: string, userId: string, months: number) => Array.from({ length: months }, (_, i) => line(projectId, userId, now - i * MONTH_MS, i));
 
 async function count(projectId: string): Promise<number> {
-  const rs = await ch.query({ query: 'SELECT toUInt32(count()) AS n FROM interactions FINAL WHERE project_id = {p:String}', query_params: { p: projectId }, format: 'JSONEachRow' });
-  return (await rs.json<{ n: number }>())[0].n;
+  const rows = await ch.query<{ n: number }>('SELECT toUInt32(count()) AS n FROM interactions FINAL WHERE project_id = {p:String}', { p: projectId });
+  return rows[0].n;
 }
 
 beforeAll(async () => {
-  ch = createClickhouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-partitions-')) });
-  await runMigrations(ch);
+  ch = createWarehouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-partitions-')) });
+  await ch.migrate();
 }, 60_000);
 afterAll(async () => {
   await ch?.close();
@@ -40,7 +41,7 @@ afterAll(async () => {
 
 describe('partitions per insert', () => {
   it('the engine refuses an insert spanning more monthly partitions than allowed, and the error is permanent', async () => {
-    const err = await insertLines(ch, 'interactions', spanning('p-many', 'u', MAX_PARTITIONS_PER_INSERT + 20)).then(
+    const err = await ch.insertLines('interactions', spanning('p-many', 'u', MAX_PARTITIONS_PER_INSERT + 20)).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -54,7 +55,7 @@ describe('partitions per insert', () => {
     // 12 monthly steps back (341 days: inside the 400-day retention TTL, which would drop older
     // rows at once) and one row a day ahead: the window the API accepts, 13–14 partitions
     const lines = [...spanning('p-ok', 'u', 12), line('p-ok', 'u', now + 23 * 3_600_000, 99)];
-    await insertLines(ch, 'interactions', lines);
+    await ch.insertLines('interactions', lines);
     expect(await count('p-ok')).toBe(13);
   });
 

@@ -103,8 +103,8 @@ describe('crafted ids cannot collide in Redis', () => {
     expect((await queueCounts()).failed).toBe(0);
 
     const ch = s.service.ctx.clickhouse!;
-    const rs = await ch.query({ query: 'SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', query_params: { p: keys.projectId }, format: 'JSONEachRow' });
-    const counts = new Map((await rs.json<{ user_id: string; n: string }>()).map((r) => [r.user_id, Number(r.n)]));
+    const rows = await ch.query<{ user_id: string; n: string }>('SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', { p: keys.projectId });
+    const counts = new Map(rows.map((r) => [r.user_id, Number(r.n)]));
     for (const userId of users) expect(counts.get(userId)).toBe(insertIds.length);
   });
 });

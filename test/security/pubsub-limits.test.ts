@@ -8,6 +8,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
+import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
+import { DeadLetterSink } from '../../workers/ingestion/dead-letter-sink.js';
 import { ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
 import type { SingleEventsJob } from '../../shared/ingestion/jobs.js';
@@ -54,7 +56,7 @@ beforeAll(async () => {
       pubsub,
       sources: { list: async () => [source] },
       events: { enqueue: async (job, opts) => void queued.push({ job, jobId: opts.jobId }) },
-      clickhouse: ch,
+      deadLetters: new DeadLetterSink(new ClickhouseWarehouse(ch), Date.now),
       bus: { on: () => () => undefined },
       codec,
       log: pino({ level: 'silent' }),

@@ -136,8 +136,8 @@ describe('markers and profiles at steady state', () => {
     await waitUntil(jobMarkersCut, 10_000);
     expect(await serviceKeys('u:*:ins:*')).toHaveLength(USERS);
     expect(await memoryOf(markerSets)).toBe(markerBytes);
-    const stored = await s.service.ctx.clickhouse!.query({ query: 'SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', query_params: { p: keys.projectId }, format: 'JSONEachRow' });
-    expect(Number((await stored.json<{ n: string }>())[0].n)).toBe(USERS * EVENTS_PER_USER);
+    const stored = await s.service.ctx.clickhouse!.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', { p: keys.projectId });
+    expect(Number(stored[0].n)).toBe(USERS * EVENTS_PER_USER);
 
     // TTLs: profiles RETENTION_DAYS after their last change.
     const r = s.service.ctx.redis;

@@ -1,23 +1,20 @@
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
 import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/aggregation/index.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
-import type { PropertyValue } from '../../shared/ingestion/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { RedisScript } from '../../shared/platform/redis/redis-script.js';
-import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
+import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/index.js';
 
 /**
- * Recomputes aggregation state in the profiles from ClickHouse, the store of record (D24, D34):
+ * Recomputes aggregation state in the profiles from ClickHouse, the store of record:
  * the scheduler runs it every hour (windows move as days pass, late or lost incremental updates
  * are repaired), the backfill runs it for a field created after its events, and operators run
- * it on demand. One GROUP BY per field, over `events FINAL` / `interactions FINAL`, paged by
- * user_id ranges so memory stays bounded whatever the project's size (chDB materialises a whole
- * result, so a single streamed query would not be enough), and resumable from the page cursor.
+ * it on demand. The warehouse reads one field at a time, a page of users at a time (bounded
+ * memory), and a run is resumable from the page cursor.
  */
 
 const DAY_MS = 86_400_000;
@@ -29,7 +26,7 @@ const DAY_MS = 86_400_000;
 const GRACE_DAYS = 7;
 
 export interface RecomputeDeps {
-  clickhouse: ClickHouseClient;
+  warehouse: Pick<Warehouse, 'aggregationPageEnds' | 'aggregationPage'>;
   redis: Redis;
   keys: RedisKeys;
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
@@ -79,14 +76,6 @@ export interface RecomputeResult {
   usersUpdated: number;
 }
 
-/** A field's ClickHouse source: table, timestamp column and the filter of D23. */
-interface FieldSource {
-  table: 'events' | 'interactions';
-  ts: string;
-  where: string;
-  params: Record<string, unknown>;
-}
-
 /** What one user's profile gets for one field. */
 interface UserState {
   userId: string;
@@ -100,7 +89,7 @@ interface UserState {
   ms?: string;
 }
 
-type Kind = 'dc' | 'ft' | 'lt';
+type Kind = AggregationKind;
 
 function kindOf(target: AggregationTarget): Kind {
   switch (target.agg.key) {
@@ -114,57 +103,14 @@ function kindOf(target: AggregationTarget): Kind {
   }
 }
 
-function propertyCondition(i: number, want: PropertyValue, params: Record<string, unknown>): string {
-  const k = `pk${i}`;
-  const v = `pv${i}`;
-  const at = (member: string) => `event_properties, {${k}:String}, '${member}'`;
-  if ('longValue' in want) {
-    params[v] = want.longValue;
-    // stored as a decimal string (canonical, D2); quotes stripped in case a writer used a number
-    return `replaceAll(JSONExtractRaw(${at('longValue')}), '"', '') = {${v}:String}`;
-  }
-  if ('doubleValue' in want) {
-    params[v] = want.doubleValue;
-    return `JSONHas(${at('doubleValue')}) AND JSONExtractFloat(${at('doubleValue')}) = {${v}:Float64}`;
-  }
-  if ('stringValue' in want) {
-    params[v] = want.stringValue;
-    return `JSONHas(${at('stringValue')}) AND JSONExtractString(${at('stringValue')}) = {${v}:String}`;
-  }
-  if ('booleanValue' in want) {
-    params[v] = want.booleanValue ? 'true' : 'false';
-    return `JSONExtractRaw(${at('booleanValue')}) = {${v}:String}`;
-  }
-  params[v] = parseRfc3339(want.timestampValue) ?? 0;
-  return `toUnixTimestamp64Milli(parseDateTime64BestEffortOrNull(JSONExtractString(${at('timestampValue')}), 3, 'UTC')) = {${v}:Int64}`;
-}
-
-/** The same matching rules as the incremental path (shared/aggregation/data-field-ops.ts), in SQL. */
-function fieldSource(projectId: string, target: AggregationTarget): FieldSource | undefined {
-  const params: Record<string, unknown> = { projectId };
+/** The rows a field counts (the same matching rules as shared/aggregation/data-field-ops.ts); none for a type that counts nothing. */
+function fieldSource(target: AggregationTarget): AggregationSource | undefined {
   if (target.source === 'event') {
-    params.eventName = target.params.eventSchemaName;
-    const conds = ['project_id = {projectId:String}', 'event_name = {eventName:String}'];
-    Object.entries(target.params.propertyValueByPropertyName ?? {}).forEach(([name, want], i) => {
-      params[`pk${i}`] = name;
-      conds.push(propertyCondition(i, want, params));
-    });
-    return { table: 'events', ts: 'client_event_ts', where: conds.join(' AND '), params };
+    return { table: 'events', eventName: target.params.eventSchemaName, properties: target.params.propertyValueByPropertyName ?? {} };
   }
-  const types = interactionTypesCounted(target.params.treatmentInteractionType);
-  if (types.length === 0) return undefined;
-  params.types = types;
-  const conds = ['project_id = {projectId:String}', 'interaction_type IN {types:Array(String)}'];
-  if (target.params.treatmentId !== undefined) {
-    params.treatmentId = target.params.treatmentId;
-    conds.push('treatment_id = {treatmentId:String}');
-  }
-  const surface = target.params.surfaceName ?? target.params.surfaceId;
-  if (surface !== undefined) {
-    params.surface = surface;
-    conds.push('surface = {surface:String}');
-  }
-  return { table: 'interactions', ts: 'interaction_time', where: conds.join(' AND '), params };
+  const interactionTypes = interactionTypesCounted(target.params.treatmentInteractionType);
+  if (interactionTypes.length === 0) return undefined;
+  return { table: 'interactions', interactionTypes, treatmentId: target.params.treatmentId, surface: target.params.surfaceName ?? target.params.surfaceId };
 }
 
 /** The days one page is computed for, fixed at the page's start. */
@@ -186,34 +132,8 @@ function pageClock(nowMs: number, windowDays: number): PageClock {
   };
 }
 
-const FINAL_SETTINGS = 'SETTINGS do_not_merge_across_partitions_select_final = 1';
-
-/** Rows whose time the page reads: only counts are limited to the window (first/latest are all-time). */
-function timeFilter(src: FieldSource, kind: Kind): string {
-  return kind === 'dc' ? ` AND ${src.ts} >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC')` : '';
-}
-
 /** Pages whose bounds one ClickHouse query finds (memory: this many pages of user ids). */
 const PAGES_PER_BOUNDS_QUERY = 10;
-
-/**
- * The last user ids (by id) of up to `pages` pages of `pageUsers` users after `after`: one
- * DISTINCT scan serves many pages instead of one scan per page. `rest`: no user is left after them.
- */
-async function pageEnds(ch: ClickHouseClient, src: FieldSource, kind: Kind, after: string, pageUsers: number, pages: number, clock: PageClock): Promise<{ uppers: string[]; rest: boolean }> {
-  const limit = pageUsers * pages;
-  const rs = await ch.query({
-    query: `SELECT length(ids) AS n, arrayFilter((u, i) -> i % {pageUsers:UInt32} = 0 OR i = length(ids), ids, arrayEnumerate(ids)) AS uppers
-            FROM (SELECT arraySort(groupArray(user_id)) AS ids FROM (
-              SELECT DISTINCT user_id FROM ${src.table}
-              WHERE ${src.where} AND user_id > {after:String}${timeFilter(src, kind)}
-              ORDER BY user_id LIMIT {limit:UInt32}))`,
-    query_params: { ...src.params, after, limit, pageUsers, rangeStartMs: clock.rangeStartMs },
-    format: 'JSONEachRow',
-  });
-  const [row] = await rs.json<{ n: number | string; uppers: string[] }>();
-  return { uppers: row?.uppers ?? [], rest: row !== undefined && Number(row.n) === limit };
-}
 
 /** The page bounds of one field's run, fetched PAGES_PER_BOUNDS_QUERY at a time. */
 class PageBounds {
@@ -230,7 +150,7 @@ class PageBounds {
   async next(after: string): Promise<string | undefined> {
     if (this.queued.length === 0 && this.more) {
       const clock = pageClock(this.deps.now(), this.run.target.agg.windowDays ?? 1);
-      const { uppers, rest } = await pageEnds(this.deps.clickhouse, this.run.src, this.run.kind, after, this.pageUsers, PAGES_PER_BOUNDS_QUERY, clock);
+      const { uppers, rest } = await this.deps.warehouse.aggregationPageEnds(readOf(this.run, clock), after, this.pageUsers, PAGES_PER_BOUNDS_QUERY);
       this.queued = uppers;
       this.more = rest;
     }
@@ -238,38 +158,12 @@ class PageBounds {
   }
 }
 
-function pageQuery(src: FieldSource, kind: Kind, distinct: boolean): string {
-  const range = `${src.where} AND user_id > {after:String} AND user_id <= {upper:String}`;
-  if (kind === 'ft' || kind === 'lt') {
-    const fn = kind === 'ft' ? 'min' : 'max';
-    return `SELECT user_id, toString(toUnixTimestamp64Milli(${fn}(${src.ts}))) AS ms FROM ${src.table} FINAL
-            WHERE ${range} GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
-  }
-  if (distinct) {
-    // first-seen day of each tracking id over all history; only those first seen in the range kept
-    return `SELECT user_id, groupArray((day, trk)) AS marks FROM (
-              SELECT user_id, treatment_tracking_id AS trk, min(${src.ts}) AS first_ts, toYYYYMMDD(first_ts, 'UTC') AS day
-              FROM ${src.table} FINAL WHERE ${range}
-              GROUP BY user_id, trk HAVING first_ts >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC'))
-            GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
-  }
-  // The window's days as a flat list of strings, ready to be sent to Redis: no per-day work in
-  // JavaScript (users with grace days only get an empty list: their stale days are removed).
-  return `SELECT user_id, arrayFlatten(groupArrayIf([toString(day), toString(c)], day >= {windowStartDay:UInt32})) AS dayPairs FROM (
-            SELECT user_id, toYYYYMMDD(${src.ts}, 'UTC') AS day, count() AS c
-            FROM ${src.table} FINAL WHERE ${range}${timeFilter(src, kind)}
-            GROUP BY user_id, day)
-          GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
+/** What the warehouse reads for a field's run at one page's clock. */
+function readOf(run: FieldRun, clock: PageClock): AggregationRead {
+  return { projectId: run.projectId, source: run.src, kind: run.kind, deletedUsers: run.deletedUsers, rangeStartMs: clock.rangeStartMs };
 }
 
-interface PageRow {
-  user_id: string;
-  ms?: string;
-  dayPairs?: string[];
-  marks?: [number | string, string][];
-}
-
-function userState(row: PageRow, clock: PageClock): UserState {
+function userState(row: AggregationPageRow, clock: PageClock): UserState {
   const inWindow = (day: string) => day >= clock.windowStart;
   if (row.ms !== undefined) return { userId: row.user_id, ms: row.ms };
   const days: Record<string, number> = {};
@@ -402,23 +296,14 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
 interface FieldRun {
   projectId: string;
   target: AggregationTarget;
-  src: FieldSource;
+  src: AggregationSource;
   kind: Kind;
   newField: boolean;
-  /** Wall-clock ms before the field's reads began: users deleted after it are not written (D44). */
+  /** Wall-clock ms before the field's reads began: users deleted after it are not written back. */
   startedAt: number;
   deletions: UserDeletionStore;
-}
-
-/**
- * D44: the rows of users deleted (pending: their ClickHouse mutations may not have finished) and
- * ingested up to their deletion are left out of every read, so a recompute never restores a value
- * from them; rows ingested after the deletion (the new profile) still count.
- */
-function withoutDeletedUsers(src: FieldSource, pending: Map<string, number>): FieldSource {
-  if (pending.size === 0) return src;
-  const cond = `(indexOf({delUsers:Array(String)}, user_id) = 0 OR ingest_ts > fromUnixTimestamp64Milli(arrayElement({delMs:Array(Int64)}, indexOf({delUsers:Array(String)}, user_id)), 'UTC'))`;
-  return { ...src, where: `${src.where} AND ${cond}`, params: { ...src.params, delUsers: [...pending.keys()], delMs: [...pending.values()] } };
+  /** Users whose deletion is pending: their rows ingested up to it are not read. */
+  deletedUsers: ReadonlyMap<string, number>;
 }
 
 interface Page {
@@ -432,12 +317,9 @@ async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, boun
   const upper = await bounds.next(after);
   if (upper === undefined) return undefined;
   const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
-  const rs = await deps.clickhouse.query({
-    query: pageQuery(run.src, run.kind, run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true),
-    query_params: { ...run.src.params, after, upper, rangeStartMs: clock.rangeStartMs, windowStartDay: Number(clock.windowStart) },
-    format: 'JSONEachRow',
-  });
-  return { upper, clock, users: (await rs.json<PageRow>()).map((row) => userState(row, clock)) };
+  const distinct = run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true;
+  const rows = await deps.warehouse.aggregationPage({ ...readOf(run, clock), after, upper, distinct, windowStartDay: Number(clock.windowStart) });
+  return { upper, clock, users: rows.map((row) => userState(row, clock)) };
 }
 
 /** Batches of a page in flight at once: Redis runs one script at a time, this hides the round trips. */
@@ -475,13 +357,13 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     const dataFieldId = target.field.dataFieldId;
     const deletions = new UserDeletionStore(deps.redis, deps.keys);
     const startedAt = Date.now() - 1;
-    const rawSrc = fieldSource(req.projectId, target);
-    const src = rawSrc && withoutDeletedUsers(rawSrc, await deletions.pending(req.projectId));
+    const src = fieldSource(target);
+    const deletedUsers = src ? await deletions.pending(req.projectId) : new Map<string, number>();
     const started = performance.now();
     let fieldUsers = 0;
     // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
     if (src !== undefined) {
-      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true, startedAt, deletions };
+      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true, startedAt, deletions, deletedUsers };
       // The next page is read from ClickHouse while this one is written to Redis.
       const bounds = new PageBounds(deps, run, sizes.pageUsers);
       let reading = fetchPage(deps, run, cursor.afterUserId, bounds);

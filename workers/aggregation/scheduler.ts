@@ -1,5 +1,4 @@
 import { Queue, Worker, type Job, type JobSchedulerTemplateOptions, type JobsOptions } from 'bullmq';
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createRedis } from '../../shared/platform/redis/redis.js';
@@ -10,7 +9,7 @@ import type { ServiceContext } from '../../shared/service-context.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { Project } from '../../shared/projects/index.js';
 import { pruneCapCounters } from './cap-prune.js';
-import { recomputeDataFields, type RecomputeCursor, type RecomputeResult } from './recompute.js';
+import { recomputeDataFields, type RecomputeCursor, type RecomputeDeps, type RecomputeResult } from './recompute.js';
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
@@ -97,7 +96,7 @@ export interface AggregationWorkerOptions {
   connection: Redis;
   redisPrefix: string;
   keys: RedisKeys;
-  clickhouse: ClickHouseClient;
+  warehouse: RecomputeDeps['warehouse'];
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
   projects: { list(): Promise<Project[]> };
   log: Logger;
@@ -193,7 +192,7 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
   m?.aggregationRunning(data.reason, 1);
   try {
     return await recomputeDataFields(
-      { clickhouse: o.clickhouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
+      { warehouse: o.warehouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
       { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
       {
         resumeFrom: data.cursor,

@@ -1,5 +1,4 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/platform/warehouse/clickhouse.js';
@@ -8,7 +7,9 @@ import { type DecisionsJob } from '../../shared/impact/index.js';
 import { type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import { decisionsJobUnits, processDecisionsJob } from '../impact/decisions.processor.js';
-import { insertRows, toDeadLetterRow, type DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
+import type { DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
+import type { DecisionLookup, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
+import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
@@ -17,7 +18,6 @@ import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/in
 import type { Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { identityMerger } from '../profiles/identity-merge.js';
-import { clickhouseDecisionLookup, type DecisionLookup } from '../impact/decision-lookup.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -35,7 +35,9 @@ interface IsolatedJob {
 export interface IngestWorkersOptions {
   connection: Redis;
   redisPrefix: string;
-  clickhouse: ClickHouseClient;
+  warehouse: Warehouse;
+  /** Where jobs that fail for good go. @defaultValue a sink over `warehouse` */
+  deadLetters?: Pick<DeadLetterSink, 'store'>;
   profiles: ProfileStore;
   log: Logger;
   now: () => number;
@@ -56,7 +58,7 @@ export interface IngestWorkersOptions {
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Deleted users (D44): jobs accepted before their user's deletion are dropped for that user. */
   erased?: ErasedUsers;
-  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the decisions table of `clickhouse` */
+  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the warehouse's decision log */
   decisions?: DecisionLookup;
   /** D49: how long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
   decisionWaitMs?: number;
@@ -74,7 +76,7 @@ export interface IngestWorkers {
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
-  const writer = new ClickhouseBatchWriter(o.clickhouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
+  const writer = new ClickhouseBatchWriter(o.warehouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix, o.connection),
@@ -89,13 +91,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const deps = { writer, profiles: o.profiles, now: o.now, erased: o.erased };
 
-  const storeDeadLetter = async (input: { projectId: string; messageId: string; source: DeadLetterSource; reason: string; payload: unknown }) => {
-    const row = toDeadLetterRow({ ...input, reason: input.reason.slice(0, 4000), receiveMs: o.now(), dataType: input.source === 'log_events' ? 'EventData' : input.source === 'decision_log' ? 'Decisions' : 'Interaction', payload: Buffer.from(JSON.stringify(input.payload)) });
-    await insertRows(o.clickhouse, 'dead_letters', [row]);
-  };
+  const deadLetters = o.deadLetters ?? new DeadLetterSink(o.warehouse, o.now);
   const eventDeps = {
     ...deps,
-    identity: identityMerger({ clickhouse: o.clickhouse, profiles: o.profiles, log: o.log }),
+    identity: identityMerger({ warehouse: o.warehouse, profiles: o.profiles, log: o.log }),
     opsFor: o.eventOps,
     // applied = events new to this user; the rest were duplicates by insertId
     onApplied: (applied: number, total: number) => {
@@ -104,12 +103,12 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
     deadLetter: async (request: EventsJob, id: string, err: Error) => {
       o.log.error({ jobId: id, queue: 'log_events', errMessage: err.message }, 'a request of a merged job can never be stored; stored as a dead letter');
-      await storeDeadLetter({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
+      await deadLetters.store({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
       o.onMetric?.('deadLetters', 1);
     },
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
-  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? clickhouseDecisionLookup(o.clickhouse), decisionWaitMs: o.decisionWaitMs };
+  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? o.warehouse.findDecision, decisionWaitMs: o.decisionWaitMs };
   const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
@@ -175,7 +174,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       const letters = requests
         ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
         : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? (data as DecisionsJob | undefined)?.records?.[0]?.projectId ?? ''), messageId: String(job.id), payload: data }];
-      for (const l of letters) await storeDeadLetter({ ...l, source, reason });
+      for (const l of letters) await deadLetters.store({ ...l, source, reason });
       o.onMetric?.('deadLetters', letters.length);
     } catch (e) {
       o.log.error({ err: e, jobId: job.id }, 'could not store the dead letter; the failed job stays in its queue');

@@ -5,7 +5,7 @@ import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/in
 import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
-import type { DecisionLookup } from '../impact/decision-lookup.js';
+import type { DecisionLookup } from '../../shared/platform/warehouse/warehouse.js';
 import { trackingResponseId } from '../../shared/ingestion/index.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;

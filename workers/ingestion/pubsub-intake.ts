@@ -1,5 +1,4 @@
 import { Duration, type Message, type PubSub, type Subscription } from '@google-cloud/pubsub';
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
@@ -13,7 +12,7 @@ import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
 import type { ServiceContext } from '../../shared/service-context.js';
-import { insertRows, toDeadLetterRow } from '../../shared/platform/warehouse/event-rows.js';
+import type { DeadLetterSink } from './dead-letter-sink.js';
 import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
 
 /*
@@ -177,7 +176,8 @@ export interface PubSubIntakeDeps {
   events: { enqueue(data: SingleEventsJob, opts: { jobId: string; weight?: number }): Promise<void> };
   /** D45 backpressure: while it says so, messages are nacked (after `backlogNackDelayMs`) instead of queued. */
   backlog?: { overLimit(): boolean };
-  clickhouse: ClickHouseClient;
+  /** Where messages that can never be queued go (acked once stored there). */
+  deadLetters: Pick<DeadLetterSink, 'store'>;
   /** Change notifications (`pubsubSource`, `all`) from the invalidation bus. */
   bus: { on(listener: (msg: Invalidation) => void): () => void };
   codec: ProtoCodec;
@@ -343,7 +343,7 @@ export class PubSubIntake {
       const nowMs = this.deps.now();
       outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs, retentionDays: this.opts.retentionDays });
       if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
-      else await this.storeDeadLetter(projectId, message, outcome.reason, nowMs);
+      else await this.deps.deadLetters.store({ projectId, messageId: message.id, source: 'pubsub', reason: outcome.reason, receiveMs: nowMs, dataType: message.attributes?.data_type, payload: message.data.subarray(0, MAX_MESSAGE_BYTES) });
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.
       log.warn({ err }, 'Pub/Sub message not stored; nacked for redelivery');
@@ -361,12 +361,6 @@ export class PubSubIntake {
       settle(message, 'nack');
     }, this.opts.backlogNackDelayMs);
     this.deferred.set(timer, message);
-  }
-
-  private async storeDeadLetter(projectId: string, message: Message, reason: string, nowMs: number): Promise<void> {
-    const dataType = message.attributes?.data_type;
-    const row = toDeadLetterRow({ projectId, messageId: message.id, source: 'pubsub', reason, receiveMs: nowMs, dataType: dataType?.slice(0, 100), payload: message.data.subarray(0, MAX_MESSAGE_BYTES) });
-    await insertRows(this.deps.clickhouse, 'dead_letters', [row]);
   }
 
   /** Idempotent. Closes every subscription (messages in hand get `closeTimeoutMs` to finish, the rest are nacked), then the client. */
@@ -399,14 +393,14 @@ function settle(message: Message, how: 'ack' | 'nack'): void {
 }
 
 /** Wiring for the workers role: the process's stores, queue producer and ClickHouse client. */
-export async function startPubSubIntake(ctx: ServiceContext, clickhouse: ClickHouseClient, opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
+export async function startPubSubIntake(ctx: ServiceContext, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
   const intake = new PubSubIntake(
     {
       pubsub: createPubSub(ctx.config),
       sources: new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now),
       events: ctx.ingest.events,
       backlog: ctx.ingestBacklog,
-      clickhouse,
+      deadLetters,
       bus: ctx.bus,
       codec: createProtoCodec(),
       log: ctx.log.child({ role: 'pubsub-intake' }),

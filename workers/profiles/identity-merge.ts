@@ -1,8 +1,7 @@
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
 import type { ProfileStore } from '../../shared/profiles/index.js';
-import { TABLE_COLUMNS } from '../../shared/platform/warehouse/event-rows.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 /** D48: merges a pre-login id's activity into the signed-in user's, exactly once. */
 export interface IdentityMerger {
@@ -23,7 +22,7 @@ export interface IdentityMerger {
  * resolve aliases before they write rows. A merge this process finished is remembered (LRU), so
  * later events carrying both ids cost nothing; elsewhere they cost the claim script only.
  */
-export function identityMerger(deps: { clickhouse: ClickHouseClient; profiles: ProfileStore; log: Logger }): IdentityMerger {
+export function identityMerger(deps: { warehouse: Pick<Warehouse, 'copyUserRows'>; profiles: ProfileStore; log: Logger }): IdentityMerger {
   const done = new LRUCache<string, true>({ max: 10_000 });
   return {
     async merge(projectId, tempUserId, userId) {
@@ -37,15 +36,7 @@ export function identityMerger(deps: { clickhouse: ClickHouseClient; profiles: P
         return;
       }
       if (pending) {
-        for (const table of ['events', 'interactions'] as const) {
-          // positional, no `AS user_id`: an alias would shadow the column in WHERE (and select nothing)
-          const cols = TABLE_COLUMNS[table] as readonly string[];
-          await deps.clickhouse.command({
-            query: `INSERT INTO ${table} (${cols.join(', ')}) SELECT ${cols.map((c) => (c === 'user_id' ? '{userId:String}' : c)).join(', ')}
-                    FROM ${table} FINAL WHERE project_id = {projectId:String} AND user_id = {tempUserId:String}`,
-            query_params: { projectId, tempUserId, userId },
-          });
-        }
+        await deps.warehouse.copyUserRows(projectId, tempUserId, userId);
         const merged = await deps.profiles.mergeProfile(projectId, tempUserId, userId);
         await deps.profiles.clearMerged(projectId, tempUserId);
         if (merged) deps.log.info({ projectId, tempUserId, userId }, 'pre-login activity merged into the signed-in user');

@@ -1,6 +1,6 @@
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from 'pino';
-import { insertLines, type ClickhouseTable } from '../../shared/platform/warehouse/event-rows.js';
+import type { ClickhouseTable } from '../../shared/platform/warehouse/event-rows.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 export interface BatchWriterOptions {
   /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
@@ -43,7 +43,7 @@ export class ClickhouseBatchWriter {
   rowsWritten = 0;
 
   constructor(
-    private readonly client: ClickHouseClient,
+    private readonly warehouse: Pick<Warehouse, 'insertLines'>,
     private readonly log: Logger,
     opts: BatchWriterOptions = {},
   ) {
@@ -81,7 +81,7 @@ export class ClickhouseBatchWriter {
     const rows = waiters.reduce((n, w) => n + w.lines.length, 0);
     const started = performance.now();
     try {
-      await insertLines(this.client, table, waiters.length === 1 ? waiters[0].lines : waiters.flatMap((w) => w.lines), { dedupToken: false });
+      await this.warehouse.insertLines(table, waiters.length === 1 ? waiters[0].lines : waiters.flatMap((w) => w.lines), { dedupToken: false });
       this.onInsert?.(table, rows, (performance.now() - started) / 1000, false);
       this.rowsWritten += rows;
       for (const w of waiters) w.resolve();

@@ -1,51 +1,17 @@
-import type { ClickHouseClient } from '@clickhouse/client';
-import type { DeadLetter, DecisionOut, WarehouseOps } from '../../shared/platform/warehouse/warehouse-rpc.js';
-import { treatmentReport } from '../impact/treatment-report.js';
+import type { WarehouseOps } from '../../shared/platform/warehouse/warehouse-rpc.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { recomputeDataFields, type RecomputeDeps } from '../aggregation/recompute.js';
 
-/** The warehouse operations run against this process's own ClickHouse (the workers role). */
-export function directWarehouseOps(deps: RecomputeDeps & { clickhouse: ClickHouseClient }): WarehouseOps {
+/** The operations the API asks for, run against this process's own warehouse (the workers role). */
+export function directWarehouseOps(deps: RecomputeDeps & { warehouse: Warehouse }): WarehouseOps {
+  const { warehouse } = deps;
   return {
-    listDeadLetters: (projectId, limit) => listDeadLetters(deps.clickhouse, projectId, limit),
-    listDecisions: (projectId, userId, limit) => listDecisions(deps.clickhouse, projectId, userId, limit),
-    treatmentReport: (q) => treatmentReport(deps.clickhouse, q),
+    listDeadLetters: (projectId, limit) => warehouse.listDeadLetters(projectId, limit),
+    listDecisions: (projectId, userId, limit) => warehouse.listDecisions(projectId, userId, limit),
+    treatmentReport: (q) => warehouse.treatmentReport(q),
     runAggregations: async (projectId) => {
       const r = await recomputeDataFields({ ...deps, log: deps.log.child({ operation: 'RunAggregations' }) }, { projectId });
       return { dataFieldsRecomputed: r.dataFieldsRecomputed, usersUpdated: r.usersUpdated };
     },
   };
-}
-
-async function listDeadLetters(ch: ClickHouseClient, projectId: string, limit: number): Promise<DeadLetter[]> {
-  const rs = await ch.query({
-    query: `SELECT message_id, source, reason, formatDateTime(receive_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS receive_time, data_type, payload_base64
-            FROM dead_letters FINAL WHERE project_id = {projectId:String} ORDER BY receive_time DESC LIMIT {limit:UInt32}`,
-    query_params: { projectId, limit },
-    format: 'JSONEachRow',
-  });
-  const rows = await rs.json<{ message_id: string; source: string; reason: string; receive_time: string; data_type: string; payload_base64: string }>();
-  return rows.map((r) => ({ messageId: r.message_id, source: r.source, reason: r.reason, receiveTime: new Date(r.receive_time).toISOString(), dataType: r.data_type, payloadBase64: r.payload_base64 }));
-}
-
-/** A user's decisions (a prefix range of the table's key), each once (FINAL), newest first. */
-async function listDecisions(ch: ClickHouseClient, projectId: string, userId: string, limit: number): Promise<DecisionOut[]> {
-  const rs = await ch.query({
-    query: `SELECT response_id, treatment_id, version_number, surface, rank, outcome, formatDateTime(decide_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS decide_time
-            FROM decisions FINAL WHERE project_id = {projectId:String} AND user_id = {userId:String}
-            ORDER BY decisions.decide_time DESC, response_id, surface, rank, treatment_id LIMIT {limit:UInt32}`,
-    query_params: { projectId, userId, limit },
-    format: 'JSONEachRow',
-  });
-  const rows = await rs.json<{ response_id: string; treatment_id: string; version_number: number; surface: string; rank: number; outcome: string; decide_time: string }>();
-  return rows.map((r) => ({
-    projectId,
-    userId,
-    responseId: r.response_id,
-    treatmentId: r.treatment_id,
-    versionNumber: Number(r.version_number),
-    surface: r.surface,
-    rank: String(r.rank),
-    outcome: r.outcome as DecisionOut['outcome'],
-    decideTime: new Date(r.decide_time).toISOString(),
-  }));
 }

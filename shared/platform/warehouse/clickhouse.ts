@@ -47,10 +47,12 @@ export function createClickhouse(opts: ClickhouseOptions): ClickHouseClient {
   const { createChdbConnection } = createRequire(import.meta.url)('chdb/connection') as typeof import('chdb/connection');
   const chdb = createChdbConnection({ path });
   const connection = opts.database === undefined ? chdb : withDatabase(chdb, opts.database);
-  // chdb implements the Connection of @clickhouse/client-common 1.23.0, @clickhouse/client 1.23.1
-  // bundles its own copy of those types; they differ only in the settings' typings.
-  return createClient({ connection: connection as unknown as ClickHouseClientConfigOptions['connection'] });
+  // chdb implements the whole Connection of @clickhouse/client-common 1.23.0; @clickhouse/client
+  // 1.23.1 bundles its own copy of those types, which differs only in the settings' typings.
+  return createClient({ connection: connection as unknown as ClientConnection });
 }
+
+type ClientConnection = NonNullable<ClickHouseClientConfigOptions['connection']>;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 

@@ -3,9 +3,9 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from '../queues.js';
-import type { DecisionOutcome } from '../../impact/index.js';
 import type { GroupCounts } from '../../impact/index.js';
 import { duplicateRedis } from '../redis/redis.js';
+import type { DeadLetter, DecisionOut, WarehouseReads } from './warehouse.js';
 
 /**
  * The operations that need ClickHouse but are asked for through the API (admin routes, the CLI).
@@ -13,45 +13,7 @@ import { duplicateRedis } from '../redis/redis.js';
  * reach the process that does – the workers role – through a request/reply job on the `rpc`
  * queue: the same code answers on the embedded engine and on a ClickHouse server alike.
  */
-export interface DeadLetter {
-  messageId: string;
-  source: string;
-  reason: string;
-  receiveTime: string;
-  dataType: string;
-  payloadBase64: string;
-}
-
-/** One row of the decision log as ListDecisions answers it (D36; rank as an int64 string, D2). */
-export interface DecisionOut {
-  projectId: string;
-  userId: string;
-  responseId: string;
-  treatmentId: string;
-  versionNumber: number;
-  surface: string;
-  rank: string;
-  outcome: DecisionOutcome;
-  decideTime: string;
-}
-
-/** What GetTreatmentReport asks ClickHouse (D38); times in epoch ms, the period is [startMs, endMs). */
-export interface ReportQuery {
-  projectId: string;
-  treatmentId: string;
-  startMs: number;
-  endMs: number;
-  attributionWindowDays: number;
-  /** the target action's event name; conversions are 0 without one */
-  conversionEventName?: string;
-}
-
-export interface WarehouseOps {
-  listDeadLetters(projectId: string, limit: number): Promise<DeadLetter[]>;
-  /** A user's decisions, newest first. */
-  listDecisions(projectId: string, userId: string, limit: number): Promise<DecisionOut[]>;
-  /** Per group (TREATED, HOLDOUT, both always present): users, impressions, clicks, conversions. */
-  treatmentReport(q: ReportQuery): Promise<GroupCounts[]>;
+export interface WarehouseOps extends WarehouseReads {
   runAggregations(projectId: string): Promise<{ dataFieldsRecomputed: number; usersUpdated: number }>;
 }
 

@@ -1,9 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { GroupCounts } from '../../shared/impact/index.js';
-import type { ReportQuery } from '../../shared/platform/warehouse/warehouse-rpc.js';
+import type { GroupCounts } from '../../../impact/index.js';
+import type { ReportQuery } from '../warehouse.js';
 
 /*
- * D38 in one query, each table read once:
+ * The treatment report in one query, each table read once:
  * - u: the users with a decision for the treatment in the period, in the group of their first
  *   decision (RETURNED → TREATED, HOLDOUT / GLOBAL_HOLDOUT → HOLDOUT; QA deliveries are outside
  *   the experiment), and the time of that first decision. Without FINAL: copies of a decision

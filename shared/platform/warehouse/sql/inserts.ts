@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { drainStream, type ClickHouseClient } from '@clickhouse/client';
+import { rowLine, TABLE_COLUMNS, type ClickhouseTable, type TableRows } from '../event-rows.js';
+import type { InsertOptions } from '../warehouse.js';
+
+/**
+ * Inserts rows. Exactly-once storage rests on the tables: copies of one key
+ * collapse to the one with the highest version (ReplacingMergeTree, read with FINAL). The
+ * insert_deduplication_token, a hash of the exact rows, only avoids writing a duplicate part when
+ * a retry re-sends a byte-identical insert that had in fact succeeded (single node:
+ * non_replicated_deduplication_window; cluster: Keeper). A token of the content, not of the job:
+ * a caller-chosen token reused for other rows would silently drop them, and a token of the keys
+ * alone would keep an older version of a row instead of the newer one. A batch shared by many
+ * jobs is never re-sent identically, so the batch writer skips the token (`dedupToken: false`).
+ * The settings go in the statement's SETTINGS clause, never in `clickhouse_settings`: chDB turns
+ * those into session-wide `SET`s that leak into every later query of the process.
+ * The partitions-per-insert guard stays on, explicitly (a server profile may differ): every table
+ * is partitioned by month of a client-given time, and the API bounds those times (RETENTION_DAYS
+ * back, 24 h ahead: about 15 months), so a batch of any number of jobs spans few partitions. A
+ * batch over the limit is refused whole, and the batch writer then retries it caller by caller
+ * (classifyClickhouseError: permanent), so one bad job cannot hold back the others.
+ */
+export async function insertRows<T extends ClickhouseTable>(
+  client: ClickHouseClient,
+  table: T,
+  rows: readonly TableRows[T][],
+  opts: InsertOptions = {},
+): Promise<void> {
+  if (rows.length === 0) return;
+  await insertLines(client, table, rows.map((r) => rowLine(table, r)), opts);
+}
+
+/** Monthly partitions one insert may touch (ClickHouse's default): an insert over it is refused. */
+export const MAX_PARTITIONS_PER_INSERT = 100;
+
+/** Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (see insertRows for the settings). */
+export async function insertLines(client: ClickHouseClient, table: ClickhouseTable, lines: readonly string[], opts: InsertOptions = {}): Promise<void> {
+  if (lines.length === 0) return;
+  const body = `${lines.join('\n')}\n`;
+  const settings = [`max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`, 'throw_on_max_partitions_per_insert_block = 1'];
+  if (opts.dedupToken !== false) {
+    settings.unshift(`insert_deduplication_token = '${createHash('sha256').update(table).update('\n').update(body).digest('hex')}'`);
+  }
+  const result = await client.exec({
+    query: `INSERT INTO ${table} (${TABLE_COLUMNS[table].join(', ')}) SETTINGS ${settings.join(', ')} FORMAT JSONCompactEachRow`,
+    values: Readable.from([body]),
+  });
+  await drainStream(result.stream);
+}
