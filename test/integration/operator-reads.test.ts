@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
 import { QUEUE } from '../../shared/platform/queues.js';
-import { startAggregationWorker, type AggregationWorker } from '../../workers/aggregation/scheduler.js';
+import { startAggregationWorker, type AggregationWorker, type AggregationWorkerOptions } from '../../workers/aggregation/scheduler.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
@@ -79,13 +78,13 @@ describe('GetAllDataFields backfillStatus', () => {
     redis?.disconnect();
   });
 
-  /** The real aggregation worker of the test app's deployment, over a given field list and ClickHouse. */
-  const startWorker = (clickhouse: ClickHouseClient, fields: DataFieldRecord[]) =>
+  /** The real aggregation worker of the test app's deployment, over a given field list and warehouse. */
+  const startWorker = (warehouse: AggregationWorkerOptions['warehouse'], fields: DataFieldRecord[]) =>
     startAggregationWorker({
       connection: redis,
       redisPrefix: t.ctx.config.redisPrefix,
       keys: t.ctx.keys,
-      clickhouse,
+      warehouse,
       dataFields: { list: async () => fields },
       projects: { list: async () => [] },
       log: pino({ level: 'silent' }),
@@ -123,7 +122,7 @@ describe('GetAllDataFields backfillStatus', () => {
 
     // A failing backfill (its ClickHouse query throws) is retried after a delay: still PENDING.
     const fields = await t.ctx.dataFields.list(p.projectId);
-    worker = startWorker({ query: async () => { throw new Error('no ClickHouse here'); } } as never, fields);
+    worker = startWorker(new Proxy({}, { get: () => async () => { throw new Error('no ClickHouse here'); } }) as never, fields);
     await worker.queue.add('backfill-poll', { kind: 'backfillPoll' });
     const job = () => worker!.queue.getJobState(`backfill-${p.projectId}-${later}`);
     await waitUntil(async () => (await job()) === 'delayed', 30_000, 50);
