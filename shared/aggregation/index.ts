@@ -1,3 +1,4 @@
+export * from './create-aggregation.js';
 export * from './data-field-ops.js';
 export * from './data-field-params.js';
 export * from './data-field-values.js';

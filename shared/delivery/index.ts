@@ -1,6 +1,7 @@
 export * from './catalog-cache.js';
 export * from './catalog-plan.js';
 export * from './content-render.js';
+export * from './create-delivery.js';
 export * from './delivery-request.js';
 export * from './delivery.js';
 export * from './eligibility.js';

@@ -1,3 +1,4 @@
+export * from './create-ingestion.js';
 export * from './enqueue-batcher.js';
 export * from './ingest-backlog.js';
 export * from './ingest-normalize.js';
