@@ -1,7 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { startService, type RunningService } from '../../api/server.js';
+import type { ApiServices } from '../../api/compose-api.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { ADMIN_TOKEN, testConfig } from './context.js';
@@ -9,6 +11,9 @@ import { deletePrefix } from './redis-cleanup.js';
 
 export interface TestService {
   service: RunningService;
+  /** The API role's services (every role runs in the test service). */
+  ctx: ApiServices;
+  clickhouse: ClickHouseClient;
   baseUrl: string;
   altUrl: string;
   dataDir: string;
@@ -30,6 +35,8 @@ export async function startTestService(overrides: Record<string, string> = {}): 
     if (!a || typeof a === 'string') throw new Error('no address');
     return `http://127.0.0.1:${a.port}`;
   };
+  const { api, clickhouse } = service;
+  if (!api || !clickhouse) throw new Error('the test service runs every role');
   const baseUrl = addr(0);
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -38,16 +45,17 @@ export async function startTestService(overrides: Record<string, string> = {}): 
   };
   return {
     service,
+    ctx: api,
+    clickhouse,
     baseUrl,
     altUrl: addr(1),
     dataDir,
     post,
     admin: (operation, body) => post(`/admin/v1/${operation}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` }),
     async stop() {
-      const { ctx } = service;
-      const prefix = ctx.config.redisPrefix;
+      const prefix = config.redisPrefix;
       await service.stop();
-      const r = createRedis(ctx.config, 'worker', 'test-cleanup');
+      const r = createRedis(config, 'worker', 'test-cleanup');
       await deletePrefix(r, prefix);
       r.disconnect();
     },

@@ -205,7 +205,7 @@ describe('through HTTP into ClickHouse', () => {
 
   const post = (op: string, key: string, body: Record<string, unknown>) => s.post(`/v1/${op}`, { projectId: k.projectId, ...body }, { 'x-api-key': key });
   async function rows<T>(sql: string, params: Record<string, unknown>): Promise<T[]> {
-    const rs = await s.service.ctx.clickhouse!.query({ query: sql, query_params: { p: k.projectId, ...params }, format: 'JSONEachRow' });
+    const rs = await s.clickhouse.query({ query: sql, query_params: { p: k.projectId, ...params }, format: 'JSONEachRow' });
     return rs.json<T>();
   }
   async function treatmentOf(deliveryType: string): Promise<string> {
