@@ -11,9 +11,10 @@ import { deletePrefix } from './redis-cleanup.js';
 
 export interface TestService {
   service: RunningService;
-  /** The API role's services (every role runs in the test service). */
-  ctx: ApiServices;
-  clickhouse: ClickHouseClient;
+  /** The API role's services; throws in a test service without the api role. */
+  readonly ctx: ApiServices;
+  /** Throws in a test service without ClickHouse. */
+  readonly clickhouse: ClickHouseClient;
   baseUrl: string;
   altUrl: string;
   dataDir: string;
@@ -35,8 +36,6 @@ export async function startTestService(overrides: Record<string, string> = {}): 
     if (!a || typeof a === 'string') throw new Error('no address');
     return `http://127.0.0.1:${a.port}`;
   };
-  const { api, clickhouse } = service;
-  if (!api || !clickhouse) throw new Error('the test service runs every role');
   const baseUrl = addr(0);
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -45,8 +44,14 @@ export async function startTestService(overrides: Record<string, string> = {}): 
   };
   return {
     service,
-    ctx: api,
-    clickhouse,
+    get ctx() {
+      if (!service.api) throw new Error('this test service has no api role');
+      return service.api;
+    },
+    get clickhouse() {
+      if (!service.clickhouse) throw new Error('this test service has no ClickHouse (no workers or scheduler role)');
+      return service.clickhouse;
+    },
     baseUrl,
     altUrl: addr(1),
     dataDir,
