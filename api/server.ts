@@ -142,6 +142,7 @@ async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Cl
   return clickhouse;
 }
 
+/** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
 function openWarehouse(platform: Platform, clickhouse: ClickHouseClient | undefined): { warehouse: WarehouseOps; closeWarehouse(): Promise<void> } {
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) return { warehouse: directWarehouseOps({ clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
