@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../shared/service-context.js';
+import type { ApiServices } from './compose-api.js';
 import { registerAdminOperation, type AdminOperation } from './http/admin-operation.js';
 import { projectAdminOperations } from './projects/projects.admin.js';
 import { ingestAdminOperations } from './ingestion/ingest.admin.js';
@@ -14,6 +14,6 @@ import { queueAdminOperations } from './ingestion/queues.admin.js';
 /** Every admin operation, for the HTTP routes and the CLI alike. */
 export const adminOperations: AdminOperation[] = [...projectAdminOperations, ...ingestAdminOperations, ...explainAdminOperations, previewTreatmentAdmin, ...aggregationAdminOperations, ...pubSubAdminOperations, ...impactAdminOperations, deleteUserDataAdmin, ...queueAdminOperations] as AdminOperation[];
 
-export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerAdminRoutes(app: FastifyInstance, ctx: ApiServices): Promise<void> {
   for (const op of adminOperations) registerAdminOperation(app, ctx, op);
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { ServiceContext } from '../shared/service-context.js';
+import type { ApiServices } from './compose-api.js';
 import { camelizeKeys, schemaFieldNames } from '../shared/platform/http/camelize.js';
 import { bodyShapeError, jsonTextShapeError } from '../shared/platform/http/body-shape.js';
 import { registerErrorHandler } from './http/error-handler.js';
@@ -24,7 +24,7 @@ export interface BuildAppOptions {
  * The HTTP app as a function of its dependencies: plugins → routes → error handler. The base
  * listener serves everything; the alternate one only the delivery operations (D10).
  */
-export async function buildApp(ctx: ServiceContext, opts: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: ctx.log.child({ listener: opts.listener }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,

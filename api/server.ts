@@ -4,25 +4,31 @@ import { loadConfigOrExit, type Config } from '../shared/platform/config.js';
 import { createLogger, type Logger } from '../shared/platform/logger.js';
 import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../shared/platform/redis/redis.js';
-import { closeContext, createServiceContext } from '../shared/create-context.js';
-import type { ServiceContext } from '../shared/service-context.js';
+import { closePlatform, createPlatform, type Platform } from '../shared/platform/platform.js';
+import { composeApi, type ApiServices } from './compose-api.js';
+import { closeIngestion, createIngestion } from '../shared/ingestion/index.js';
+import { createAggregation } from '../shared/aggregation/index.js';
 import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
 import { queueDashboardPlugin } from './http/queue-dashboard.plugin.js';
-import { createWarehouse } from '../shared/platform/warehouse/clickhouse-warehouse.js';
 import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
+import { createWarehouse } from '../shared/platform/warehouse/clickhouse-warehouse.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { createRedis } from '../shared/platform/redis/redis.js';
-import { startWarehouseRpcWorker } from '../shared/platform/warehouse/warehouse-rpc.js';
+import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface RunningService {
-  ctx: ServiceContext;
+  platform: Platform;
+  /** The API role's services, in a process that has the role. */
+  api: ApiServices | undefined;
+  /** This process's ClickHouse, in a process with the workers or scheduler role. */
+  clickhouse: Warehouse | undefined;
   apps: FastifyInstance[];
   /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
   ops: OpsServer;
@@ -70,57 +76,52 @@ export async function startService(config: Readonly<Config>, log: Logger): Promi
 }
 
 async function startRoles(config: Readonly<Config>, log: Logger, redisChild: ChildProcess | undefined): Promise<RunningService> {
-  const ctx = createServiceContext(config, log);
-  await waitForRedis(ctx.redis, 10_000);
+  const platform = createPlatform(config, log);
+  await waitForRedis(platform.redis, 10_000);
 
-  // One ClickHouse client per process (chDB: one engine per process), shared by every role of
-  // the process. An all-roles process runs the workers and the scheduler on its main thread; under
-  // the supervisor (api/supervisor.ts) they have a process of their own, niced below the API.
-  const roles: RoleHandle[] = [];
-  let warehouse: Warehouse | undefined;
+  // One ClickHouse client per process (chDB: one engine per process), opened before any role
+  // needs it and shared by them. An all-roles process runs the workers and the scheduler on its
+  // main thread; under the supervisor (api/supervisor.ts) they have a process of their own,
+  // niced below the API.
   const background = config.roles.has('workers') || config.roles.has('scheduler');
-  if (background) {
-    warehouse = createWarehouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
-    await warehouse.migrate(log);
-    await warehouse.applyRetentionTtl(config.retentionDays, log);
-    if (config.roles.has('workers')) roles.push(await startWorkers(ctx, warehouse));
-    if (config.roles.has('scheduler')) roles.push(await startScheduler(ctx));
-  }
+  const clickhouse = background ? await openClickhouse(config, log) : undefined;
   // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
-  // the rpc queue (ctx.warehouse as built). A process with ClickHouse answers them itself, and
-  // with the workers role it also answers the other processes' calls.
-  if (warehouse) {
-    ctx.clickhouse = warehouse;
-    ctx.warehouse = directWarehouseOps({ warehouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log, now: ctx.now });
-    if (config.roles.has('workers')) {
-      const connection = createRedis(config, 'worker', 'tds-rpc');
-      connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
-      const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, ctx.warehouse, log.child({ role: 'rpc' }));
-      roles.push({ name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } });
-    }
-  }
+  // the rpc queue. A process with ClickHouse answers them itself, and with the workers role it
+  // also answers the other processes' calls.
+  const { warehouse, closeWarehouse } = openWarehouse(platform, clickhouse);
+  // One set of ingestion producers per process: the API and the Pub/Sub intake enqueue through it.
+  const ingestion = createIngestion(platform);
+
+  const roles: RoleHandle[] = [];
+  if (clickhouse && config.roles.has('workers')) roles.push(await startWorkers({ ...platform, ...ingestion }, clickhouse));
+  if (config.roles.has('scheduler')) roles.push(await startScheduler(platform));
+  if (clickhouse && config.roles.has('workers')) roles.push(startRpcRole(config, warehouse, log));
+  const api = config.roles.has('api') ? composeApi(platform, { warehouse, ingestion }) : undefined;
   const apps: FastifyInstance[] = [];
-  if (config.roles.has('api')) {
-    const base = await buildApp(ctx, { listener: 'base', extraPlugins: [metricsPlugin(ctx), queueDashboardPlugin(ctx)] });
-    const alt = await buildApp(ctx, { listener: 'alt', extraPlugins: [requestMetricsPlugin(ctx)] });
+  if (api) {
+    const base = await buildApp(api.services, { listener: 'base', extraPlugins: [metricsPlugin(api.services), queueDashboardPlugin(api.services)] });
+    const alt = await buildApp(api.services, { listener: 'alt', extraPlugins: [requestMetricsPlugin(api.services)] });
     await base.listen({ port: config.port, host: config.host });
     await alt.listen({ port: config.altPort, host: config.host });
     apps.push(base, alt);
   }
   // Observability: every process kind serves /healthz, /readyz, /metrics on OPS_PORT; the roles add their checks.
-  const ops = await startOpsServer({ config, log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles });
-  ctx.lifecycle.ready = true;
+  const ops = await startOpsServer({ config, log, redis: platform.redis, metrics: platform.metrics, lifecycle: platform.lifecycle, roles });
+  platform.lifecycle.ready = true;
   log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
-      ctx.lifecycle.ready = false;
+      platform.lifecycle.ready = false;
       for (const app of apps) await app.close();
       for (const r of roles.reverse()) await r.close();
       await ops.close();
-      await closeContext(ctx);
-      await warehouse?.close();
+      await api?.close();
+      await closeIngestion(ingestion);
+      await closeWarehouse();
+      await closePlatform(platform);
+      await clickhouse?.close();
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');
@@ -128,7 +129,31 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     })();
     return stopping;
   };
-  return { ctx, apps, ops, stop };
+  return { platform, api: api?.services, clickhouse, apps, ops, stop };
+}
+
+/** The engine (embedded or remote), its schema migrated and the retention applied. */
+async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Warehouse> {
+  const warehouse = createWarehouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+  await warehouse.migrate(log);
+  await warehouse.applyRetentionTtl(config.retentionDays, log);
+  return warehouse;
+}
+
+/** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
+function openWarehouse(platform: Platform, clickhouse: Warehouse | undefined): { warehouse: WarehouseOps; closeWarehouse(): Promise<void> } {
+  const { redis, keys, log, now, config } = platform;
+  if (clickhouse) return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
+  const remote = remoteWarehouseOps(redis, config.redisPrefix, log);
+  return { warehouse: remote, closeWarehouse: () => remote.close() };
+}
+
+/** Answers the other processes' warehouse calls, on a waiting connection of its own. */
+function startRpcRole(config: Readonly<Config>, warehouse: WarehouseOps, log: Logger): RoleHandle {
+  const connection = createRedis(config, 'worker', 'tds-rpc');
+  connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
+  const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, warehouse, log.child({ role: 'rpc' }));
+  return { name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } };
 }
 
 async function main(): Promise<void> {

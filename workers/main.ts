@@ -1,24 +1,24 @@
+import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
+import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 import { createRedis } from '../shared/platform/redis/redis.js';
-import type { ServiceContext } from '../shared/service-context.js';
-import { ProfileStore } from '../shared/profiles/index.js';
+import type { Platform } from '../shared/platform/platform.js';
+import { createProfiles } from '../shared/profiles/index.js';
+import { createAggregation } from '../shared/aggregation/index.js';
+import { createProjects } from '../shared/projects/index.js';
+import { createTreatments } from '../shared/treatments/index.js';
+import { createCatalog } from '../shared/catalog/index.js';
+import type { Ingestion } from '../shared/ingestion/index.js';
+import { RankingCounterStore, rankingOps } from '../shared/delivery/index.js';
+import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 import { startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
 import type { EventOpsProvider } from './ingestion/events.processor.js';
 import type { InteractionOpsProvider } from './ingestion/interactions.processor.js';
-import { DataFieldStore } from '../shared/aggregation/index.js';
-import { ProjectStore } from '../shared/projects/index.js';
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
 import { startAggregationWorker } from './aggregation/scheduler.js';
 import { startPubSubIntake } from './ingestion/pubsub-intake.js';
-import { RankingCounterStore, rankingOps } from '../shared/delivery/index.js';
-import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
-import { TreatmentStore } from '../shared/treatments/index.js';
 import { ViewCapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
-import { EventSchemaStore } from '../shared/catalog/index.js';
 import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
-import { UserDeletionStore } from '../shared/profiles/index.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
-import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
-import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 
 export { startScheduler } from './aggregation/scheduler.js';
 
@@ -34,29 +34,35 @@ export interface WorkersRole extends RoleHandle {
   ingest: IngestWorkers;
 }
 
+/** What the process hands the workers role: its platform and the ingestion producers it shares with the API role. */
+export type WorkersDeps = Pick<Platform, 'config' | 'log' | 'redis' | 'keys' | 'bus' | 'now' | 'metrics'> & Ingestion;
+
 /**
  * Composition root of the workers role: ingestion queues into ClickHouse and the profiles. Its
- * Redis connection waits through outages (`maxRetriesPerRequest: null`) instead of failing jobs.
+ * features are built by the same factories as the API's, on a Redis connection of its own that
+ * waits through outages (`maxRetriesPerRequest: null`) instead of failing jobs.
  */
-export async function startWorkers(ctx: ServiceContext, warehouse: Warehouse, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
-  const connection = createRedis(ctx.config, 'worker', 'tds-workers');
-  connection.on('error', (err) => ctx.log.debug({ err }, 'redis (workers) error'));
-  const profiles = new ProfileStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays });
-  const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
-  const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
-  const eventSchemas = new EventSchemaStore(connection, ctx.keys, ctx.now);
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, ctx.log.child({ role: 'workers' }))]);
-  const treatments = new TreatmentStore(connection, ctx.keys, ctx.now);
-  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
+export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
+  const { config, keys, now, bus, log, metrics } = ctx;
+  const connection = createRedis(config, 'worker', 'tds-workers');
+  connection.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
+  const stores = { redis: connection, keys, now };
+  const { profiles, userDeletions } = createProfiles({ redis: connection, keys, retentionDays: config.retentionDays });
+  const { dataFields } = createAggregation(stores);
+  const { eventSchemas } = createCatalog(stores);
+  const { treatments } = createTreatments(stores);
+  const { projects } = createProjects({ ...stores, bus });
+  const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' }))]);
+  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
-  const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
-  const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, warehouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
-  const userDeletions = new UserDeletionStore(connection, ctx.keys);
-  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: ctx.config.redisPrefix, warehouse, store: userDeletions, log: ctx.log.child({ role: 'user-deletions' }), metrics: ctx.metrics });
-  const deadLetters = new DeadLetterSink(warehouse, ctx.now);
-  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: ctx.config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, log: ctx.log.child({ role: 'workers' }), now: ctx.now, concurrency: opts.concurrency ?? ctx.config.workerConcurrency, lockMs: ctx.config.workerLockMs, onMetric: ctx.metrics.countIngest, metrics: ctx.metrics, decisionWaitMs: ctx.config.interactionDecisionWaitMs });
+  const ranking = { store: new RankingCounterStore(connection, keys), deltasFor: rankingOps };
+  const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
+  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, log: log.child({ role: 'user-deletions' }), metrics });
+  const deadLetters = new DeadLetterSink(warehouse, now);
+  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs });
   const pubsubIntake = await startPubSubIntake(ctx, deadLetters);
-  ctx.log.info('workers role started');
+  log.info('workers role started');
   let closing: Promise<void> | undefined;
   const consumers: ReadinessCheck = {
     name: 'queue-consumers',

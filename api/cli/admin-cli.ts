@@ -4,7 +4,7 @@ import { Value } from 'typebox/value';
 import { ConfigError, loadConfig } from '../../shared/platform/config.js';
 import { ensureLocalRedis } from '../../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
-import { closeContext, createServiceContext } from '../../shared/create-context.js';
+import { openApiServices } from '../compose-api.js';
 import { ApiError, errorBody, InvalidArgumentError, UnavailableError } from '../../shared/platform/errors.js';
 import type { AdminOperation } from '../http/admin-operation.js';
 import { adminOperations } from '../admin.routes.js';
@@ -55,16 +55,16 @@ async function execute(op: AdminOperation, body: unknown, env: Env): Promise<unk
   const log = cliLogger(env, config.logLevel);
   // Without a running service, start (and afterwards stop) the local Redis the service would use.
   const redisChild = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
-  const ctx = createServiceContext(config, log);
+  const api = openApiServices(config, log);
   try {
-    await waitForRedis(ctx.redis, REDIS_WAIT_MS).catch(() => {
+    await waitForRedis(api.services.redis, REDIS_WAIT_MS).catch(() => {
       throw new UnavailableError(`Redis at REDIS_URL does not answer within ${REDIS_WAIT_MS} ms`);
     });
-    const result = await op.handler(body as never, ctx, ACTOR);
+    const result = await op.handler(body as never, api.services, ACTOR);
     // The HTTP route serialises through the response schema; do the same so both print the same fields.
     return Value.Clean(op.response, Value.Clone(result));
   } finally {
-    await closeContext(ctx);
+    await api.close();
     if (redisChild) await stopChild(redisChild);
   }
 }

@@ -2,16 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
 import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
 import type { Decision } from '../../shared/impact/index.js';
-import { UnavailableError } from '../../shared/platform/errors.js';
-import type { DeliveryRuntime, ServiceContext } from '../../shared/service-context.js';
 import type { StoredProfile } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
 
-export function requireDelivery(ctx: ServiceContext): DeliveryRuntime {
-  if (ctx.delivery === undefined) throw new UnavailableError('delivery is not configured in this process');
-  return ctx.delivery;
-}
 
 const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
 
@@ -29,16 +23,15 @@ export const getTreatments = defineOperation({
   body: GetTreatmentsRequest,
   response: GetTreatmentsResponse,
   handler: async (body, _auth, ctx) => {
-    const delivery = requireDelivery(ctx);
     const nowMs = ctx.now();
-    const plan = await delivery.catalog.plan(body.projectId);
+    const plan = await ctx.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
     const [profile, stats] = await Promise.all([
       requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
-      delivery.rankingStats.view(body.projectId),
+      ctx.rankingStats.view(body.projectId),
     ]);
-    const result = selectTreatments(plan, body, profile, { policy: delivery.policy, stats }, nowMs, randomUUID(), { prepared });
+    const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { selectTreatments } from '../../shared/delivery/index.js';
 import { greedy } from '../../shared/delivery/index.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 import { GetTreatmentsRequest, GetTreatmentsResponse } from '../../shared/delivery/index.js';
-import { requireDelivery } from './delivery.ops.js';
 
 const RuleExplanationOut = Type.Object({
   dataFieldId: Type.String(),
@@ -59,13 +58,12 @@ const ExplanationOut = Type.Object({
 export const ExplainTreatmentsResponse = Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut });
 
 /** One handler for the admin operation and `/v1/ExplainTreatments` (D40); nothing is logged or counted. */
-export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: ServiceContext): Promise<Static<typeof ExplainTreatmentsResponse>> {
+export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: Pick<ApiServices, 'projects' | 'profiles' | 'catalogPlans' | 'rankingStats' | 'now'>): Promise<Static<typeof ExplainTreatmentsResponse>> {
   await ctx.projects.require(body.projectId);
-  const delivery = requireDelivery(ctx);
   const [plan, profile, stats] = await Promise.all([
-    delivery.catalog.plan(body.projectId),
+    ctx.catalogPlans.plan(body.projectId),
     ctx.profiles.get(body.projectId, body.userId),
-    delivery.rankingStats.read(body.projectId),
+    ctx.rankingStats.read(body.projectId),
   ]);
   const result = selectTreatments(plan, body, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
   return { response: result.response, explanation: result.explanation! };
@@ -77,7 +75,7 @@ export const explainTreatments = defineAdminOperation({
   summary: 'Per requested surface and treatment: returned or not, and why (GetTreatments request body)',
   body: GetTreatmentsRequest,
   response: ExplainTreatmentsResponse,
-  handler: async (body, ctx: ServiceContext) => explain(body, ctx),
+  handler: async (body, ctx: ApiServices) => explain(body, ctx),
 });
 
 export const explainAdminOperations = [explainTreatments];

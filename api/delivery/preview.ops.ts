@@ -3,7 +3,7 @@ import { compileCatalogPlan } from '../../shared/delivery/index.js';
 import { previewTreatment } from '../../shared/delivery/index.js';
 import { NotFoundError } from '../../shared/platform/errors.js';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import type { StoredProfile } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
@@ -37,7 +37,7 @@ const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {}
  * Compiled from the stored records rather than the delivery cache: a preview right after an
  * edit shows the edit, and the cost (a few Redis reads) is a management call's, not delivery's.
  */
-async function preview(body: { projectId: string; treatmentId: string; userId?: string } & Record<string, unknown>, ctx: ServiceContext) {
+async function preview(body: { projectId: string; treatmentId: string; userId?: string } & Record<string, unknown>, ctx: ApiServices) {
   const { projectId } = body;
   const [record, types, dataFields, project, profile] = await Promise.all([
     ctx.treatments.get(projectId, body.treatmentId),
@@ -69,7 +69,7 @@ export const previewTreatmentAdmin = defineAdminOperation({
   summary: 'Render any version of a treatment for any user as GetTreatments would, with the rule evaluation (nothing logged or counted)',
   body: PreviewTreatmentRequest,
   response: PreviewTreatmentResponse,
-  handler: async (body, ctx: ServiceContext) => {
+  handler: async (body, ctx: ApiServices) => {
     await ctx.projects.require(body.projectId);
     return preview(body, ctx);
   },

@@ -2,7 +2,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { TSchema, Static } from 'typebox';
 import { NotFoundError, UnauthenticatedError } from '../../shared/platform/errors.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
 
 /**
@@ -17,7 +17,7 @@ export interface AdminOperation<B extends TSchema = TSchema, R extends TSchema =
   body: B;
   response: R;
   /** `actor` names who made the change, for the change log. */
-  handler: (body: Static<B>, ctx: ServiceContext, actor: string) => Promise<Static<R>>;
+  handler: (body: Static<B>, ctx: ApiServices, actor: string) => Promise<Static<R>>;
 }
 
 export function defineAdminOperation<B extends TSchema, R extends TSchema>(op: AdminOperation<B, R>): AdminOperation<B, R> {
@@ -40,7 +40,7 @@ export function checkAdminToken(configured: string | undefined, header: string |
  * address over it gets 429 before the token is compared, and every wrong token counts (a right
  * one gives its reserved attempt back).
  */
-export function guardAdminToken(ctx: ServiceContext, ip: string | undefined, header: string | undefined): void {
+export function guardAdminToken(ctx: Pick<ApiServices, 'config' | 'limits'>, ip: string | undefined, header: string | undefined): void {
   if (!ctx.config.adminToken) throw new NotFoundError('no such operation');
   const blocked = ctx.limits.authenticationAttempt(ip);
   if (blocked) throw blocked;
@@ -48,7 +48,7 @@ export function guardAdminToken(ctx: ServiceContext, ip: string | undefined, hea
   ctx.limits.authenticationSucceeded(ip);
 }
 
-export function registerAdminOperation(app: FastifyInstance, ctx: ServiceContext, op: AdminOperation): void {
+export function registerAdminOperation(app: FastifyInstance, ctx: ApiServices, op: AdminOperation): void {
   app.post(
     `/admin/v1/${op.operation}`,
     {

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { errorBody, UnavailableError } from '../../shared/platform/errors.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 
 /**
  * The public listener's probes, kept for load balancers. The full readiness of a process (its
  * ClickHouse and queue consumers too) and its metrics are on the ops listener (shared/platform/ops-server.ts).
  */
-export function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext): void {
+export function registerHealthRoutes(app: FastifyInstance, ctx: Pick<ApiServices, 'lifecycle' | 'redis'>): void {
   /** Process alive. */
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   /** 200 only when Redis answers and the service takes traffic; 503 while starting or stopping. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 
 /** Requests that matched no route share one label, so scanners cannot blow up the label set. */
 export const UNMATCHED_OPERATION = 'unmatched';
@@ -9,7 +9,7 @@ export const UNMATCHED_OPERATION = 'unmatched';
  * The figures are served on the ops listener (`OPS_PORT`, shared/platform/ops-server.ts), never
  * on the public listeners.
  */
-export function requestMetricsPlugin(ctx: ServiceContext): (app: FastifyInstance) => void {
+export function requestMetricsPlugin(ctx: Pick<ApiServices, 'metrics'>): (app: FastifyInstance) => void {
   return (app) => {
     app.addHook('onResponse', (req, reply, done) => {
       ctx.metrics.observeRequest(req.routeOptions.url ?? UNMATCHED_OPERATION, reply.statusCode, reply.elapsedTime / 1000);

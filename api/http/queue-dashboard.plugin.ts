@@ -4,7 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { ApiError, errorBody, ResourceExhaustedError } from '../../shared/platform/errors.js';
 import { openQueueHandles } from '../../shared/platform/metrics.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { guardAdminToken } from './admin-operation.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -24,7 +24,7 @@ export function bearerFromAuthorization(header: string | undefined): string | un
   return colon < 0 ? undefined : `Bearer ${decoded.slice(colon + 1)}`;
 }
 
-function guard(ctx: ServiceContext) {
+function guard(ctx: Pick<ApiServices, 'config' | 'limits'>) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       guardAdminToken(ctx, req.ip, bearerFromAuthorization(req.headers.authorization));
@@ -45,7 +45,7 @@ function guard(ctx: ServiceContext) {
  * behind the admin token. Its Queue handles share the request-path connection, so a Redis
  * outage answers promptly instead of hanging the page.
  */
-export function queueDashboardPlugin(ctx: ServiceContext): (app: FastifyInstance) => Promise<void> {
+export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' | 'redis'>): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
     const queues = openQueueHandles(ctx.redis, ctx.config.redisPrefix);
     app.addHook('onClose', async () => {

@@ -3,7 +3,7 @@ import type { TSchema, Static } from 'typebox';
 import type { ApiKeyRecord, Permission } from '../../shared/projects/index.js';
 import type { AuthContext } from '../../shared/projects/index.js';
 import { UnauthenticatedError } from '../../shared/platform/errors.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
 
 export type Listener = 'base' | 'alt';
@@ -20,7 +20,7 @@ export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TS
   alt?: boolean;
   body: B;
   response: R;
-  handler: (body: Static<B>, auth: AuthContext, ctx: ServiceContext, req: FastifyRequest) => Promise<Static<R>>;
+  handler: (body: Static<B>, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<Static<R>>;
 }
 
 export function defineOperation<B extends TSchema, R extends TSchema>(op: V1Operation<B, R>): V1Operation<B, R> {
@@ -39,7 +39,7 @@ function presentedKey(req: FastifyRequest, keyParam?: string): string | undefine
 
 type AuthedRequest = FastifyRequest & { apiKey: ApiKeyRecord; auth: AuthContext };
 
-export function registerOperation(app: FastifyInstance, ctx: ServiceContext, op: V1Operation, listener: Listener): void {
+export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1Operation, listener: Listener): void {
   if (listener === 'alt' && !op.alt) return;
   /** D10: the delivery operations answer only on the project's address; undefined when admitted. */
   const placed = (req: AuthedRequest, auth: AuthContext): Error | undefined => {

@@ -27,7 +27,7 @@ export const getUserProfile = defineAdminOperation({
     const stored = await ctx.profiles.get(body.projectId, body.userId);
     const userProperties: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
-    const dataFields = ctx.dataFieldValues ? await ctx.dataFieldValues(body.projectId, stored) : {};
+    const dataFields = await ctx.dataFieldValues(body.projectId, stored);
     return { profile: { userId: body.userId, userProperties, dataFields, ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}), ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}) } };
   },
 });

@@ -4,7 +4,7 @@ import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } 
 import { invalidField } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import type { InteractionJob } from '../../shared/ingestion/index.js';
 
 export const logEvents = defineOperation({
@@ -30,8 +30,8 @@ const EMAIL_TYPES: ReadonlySet<string> = new Set(EMAIL_INTERACTION_TYPES);
  * already keeps in memory, so an interaction costs no Redis read beyond its enqueue. A treatment
  * created in the last second may not be compiled yet: only then are the stores asked.
  */
-async function treatmentDeliveryType(ctx: ServiceContext, projectId: string, treatmentId: string): Promise<DeliveryType | undefined | null> {
-  const planned = ctx.delivery ? (await ctx.delivery.catalog.plan(projectId)).treatmentsById.get(treatmentId) : undefined;
+async function treatmentDeliveryType(ctx: Pick<ApiServices, 'catalogPlans' | 'treatments' | 'treatmentTypes'>, projectId: string, treatmentId: string): Promise<DeliveryType | undefined | null> {
+  const planned = (await ctx.catalogPlans.plan(projectId)).treatmentsById.get(treatmentId);
   if (planned) return planned.type?.deliveryType;
   const treatment = await ctx.treatments.get(projectId, treatmentId);
   if (!treatment) return null;
@@ -43,8 +43,8 @@ async function treatmentDeliveryType(ctx: ServiceContext, projectId: string, tre
  * is not there (a surface created in the last second) from the store. Interactions on unknown
  * surfaces are refused, so the ranking counters only grow with the catalogue.
  */
-async function surfaceExists(ctx: ServiceContext, projectId: string, surface: string): Promise<boolean> {
-  if (ctx.delivery && (await ctx.delivery.catalog.plan(projectId)).surfaces.has(surface)) return true;
+async function surfaceExists(ctx: Pick<ApiServices, 'catalogPlans' | 'surfaces'>, projectId: string, surface: string): Promise<boolean> {
+  if ((await ctx.catalogPlans.plan(projectId)).surfaces.has(surface)) return true;
   return (await ctx.surfaces.get(projectId, surface)) !== undefined;
 }
 

@@ -2,17 +2,17 @@ import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/index.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 
 const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
 
-function sources(ctx: ServiceContext): PubSubSourceStore {
+function sources(ctx: Pick<ApiServices, 'redis' | 'keys' | 'now'>): PubSubSourceStore {
   return new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now);
 }
 
 /** The subscription exists before the source is stored, so a missing topic or an unreachable Pub/Sub is the operator's answer, not a worker's log line. */
-async function ensureOnTopic(ctx: ServiceContext, source: { topic: string; subscription: string }): Promise<void> {
+async function ensureOnTopic(ctx: Pick<ApiServices, 'config'>, source: { topic: string; subscription: string }): Promise<void> {
   const pubsub = createPubSub(ctx.config);
   try {
     await ensureSubscription(pubsub, source, { replace: true });

@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import type { ServiceContext } from '../../shared/service-context.js';
-import { UserDeletionStore } from '../../shared/profiles/index.js';
+import type { ApiServices } from '../compose-api.js';
 import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
@@ -20,9 +19,9 @@ export const DeleteUserDataResponse = Type.Object({});
  * change log has an entry naming the user by a SHA-256 digest only. Idempotent: repeating the
  * call repeats the erasure (a later deletion time).
  */
-export async function deleteUserData(ctx: ServiceContext, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
+export async function deleteUserData(ctx: Pick<ApiServices, 'userDeletions' | 'redis' | 'config' | 'now' | 'log'>, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
   const { projectId, userId } = body;
-  const store = new UserDeletionStore(ctx.redis, ctx.keys);
+  const store = ctx.userDeletions;
   const deletedAtMs = ctx.now();
   await store.tombstone(projectId, userId, deletedAtMs);
   // Jobs of the user that passed their tombstone check before it was written and are still being

@@ -1,5 +1,5 @@
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { ApiServices } from '../compose-api.js';
 import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../shared/treatments/index.js';
@@ -31,7 +31,7 @@ import {
 
 type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
 
-async function versionFieldsOf(ctx: ServiceContext, projectId: string, type: TreatmentType, body: VersionInput, base?: TreatmentVersionRecord): Promise<Partial<VersionFields>> {
+async function versionFieldsOf(ctx: ApiServices, projectId: string, type: TreatmentType, body: VersionInput, base?: TreatmentVersionRecord): Promise<Partial<VersionFields>> {
   const problems: ErrorDetail[] = [];
   const out: Partial<VersionFields> = {};
   if (body.content !== undefined) {
@@ -91,7 +91,7 @@ function contentOf(c: NonNullable<VersionInput['content']>): Content {
 
 type RuleInput = NonNullable<NonNullable<VersionInput['eligibilityRules']>['rules']>[number];
 
-async function rulesOf(ctx: ServiceContext, projectId: string, input: RuleInput[]): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
+async function rulesOf(ctx: ApiServices, projectId: string, input: RuleInput[]): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
   const rules: EligibilityRule[] = input.map((r, i) => ({
     dataFieldId: int64String(`eligibilityRules.rules[${i}].dataFieldId`, r.dataFieldId),
     condition: r.condition,
@@ -155,13 +155,13 @@ function unique(values: string[]): string[] {
 }
 
 /** undefined: unchanged; null: cleared (the wire's empty string); else the group's id, created on first use. */
-async function groupIdOf(ctx: ServiceContext, projectId: string, name: string | undefined, actor: string): Promise<string | null | undefined> {
+async function groupIdOf(ctx: ApiServices, projectId: string, name: string | undefined, actor: string): Promise<string | null | undefined> {
   if (name === undefined) return undefined;
   if (name === '') return null;
   return (await ctx.mutualExclusionGroups.getOrCreate(projectId, name, actor)).mutualExclusionGroupId;
 }
 
-async function present(ctx: ServiceContext, t: TreatmentRecord) {
+async function present(ctx: ApiServices, t: TreatmentRecord) {
   const [type, group] = await Promise.all([
     ctx.treatmentTypes.get(t.projectId, t.treatmentTypeId),
     t.mutualExclusionGroupId !== undefined ? ctx.mutualExclusionGroups.get(t.projectId, t.mutualExclusionGroupId) : undefined,
@@ -172,7 +172,7 @@ async function present(ctx: ServiceContext, t: TreatmentRecord) {
 // ------------------------------------------------------------------------------------------------
 // InsertTreatment
 
-async function insertTreatment(body: InsertTreatmentBody, ctx: ServiceContext): Promise<TreatmentRecord> {
+async function insertTreatment(body: InsertTreatmentBody, ctx: ApiServices): Promise<TreatmentRecord> {
   const { projectId, lastModifiedBy } = body;
   const type = await ctx.treatmentTypes.getByName(projectId, body.treatmentTypeName);
   if (!type) throw invalidField('treatmentTypeName', `treatment type "${body.treatmentTypeName}" does not exist in project ${projectId}`);
@@ -250,7 +250,7 @@ interface UpdateTarget {
 }
 
 /** D6: unknown ids (also ids of another project) are 404; two ids naming different treatments are 400. */
-async function locateTreatment(ctx: ServiceContext, body: UpdateTreatmentBody): Promise<UpdateTarget> {
+async function locateTreatment(ctx: ApiServices, body: UpdateTreatmentBody): Promise<UpdateTarget> {
   const { projectId, treatmentId, externalTreatmentId: ext } = body;
   if (treatmentId === undefined && ext === undefined) {
     throw new InvalidArgumentError('either treatmentId or externalTreatmentId is required', [{ field: 'treatmentId', description: 'either treatmentId or externalTreatmentId is required' }]);
@@ -271,12 +271,12 @@ function withExternalId(t: TreatmentRecord, ext: string | undefined): TreatmentR
   return ext === undefined ? t : { ...t, externalTreatmentId: ext };
 }
 
-function lifecycleTransition(ctx: ServiceContext, action: 'pause' | 'delete', body: UpdateTreatmentBody, target: UpdateTarget): TreatmentTransition {
+function lifecycleTransition(ctx: ApiServices, action: 'pause' | 'delete', body: UpdateTreatmentBody, target: UpdateTarget): TreatmentTransition {
   const change = action === 'pause' ? pauseTreatment : deleteTreatment;
   return (current) => ({ treatment: withExternalId(change(current, body.lastModifiedBy, ctx.now()), target.assignExternalId), changed: true });
 }
 
-async function editTransition(ctx: ServiceContext, body: UpdateTreatmentBody, target: UpdateTarget): Promise<TreatmentTransition> {
+async function editTransition(ctx: ApiServices, body: UpdateTreatmentBody, target: UpdateTarget): Promise<TreatmentTransition> {
   const { projectId, lastModifiedBy } = body;
   const type = await ctx.treatmentTypes.get(projectId, target.record.treatmentTypeId);
   if (!type) throw new FailedPreconditionError(`the treatment's type ${target.record.treatmentTypeId} no longer exists`);
@@ -333,7 +333,7 @@ function assertClearFlags(body: UpdateTreatmentBody): void {
   if (problems.length > 0) throw new InvalidArgumentError(describe(problems), problems);
 }
 
-async function updateTreatment(body: UpdateTreatmentBody, ctx: ServiceContext): Promise<TreatmentRecord> {
+async function updateTreatment(body: UpdateTreatmentBody, ctx: ApiServices): Promise<TreatmentRecord> {
   const action = updateActionOf(body);
   assertClearFlags(body);
   const target = await locateTreatment(ctx, body);

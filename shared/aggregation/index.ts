@@ -1,4 +1,5 @@
 export * from './backfill-status.queue.js';
+export * from './create-aggregation.js';
 export * from './data-field-ops.js';
 export * from './data-field-params.js';
 export * from './data-field-values.js';

@@ -1,4 +1,5 @@
 export * from './catalog.schemas.js';
+export * from './create-catalog.js';
 export * from './event-schema.store.js';
 export * from './mutual-exclusion-group.store.js';
 export * from './surface-provisioning.js';

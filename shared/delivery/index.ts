@@ -2,6 +2,7 @@ export * from './assessment.js';
 export * from './catalog-plan.js';
 export * from './catalog.cache.js';
 export * from './content-render.js';
+export * from './create-delivery.js';
 export * from './delivery-request.js';
 export * from './delivery.js';
 export * from './delivery.schemas.js';

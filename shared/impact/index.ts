@@ -1,3 +1,4 @@
+export * from './create-impact.js';
 export * from './decision-log.queue.js';
 export * from './decisions.js';
 export * from './impact.schemas.js';

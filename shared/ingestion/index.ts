@@ -1,3 +1,4 @@
+export * from './create-ingestion.js';
 export * from './enqueue-batcher.queue.js';
 export * from './event-input.codec.js';
 export * from './ingest-backlog.service.js';

@@ -1,4 +1,5 @@
 export * from './content-validation.js';
+export * from './create-treatments.js';
 export * from './language.js';
 export * from './treatment-filter.js';
 export * from './treatment-status.js';

@@ -124,7 +124,7 @@ describe('worker killed mid-batch on a Redis Cluster', () => {
     for (const [userId, last] of expectedLast) {
       const p = await t.ctx.profiles.get(projectId, userId);
       expect(p.userProperties.last).toEqual({ longValue: String(last) });
-      const values = await t.ctx.dataFieldValues!(projectId, p);
+      const values = await t.ctx.dataFieldValues(projectId, p);
       expect(values[countField]).toBe(String(perUser));
       expect(values[firstField]).toBe(new Date(base).toISOString());
     }

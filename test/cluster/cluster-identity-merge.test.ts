@@ -103,13 +103,13 @@ describe('identity merge on a Redis Cluster with workers killed mid-way', () => 
     for (let u = 0; u < USERS; u++) {
       const p = await t.ctx.profiles.get(projectId, `user-${u}`);
       expect(p.mergedFrom).toEqual([`anon-${u}`]);
-      const values = await t.ctx.dataFieldValues!(projectId, p);
+      const values = await t.ctx.dataFieldValues(projectId, p);
       expect(values[countField]).toBe(String(perUser));
       // last write wins by timestamp across both histories
       expect(p.userProperties).toMatchObject({ t_last: { longValue: String(REQUESTS - 1) }, u_last: { longValue: String(REQUESTS - 1) }, shared: { stringValue: `u${REQUESTS - 1}` } });
       const alias = await t.ctx.profiles.get(projectId, `anon-${u}`);
       expect(alias.mergedInto).toBe(`user-${u}`);
-      expect(await t.ctx.dataFieldValues!(projectId, alias)).toEqual(values);
+      expect(await t.ctx.dataFieldValues(projectId, alias)).toEqual(values);
     }
     const ch = createClickhouse({ dataDir });
     try {

@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../shared/platform/config.js';
 import { createLogger } from '../../shared/platform/logger.js';
-import { closeContext, createServiceContext } from '../../shared/create-context.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
 import type { Permission } from '../../shared/projects/index.js';
-import type { ServiceContext } from '../../shared/service-context.js';
 import { buildApp } from '../../api/app.js';
+import { openApiServices, type ApiServices } from '../../api/compose-api.js';
 import { deletePrefix } from './redis-cleanup.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -28,7 +27,7 @@ export function testConfig(overrides: Record<string, string> = {}): Readonly<Con
 }
 
 export interface TestApp {
-  ctx: ServiceContext;
+  ctx: ApiServices;
   app: FastifyInstance;
   alt: FastifyInstance;
   /** Mutable clock: tests move time with `clock.set(ms)`. */
@@ -41,7 +40,8 @@ export async function createTestApp(overrides: Record<string, string> = {}, opts
   const config = testConfig(overrides);
   const clock = { now: opts.fixedNow ?? Date.now(), set(ms: number) { this.now = ms; } };
   const useReal = opts.fixedNow === undefined;
-  const ctx = createServiceContext(config, createLogger(config.logLevel), { now: () => (useReal ? Date.now() : clock.now) });
+  const api = openApiServices(config, createLogger(config.logLevel), { now: () => (useReal ? Date.now() : clock.now) });
+  const ctx = api.services;
   await waitForRedis(ctx.redis, 5000);
   ctx.lifecycle.ready = true;
   const app = await buildApp(ctx, { listener: 'base' });
@@ -56,7 +56,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opts
       await app.close();
       await alt.close();
       await deletePrefix(ctx.redis, config.redisPrefix);
-      await closeContext(ctx);
+      await api.close();
     },
   };
 }

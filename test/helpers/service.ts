@@ -1,7 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { startService, type RunningService } from '../../api/server.js';
+import type { ApiServices } from '../../api/compose-api.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { ADMIN_TOKEN, testConfig } from './context.js';
@@ -9,6 +11,10 @@ import { deletePrefix } from './redis-cleanup.js';
 
 export interface TestService {
   service: RunningService;
+  /** The API role's services; throws in a test service without the api role. */
+  readonly ctx: ApiServices;
+  /** Throws in a test service without ClickHouse. */
+  readonly clickhouse: Warehouse;
   baseUrl: string;
   altUrl: string;
   dataDir: string;
@@ -38,16 +44,23 @@ export async function startTestService(overrides: Record<string, string> = {}): 
   };
   return {
     service,
+    get ctx() {
+      if (!service.api) throw new Error('this test service has no api role');
+      return service.api;
+    },
+    get clickhouse() {
+      if (!service.clickhouse) throw new Error('this test service has no ClickHouse (no workers or scheduler role)');
+      return service.clickhouse;
+    },
     baseUrl,
     altUrl: addr(1),
     dataDir,
     post,
     admin: (operation, body) => post(`/admin/v1/${operation}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` }),
     async stop() {
-      const { ctx } = service;
-      const prefix = ctx.config.redisPrefix;
+      const prefix = config.redisPrefix;
       await service.stop();
-      const r = createRedis(ctx.config, 'worker', 'test-cleanup');
+      const r = createRedis(config, 'worker', 'test-cleanup');
       await deletePrefix(r, prefix);
       r.disconnect();
     },

@@ -57,8 +57,8 @@ async function expectFields(userId: string, expected: Record<string, unknown>, t
 }
 
 async function queuesIdle(): Promise<boolean> {
-  const counts = await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const ic = await s.service.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const counts = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const ic = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((n) => n === 0) && Object.values(ic).every((n) => n === 0);
 }
 
@@ -160,7 +160,7 @@ describe('fields created after their events (D20 backfill, D24 recompute)', () =
     expect(await dataFields('u-run')).toMatchObject({ [last3]: '2', [sinceFirst]: '40' });
 
     // drift: a finished day counted wrongly, and a stale day far outside every window
-    const { redis, keys: rk } = s.service.ctx;
+    const { redis, keys: rk } = s.ctx;
     const profileKey = rk.profile(keys.projectId, 'u-run');
     await redis.hset(profileKey, `dc:${last3}:${utcDayOffset(now, -1)}`, '99', `dc:${last3}:${utcDayOffset(now, -30)}`, '5');
     expect((await dataFields('u-run'))[last3]).toBe('100');
@@ -183,7 +183,7 @@ describe('recompute runs', () => {
     await waitUntil(queuesIdle, 20_000);
     const [id] = await dataFieldIds(countOf(eventName, 'LAST_7D'));
     for (const u of users) await expectFields(u, { [id]: '1' }, 15_000);
-    const { redis, keys: rk } = s.service.ctx;
+    const { redis, keys: rk } = s.ctx;
     for (const u of users) await redis.hset(rk.profile(keys.projectId, u), `dc:${id}:${utcDayOffset(now, -1)}`, '50');
     return { id };
   }
@@ -191,10 +191,10 @@ describe('recompute runs', () => {
   it('pages by user id and resumes after the cursor of an interrupted run', async () => {
     const users = ['u-pg-a', 'u-pg-b', 'u-pg-c'];
     const { id } = await driftedUsers('paged', users);
-    const { ctx } = s.service;
+    const { ctx } = s;
     const checkpoints: RecomputeCursor[] = [];
     const result = await recomputeDataFields(
-      { warehouse: ctx.clickhouse!, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log: ctx.log, now: ctx.now },
+      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log: ctx.log, now: ctx.now },
       { projectId: keys.projectId },
       { resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 }, pageUsers: 1, batchUsers: 1, onCheckpoint: async (c) => void checkpoints.push(c) },
     );
@@ -207,7 +207,7 @@ describe('recompute runs', () => {
 
   it('the hourly job fans out to every project and repairs its profiles', async () => {
     const { id } = await driftedUsers('hourly', ['u-hourly']);
-    const queue = new Queue(QUEUE.aggregations, { connection: s.service.ctx.redis, prefix: bullPrefix(s.service.ctx.config.redisPrefix) });
+    const queue = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix) });
     try {
       await queue.add('recompute-all', AGGREGATION_SCHEDULES.find((x) => x.key === 'recompute-all')!.data);
       await expectFields('u-hourly', { [id]: '1' }, 15_000);
@@ -217,10 +217,10 @@ describe('recompute runs', () => {
   });
 
   it('the schedule is reconciled: declared schedulers upserted, stale ones removed', async () => {
-    const queue = new Queue(QUEUE.aggregations, { connection: s.service.ctx.redis, prefix: bullPrefix(s.service.ctx.config.redisPrefix) });
+    const queue = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix) });
     try {
       await queue.upsertJobScheduler('retired-job', { every: 3_600_000 }, { data: { kind: 'backfillPoll' } });
-      await reconcileSchedules(queue, AGGREGATION_SCHEDULES, s.service.ctx.log);
+      await reconcileSchedules(queue, AGGREGATION_SCHEDULES, s.ctx.log);
       const ids = (await queue.getJobSchedulers(0, -1)).map((x) => x.key).sort();
       expect(ids).toEqual(['backfill-poll', 'recompute-all']);
       expect((await queue.getJobScheduler('recompute-all'))?.tz).toBe('UTC');
@@ -310,7 +310,7 @@ describe('treatment interactions', () => {
     await waitUntil(queuesIdle, 30_000);
     const [distinctSnoozes] = await dataFieldIds({ treatmentDataFieldParams: { treatmentInteractionType: 'SNOOZED', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } } });
     await expectFields('u-many', { [distinctSnoozes]: '700' }, 20_000);
-    const profile = await s.service.ctx.redis.hgetall(s.service.ctx.keys.profile(keys.projectId, 'u-many'));
+    const profile = await s.ctx.redis.hgetall(s.ctx.keys.profile(keys.projectId, 'u-many'));
     expect(Object.keys(profile).filter((k) => k.startsWith(`dm:${distinctSnoozes}:`))).toHaveLength(700);
   });
 });

@@ -78,7 +78,7 @@ describe('decision log', () => {
     expect((await ok('ListDecisions', k.management, { userId: 'bob' })).decisions).toEqual([]);
 
     // RETURNED cap counters: each returned treatment counted once per response, on the UTC day.
-    const profile = await s.service.ctx.profiles.get(k.projectId, 'alice');
+    const profile = await s.ctx.profiles.get(k.projectId, 'alice');
     for (const id of treatmentIds) {
       const returned = got.filter((d) => d.treatmentId === id);
       const byDay = new Map<number, number>();

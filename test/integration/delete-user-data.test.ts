@@ -56,11 +56,11 @@ async function rowsByTable(userId: string): Promise<Record<string, number>> {
 
 /** Every Redis key of the user, found by a plain SCAN of the prefix (no escaping shortcuts). */
 async function userKeys(userId: string): Promise<string[]> {
-  const prefix = s.service.ctx.keys.userKeyPrefix(k.projectId, userId);
+  const prefix = s.ctx.keys.userKeyPrefix(k.projectId, userId);
   const found: string[] = [];
   let cursor = '0';
   do {
-    const [next, keys] = await s.service.ctx.redis.scan(cursor, 'MATCH', `${s.service.ctx.config.redisPrefix}:u:*`, 'COUNT', 10_000);
+    const [next, keys] = await s.ctx.redis.scan(cursor, 'MATCH', `${s.ctx.config.redisPrefix}:u:*`, 'COUNT', 10_000);
     cursor = next;
     found.push(...keys.filter((key) => key.startsWith(prefix)));
   } while (cursor !== '0');
@@ -68,7 +68,7 @@ async function userKeys(userId: string): Promise<string[]> {
 }
 
 async function purchases(userId: string): Promise<number> {
-  const p = await s.service.ctx.profiles.get(k.projectId, userId);
+  const p = await s.ctx.profiles.get(k.projectId, userId);
   const day = new Date().toISOString().slice(0, 10).replace(/-/g, '');
   return Number(p.fields[`dc:${countField}:${day}`] ?? 0);
 }
@@ -94,7 +94,7 @@ async function waitForRows(userId: string): Promise<void> {
 
 beforeAll(async () => {
   s = await startTestService({ WORKERS_THREAD: 'false', RETENTION_DAYS: String(RETENTION_DAYS) });
-  ch = s.service.ctx.clickhouse!;
+  ch = s.clickhouse;
   k = await projectWithKeys(s, 'deluser');
   other = await projectWithKeys(s, 'delother');
   await ok('InsertSurface', k.management, { name: 'home' });
@@ -123,7 +123,7 @@ describe('DeleteUserData', () => {
     await waitForRows(ALICE);
     await waitForRows(ALZZCE);
     const before = await userKeys(ALICE);
-    expect(before).toContain(s.service.ctx.keys.profile(k.projectId, ALICE));
+    expect(before).toContain(s.ctx.keys.profile(k.projectId, ALICE));
     expect(before.some((key) => key.includes(':ins:'))).toBe(true);
 
     const res = await v1('DeleteUserData', k.management, { userId: ALICE });
@@ -131,7 +131,7 @@ describe('DeleteUserData', () => {
     // Redis: every key of the user is gone when the call answers; the other user keeps everything
     expect(await userKeys(ALICE)).toEqual([]);
     expect(await purchases(ALZZCE)).toBe(3);
-    expect((await s.service.ctx.profiles.get(k.projectId, ALZZCE)).userProperties).toEqual({ tier: { stringValue: 'gold' } });
+    expect((await s.ctx.profiles.get(k.projectId, ALZZCE)).userProperties).toEqual({ tier: { stringValue: 'gold' } });
 
     // ClickHouse: no row of the user in any table (FINAL) within 60 s
     const none = Object.fromEntries(TABLES.map((t) => [t, 0]));
@@ -145,13 +145,13 @@ describe('DeleteUserData', () => {
     // a full recompute brings nothing back
     const run = await s.admin('RunAggregations', { projectId: k.projectId });
     expect(run.status).toBe(200);
-    expect(await s.service.ctx.redis.hgetall(s.service.ctx.keys.profile(k.projectId, ALICE))).toEqual({});
+    expect(await s.ctx.redis.hgetall(s.ctx.keys.profile(k.projectId, ALICE))).toEqual({});
     expect(await purchases(ALZZCE)).toBe(3);
 
     // events logged afterwards start a new profile (an old insertId is new again: its marker is gone)
     await logPurchases(ALICE, ['i1'], 'silver');
     await waitUntil(async () => (await purchases(ALICE)) === 1, 60_000, 100);
-    expect((await s.service.ctx.profiles.get(k.projectId, ALICE)).userProperties).toEqual({ tier: { stringValue: 'silver' } });
+    expect((await s.ctx.profiles.get(k.projectId, ALICE)).userProperties).toEqual({ tier: { stringValue: 'silver' } });
     await waitUntil(async () => (await rowsOf('events', ALICE)) === 1, 60_000, 100);
     await s.admin('RunAggregations', { projectId: k.projectId });
     expect(await purchases(ALICE)).toBe(1);
@@ -168,10 +168,10 @@ describe('DeleteUserData', () => {
     await populate(bob);
     await waitForRows(bob);
     // the tombstone and the Redis erasure without the ClickHouse job: the rows are still there
-    await new UserDeletionStore(s.service.ctx.redis, s.service.ctx.keys).erase(k.projectId, bob, Date.now());
+    await new UserDeletionStore(s.ctx.redis, s.ctx.keys).erase(k.projectId, bob, Date.now());
     expect(await rowsOf('events', bob)).toBe(3);
     expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
-    expect(await s.service.ctx.redis.hgetall(s.service.ctx.keys.profile(k.projectId, bob))).toEqual({});
+    expect(await s.ctx.redis.hgetall(s.ctx.keys.profile(k.projectId, bob))).toEqual({});
   }, 120_000);
 
   it('drops a job accepted before the deletion that runs after it (in flight)', async () => {
@@ -180,14 +180,14 @@ describe('DeleteUserData', () => {
     expect((await v1('DeleteUserData', k.management, { userId: carol })).status).toBe(200);
     // a job queued a second before the deletion, picked up only now
     const job: EventsJob = { kind: 'events', projectId: k.projectId, userId: carol, events: [{ eventName: 'purchase', insertId: 'late', clientEventTs: deletedAt - 1000 }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 };
-    const added = await s.service.ctx.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
+    const added = await s.ctx.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
     await waitUntil(async () => (await added.getState()) === 'completed', 60_000, 100);
     expect(await userKeys(carol)).toEqual([]);
     expect(await rowsOf('events', carol)).toBe(0);
   }, 120_000);
 
   it('a job in flight at the deletion: the deletion waits for it, then erases again and deletes its rows', async () => {
-    const { ctx } = s.service;
+    const { ctx } = s;
     const prefix = bullPrefix(ctx.config.redisPrefix, ctx.redis);
     // a job held by a (manual) worker stands for an ingestion job being processed at the deletion
     const probe = new Queue('probe-in-flight', { connection: ctx.redis, prefix });
@@ -234,7 +234,7 @@ describe('DeleteUserData', () => {
     await logPurchases('erin', ['e1']);
     await waitUntil(async () => (await purchases('erin')) === 1, 60_000, 100);
     const out: string[] = [];
-    const code = await runAdminCli(['delete-user-data', '--project-id', k.projectId, '--user-id', 'erin'], { REDIS_PREFIX: s.service.ctx.config.redisPrefix, AUTO_START_REDIS: 'false', ADMIN_TOKEN, LOG_LEVEL: 'silent', REDIS_URL: s.service.ctx.config.redisUrl }, { out: (t) => out.push(t), err: (t) => out.push(t) });
+    const code = await runAdminCli(['delete-user-data', '--project-id', k.projectId, '--user-id', 'erin'], { REDIS_PREFIX: s.ctx.config.redisPrefix, AUTO_START_REDIS: 'false', ADMIN_TOKEN, LOG_LEVEL: 'silent', REDIS_URL: s.ctx.config.redisUrl }, { out: (t) => out.push(t), err: (t) => out.push(t) });
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual({});
     expect(await userKeys('erin')).toEqual([]);

@@ -55,7 +55,7 @@ beforeAll(async () => {
   // The new fields' backfills run before any event: a recompute of a user between the merge's row
   // copy and its profile step would count the pre-login history twice until the next hourly
   // recompute repairs it (README, identity merge), which this test must not race with.
-  const aggregations = new Queue(QUEUE.aggregations, { connection: s.service.ctx.redis, prefix: bullPrefix(s.service.ctx.config.redisPrefix, s.service.ctx.redis), skipVersionCheck: true });
+  const aggregations = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), skipVersionCheck: true });
   for (const id of [purchases, clicks]) {
     await waitUntil(async () => (await (await aggregations.getJob(`backfill-${k.projectId}-${id}`))?.getState()) === 'completed', 60_000, 100);
   }
@@ -108,9 +108,9 @@ describe('identity merge (D48)', () => {
     // again (a client sends both ids on every event; a retried job): merged once
     await ok('LogEvents', k.logEvents, { userId: 'alice', events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 50).toISOString(), insertId: 'l2', preLoginTempUserId: 'anon-1' }] });
     // the merge steps themselves, repeated as a retry after a crash would: nothing changes
-    const redis = createRedis(s.service.ctx.config, 'worker', 'test-merge');
+    const redis = createRedis(s.ctx.config, 'worker', 'test-merge');
     try {
-      const store = new ProfileStore(redis, redisKeys(s.service.ctx.config.redisPrefix));
+      const store = new ProfileStore(redis, redisKeys(s.ctx.config.redisPrefix));
       expect(await store.claimAlias(k.projectId, 'anon-1', 'alice')).toEqual({ owner: 'alice', pending: false });
       expect(await store.mergeProfile(k.projectId, 'anon-1', 'alice')).toBe(false);
       await store.clearMerged(k.projectId, 'anon-1');
@@ -143,9 +143,9 @@ describe('identity merge (D48)', () => {
     await ok('LogEvents', k.logEvents, { userId: 'anon-3', events: [purchase('e1', now - 1000), purchase('e2', now - 999)] });
     await waitUntil(async () => (await profile('anon-3')).dataFields[purchases] === '2', 60_000, 100);
     // steps (a) and (c) done by a worker that then died (no (d), the job not completed)
-    const redis = createRedis(s.service.ctx.config, 'worker', 'test-merge');
+    const redis = createRedis(s.ctx.config, 'worker', 'test-merge');
     try {
-      const store = new ProfileStore(redis, redisKeys(s.service.ctx.config.redisPrefix));
+      const store = new ProfileStore(redis, redisKeys(s.ctx.config.redisPrefix));
       expect(await store.claimAlias(k.projectId, 'anon-3', 'dave')).toEqual({ owner: 'dave', pending: true });
       expect(await store.mergeProfile(k.projectId, 'anon-3', 'dave')).toBe(true);
     } finally {
@@ -154,7 +154,7 @@ describe('identity merge (D48)', () => {
     // the retried job (here: the next event carrying both ids) finishes the merge without re-applying it
     await ok('LogEvents', k.logEvents, { userId: 'dave', events: [purchase('f1', now - 10, { preLoginTempUserId: 'anon-3' })] });
     await waitUntil(async () => (await profile('dave')).dataFields[purchases] === '3', 60_000, 100);
-    await waitUntil(async () => (await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
+    await waitUntil(async () => (await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
     expect((await profile('dave')).dataFields[purchases]).toBe('3');
     expect((await profile('dave')).mergedFrom).toEqual(['anon-3']);
     // the copied rows count once in a recompute
@@ -169,7 +169,7 @@ describe('identity merge (D48)', () => {
     await waitUntil(async () => (await profile('bob')).dataFields[purchases] === '2', 60_000, 100);
     await ok('LogEvents', k.logEvents, { userId: 'carol', events: [purchase('d1', now - 100, { preLoginTempUserId: 'anon-2' })] });
     await waitUntil(async () => (await profile('carol')).dataFields[purchases] === '1', 60_000, 100);
-    await waitUntil(async () => (await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
+    await waitUntil(async () => (await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
     const carol = await profile('carol');
     expect(carol.mergedFrom).toBeUndefined();
     expect(carol.dataFields[purchases]).toBe('1');

@@ -8,7 +8,7 @@ let s: TestService;
 let keys: Awaited<ReturnType<typeof projectWithKeys>>;
 
 async function chCount(sql: string, params: Record<string, unknown>): Promise<number> {
-  const rows = await s.service.ctx.clickhouse!.query<{ n: string }>(sql, params);
+  const rows = await s.clickhouse.query<{ n: string }>(sql, params);
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -17,8 +17,8 @@ function eventsCount(userId: string): Promise<number> {
 }
 
 async function queuesIdle(): Promise<boolean> {
-  const counts = await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const ic = await s.service.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const counts = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const ic = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((n) => n === 0) && Object.values(ic).every((n) => n === 0);
 }
 
@@ -73,7 +73,7 @@ describe('LogEvents end to end', () => {
   });
 
   it('merges concurrent requests into few queue jobs, each request keeping its own identity', async () => {
-    const queue = s.service.ctx.ingest.eventsQueue;
+    const queue = s.ctx.ingest.eventsQueue;
     const completedBefore = (await queue.getJobCounts('completed')).completed;
     const users = Array.from({ length: 30 }, (_, i) => `u-merge-${i}`);
     const bare = { eventName: 'view', clientEventTimestamp: now() };
@@ -91,12 +91,12 @@ describe('LogEvents end to end', () => {
   });
 
   it('merges the requests of one event-loop turn into jobs of at most 100 events; a larger request goes alone', async () => {
-    const queue = s.service.ctx.ingest.eventsQueue;
+    const queue = s.ctx.ingest.eventsQueue;
     const completedBefore = (await queue.getJobCounts('completed')).completed;
     const request = (userId: string, n: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })), origin: { source: 'api' as const }, receivedAt: Date.now() });
     const sizes = [40, 40, 40, 40, 40, 150];
     // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
-    await Promise.all(sizes.map((n, i) => s.service.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
+    await Promise.all(sizes.map((n, i) => s.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
     await waitUntil(queuesIdle, 20_000);
     expect((await queue.getJobCounts('completed')).completed - completedBefore).toBe(4);
     for (const [i, n] of sizes.entries()) expect(await eventsCount(`u-turn-${i}`)).toBe(n);
@@ -107,9 +107,9 @@ describe('LogEvents end to end', () => {
     const request = (userId: string, clientEventTs: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: [{ eventName: 'view', clientEventTs }], origin: { source: 'api' as const }, receivedAt: Date.now() });
     // past DateTime64's range: the row mapping refuses it (the API would have answered 400)
     const job = { kind: 'eventsBatch' as const, requests: [request('u-merge-ok', Date.now()), request('u-merge-poison', Date.UTC(2400, 0, 1)), request('u-merge-ok2', Date.now())] };
-    await s.service.ctx.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
+    await s.ctx.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
     await waitUntil(queuesIdle, 20_000);
-    expect(await s.service.ctx.ingest.eventsQueue.getJobState(jobId)).toBe('completed');
+    expect(await s.ctx.ingest.eventsQueue.getJobState(jobId)).toBe('completed');
     expect(await eventsCount('u-merge-ok')).toBe(1);
     expect(await eventsCount('u-merge-ok2')).toBe(1);
     expect(await eventsCount('u-merge-poison')).toBe(0);
@@ -118,14 +118,14 @@ describe('LogEvents end to end', () => {
   });
 
   it('an all-roles process runs the workers on its main thread, at the normal priority (WORKERS_NICE is for the background process alone)', () => {
-    expect(s.service.ctx.config.workersNice).toBe(10);
+    expect(s.ctx.config.workersNice).toBe(10);
     // field 19 of /proc/<pid>/task/<tid>/stat is a thread's nice value (after the "(comm)" field)
     const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]);
     expect(niceOf(String(process.pid))).toBe(0);
     // (the engine's own threads set theirs: its MemoryWorker runs at -20; none at WORKERS_NICE)
     expect(readdirSync('/proc/self/task').map(niceOf)).not.toContain(10);
     // the engine is this thread's own client: no thread or process in between
-    expect(s.service.ctx.clickhouse).toBeDefined();
+    expect(s.clickhouse).toBeDefined();
   });
 
   it('the workers\' counters, readiness and the process figures reach the ops listener of the all-roles process', async () => {

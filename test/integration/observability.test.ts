@@ -8,7 +8,8 @@ import { createLogger } from '../../shared/platform/logger.js';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
-import { closeContext, createServiceContext } from '../../shared/create-context.js';
+import { closePlatform, createPlatform } from '../../shared/platform/platform.js';
+import { closeIngestion, createIngestion } from '../../shared/ingestion/index.js';
 import { startOpsServer } from '../../shared/platform/ops-server.js';
 import { startWorkers } from '../../workers/main.js';
 import { freePort, spawnService, type ChildService } from '../helpers/child-service.js';
@@ -298,13 +299,14 @@ describe('readiness follows the real dependencies', () => {
     // The workers role on a ClickHouse server that is down (a real client, a closed port): the
     // consumers run, Redis answers, ClickHouse does not.
     const config = testConfig({ REDIS_PREFIX: uniquePrefix('obs-ch'), ROLE: 'workers' });
-    const ctx = createServiceContext(config, createLogger('silent'));
-    await waitForRedis(ctx.redis, 10_000);
+    const platform = createPlatform(config, createLogger('silent'));
+    await waitForRedis(platform.redis, 10_000);
+    const ingestion = createIngestion(platform);
     const deadPort = await freePort();
     const clickhouse = createClickhouse({ url: `http://127.0.0.1:${deadPort}`, dataDir: '.' });
-    const role = await startWorkers(ctx, new ClickhouseWarehouse(clickhouse), { concurrency: 1 });
-    const ops = await startOpsServer({ config, log: ctx.log, redis: ctx.redis, metrics: ctx.metrics, lifecycle: ctx.lifecycle, roles: [role] });
-    ctx.lifecycle.ready = true;
+    const role = await startWorkers({ ...platform, ...ingestion }, new ClickhouseWarehouse(clickhouse), { concurrency: 1 });
+    const ops = await startOpsServer({ config, log: platform.log, redis: platform.redis, metrics: platform.metrics, lifecycle: platform.lifecycle, roles: [role] });
+    platform.lifecycle.ready = true;
     try {
       const r = await get(`http://127.0.0.1:${ops.port}/readyz`);
       expect(r.status).toBe(503);
@@ -316,7 +318,7 @@ describe('readiness follows the real dependencies', () => {
       expect(value(s, 'tds_readiness_check_up', { check: 'redis' })).toBe(1);
       expect(value(s, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
       // shutting down: not ready whatever the dependencies say
-      ctx.lifecycle.ready = false;
+      platform.lifecycle.ready = false;
       expect(JSON.parse((await get(`http://127.0.0.1:${ops.port}/readyz`)).text).error.details.map((d: { field: string }) => d.field)).toContain('lifecycle');
     } finally {
       await role.close();
@@ -325,7 +327,8 @@ describe('readiness follows the real dependencies', () => {
       const r = new Redis(config.redisUrl);
       await deletePrefix(r, config.redisPrefix);
       r.disconnect();
-      await closeContext(ctx);
+      await closeIngestion(ingestion);
+      await closePlatform(platform);
     }
   }, 60_000);
 });

@@ -73,7 +73,7 @@ function publishAttribute(topic: Topic, json: UserAttributeJson): Promise<string
 }
 
 async function chCount(query: string, params: Record<string, unknown>): Promise<number> {
-  const rows = await s.service.ctx.clickhouse!.query<{ n: string }>(query, params);
+  const rows = await s.clickhouse.query<{ n: string }>(query, params);
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -82,7 +82,7 @@ function eventsCount(projectId: string): Promise<number> {
 }
 
 async function jobCompleted(projectId: string, messageId: string): Promise<boolean> {
-  return (await s.service.ctx.ingest.eventsQueue.getJobState(pubsubJobId(projectId, messageId))) === 'completed';
+  return (await s.ctx.ingest.eventsQueue.getJobState(pubsubJobId(projectId, messageId))) === 'completed';
 }
 
 async function profileProperties(projectId: string, userId: string): Promise<Record<string, unknown>> {
@@ -118,7 +118,7 @@ function standaloneIntake(projectId: string, topicPath: string, events: PubSubIn
       pubsub: new PubSub(emulator.clientOptions),
       sources: { list: async () => [{ projectId, topic: topicPath, subscription: subscriptionPath(emulator.projectId, projectId) }] },
       events,
-      deadLetters: new DeadLetterSink(s.service.ctx.clickhouse!, Date.now),
+      deadLetters: new DeadLetterSink(s.clickhouse, Date.now),
       bus: { on: () => () => undefined },
       codec,
       log: pino({ level: 'silent' }),
@@ -199,7 +199,7 @@ describe('ingestion', () => {
       ],
     });
     await waitUntil(async () => (await eventsCount(src.projectId)) === 2, 20_000);
-    const rows = await s.service.ctx.clickhouse!.query('SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name', {
+    const rows = await s.clickhouse.query('SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name', {
       p: src.projectId,
     });
     expect(rows).toEqual([
@@ -236,8 +236,8 @@ describe('ingestion', () => {
 
   it('a redelivered message counts once, even after its first job is gone', async () => {
     const src = await registeredSource('redel');
-    const batcher = s.service.ctx.ingest.events;
-    const queue = s.service.ctx.ingest.eventsQueue;
+    const batcher = s.ctx.ingest.events;
+    const queue = s.ctx.ingest.eventsQueue;
     const real = batcher.enqueue.bind(batcher);
     const calls: string[] = [];
     vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
@@ -262,7 +262,7 @@ describe('ingestion', () => {
 
   it('acknowledges nothing before it is queued: a message whose enqueue failed comes back and is stored once', async () => {
     const src = await registeredSource('noack');
-    const batcher = s.service.ctx.ingest.events;
+    const batcher = s.ctx.ingest.events;
     const real = batcher.enqueue.bind(batcher);
     let attempts = 0;
     vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
@@ -307,7 +307,7 @@ describe('dead letters and stopping', () => {
     const { projectId, topic, subscription } = await unregisteredTopic('ack');
     expect((await s.admin('CreateProject', { projectId })).status).toBe(200);
     // Its own intake with a short close: anything still unacked would be nacked at close and show up below.
-    const intake = standaloneIntake(projectId, topic.name, s.service.ctx.ingest.events);
+    const intake = standaloneIntake(projectId, topic.name, s.ctx.ingest.events);
     await intake.start();
     await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });
     await topic.publishMessage({ data: Buffer.from('not a protobuf'), attributes: { data_type: 'EventData' } });

@@ -205,7 +205,7 @@ describe('through HTTP into ClickHouse', () => {
 
   const post = (op: string, key: string, body: Record<string, unknown>) => s.post(`/v1/${op}`, { projectId: k.projectId, ...body }, { 'x-api-key': key });
   async function rows<T>(sql: string, params: Record<string, unknown>): Promise<T[]> {
-    return s.service.ctx.clickhouse!.query<T>(sql, { p: k.projectId, ...params });
+    return s.clickhouse.query<T>(sql, { p: k.projectId, ...params });
   }
   async function treatmentOf(deliveryType: string): Promise<string> {
     const type = `type-${deliveryType}`;

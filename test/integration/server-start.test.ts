@@ -63,7 +63,7 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
     } finally {
       const first = service.stop();
       // Readiness goes 503 before anything else closes (conventions point 8).
-      expect(service.ctx.lifecycle.ready).toBe(false);
+      expect(service.platform.lifecycle.ready).toBe(false);
       const second = service.stop();
       expect(second).toBe(first);
       await first;

@@ -89,7 +89,7 @@ interface Expected {
 
 describe('GetTreatmentReport', () => {
   it('reports a simulated experiment of 20,000 users exactly, with an interval that contains the true effect', async () => {
-    const ch = s.service.ctx.clickhouse!;
+    const ch = s.clickhouse;
     const projectId = k.projectId;
     const now = Date.now();
     const start = now - 30 * DAY;

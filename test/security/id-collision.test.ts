@@ -23,8 +23,8 @@ afterAll(async () => {
 });
 
 async function queueCounts(): Promise<Record<string, number>> {
-  const e = await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
-  const i = await s.service.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  const e = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  const i = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
   return Object.fromEntries(Object.keys(e).map((k) => [k, (e[k] ?? 0) + (i[k] ?? 0)]));
 }
 
@@ -102,7 +102,7 @@ describe('crafted ids cannot collide in Redis', () => {
     }
     expect((await queueCounts()).failed).toBe(0);
 
-    const ch = s.service.ctx.clickhouse!;
+    const ch = s.clickhouse;
     const rows = await ch.query<{ user_id: string; n: string }>('SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', { p: keys.projectId });
     const counts = new Map(rows.map((r) => [r.user_id, Number(r.n)]));
     for (const userId of users) expect(counts.get(userId)).toBe(insertIds.length);
@@ -111,7 +111,7 @@ describe('crafted ids cannot collide in Redis', () => {
 
 describe('a Redis reply error on a job is permanent', () => {
   it('dead-letters a request whose profile key holds another type, with the reason, without retries', async () => {
-    const { ctx } = s.service;
+    const { ctx } = s;
     // A key of the wrong type where the user's profile hash belongs (what a collision used to cause).
     await ctx.redis.set(ctx.keys.profile(keys.projectId, 'poisoned'), 'not a hash');
     expect((await logEvents('poisoned', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'p1', userProperties: { x: { longValue: '1' } } }])).status).toBe(200);

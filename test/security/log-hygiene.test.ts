@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
-import { closeContext, createServiceContext } from '../../shared/create-context.js';
 import { createLogger } from '../../shared/platform/logger.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import { openApiServices, type ApiRole, type ApiServices } from '../../api/compose-api.js';
 import { ADMIN_TOKEN, testConfig, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
@@ -24,7 +23,8 @@ const sink = new Writable({
 });
 const logs = (): string => lines.join('');
 
-let ctx: ServiceContext;
+let api: ApiRole;
+let ctx: ApiServices;
 let app: FastifyInstance;
 const projectId = 'loghygiene';
 const USER = 'user-PRIVATE-4711';
@@ -35,7 +35,8 @@ const adminCall = (operation: string, body: unknown) =>
 
 beforeAll(async () => {
   const config = testConfig({ LOG_LEVEL: 'debug' });
-  ctx = createServiceContext(config, createLogger('debug', 'tds', { destination: sink }));
+  api = openApiServices(config, createLogger('debug', 'tds', { destination: sink }));
+  ctx = api.services;
   await waitForRedis(ctx.redis, 5000);
   ctx.lifecycle.ready = true;
   app = await buildApp(ctx, { listener: 'base' });
@@ -47,7 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await deletePrefix(ctx.redis, ctx.config.redisPrefix);
-  await closeContext(ctx);
+  await api.close();
 });
 
 function expectClean(extra: string[] = []): void {

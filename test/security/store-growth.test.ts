@@ -45,18 +45,18 @@ function content(title: string) {
 }
 
 async function idle(): Promise<boolean> {
-  const e = await s.service.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const i = await s.service.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const e = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const i = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return [...Object.values(e), ...Object.values(i)].every((n) => n === 0);
 }
 
 /** Keys of the service under the test's prefix, except BullMQ's queues. */
 async function serviceKeys(match: string): Promise<string[]> {
   const out: string[] = [];
-  const r = s.service.ctx.redis;
+  const r = s.ctx.redis;
   let cursor = '0';
   do {
-    const [next, batch] = await r.scan(cursor, 'MATCH', `${s.service.ctx.config.redisPrefix}:${match}`, 'COUNT', 1000);
+    const [next, batch] = await r.scan(cursor, 'MATCH', `${s.ctx.config.redisPrefix}:${match}`, 'COUNT', 1000);
     cursor = next;
     out.push(...batch);
   } while (cursor !== '0');
@@ -67,14 +67,14 @@ async function serviceKeys(match: string): Promise<string[]> {
 const MARKER_GRACE_SECONDS = 300;
 async function jobMarkersCut(): Promise<boolean> {
   const list = [...(await serviceKeys('u:*:job:*')), ...(await serviceKeys('p:*:ranking-job:*'))];
-  const p = s.service.ctx.redis.pipeline();
+  const p = s.ctx.redis.pipeline();
   for (const k of list) p.ttl(k);
   const ttls = ((await p.exec()) ?? []).map(([, t]) => Number(t));
   return ttls.every((t) => t === -2 || (t > 0 && t <= MARKER_GRACE_SECONDS));
 }
 
 async function memoryOf(list: string[]): Promise<number> {
-  const p = s.service.ctx.redis.pipeline();
+  const p = s.ctx.redis.pipeline();
   for (const k of list) p.memory('USAGE', k, 'SAMPLES', '0');
   const res = (await p.exec()) ?? [];
   return res.reduce((n, [, v]) => n + Number(v ?? 0), 0);
@@ -126,7 +126,7 @@ describe('markers and profiles at steady state', () => {
     // intset of 64-bit markers: 8 bytes each plus the key's own overhead shared by the day's events
     expect(perEvent).toBeLessThan(24);
     expect(perUser).toBeLessThan(200);
-    expect(await s.service.ctx.redis.object('ENCODING', markerSets[0])).toBe('intset');
+    expect(await s.ctx.redis.object('ENCODING', markerSets[0])).toBe('intset');
 
     // Retries of every request (same insertIds, same timestamps): nothing new is stored.
     await inBatches(users.slice(0, 200), 50, async (u) => {
@@ -136,12 +136,12 @@ describe('markers and profiles at steady state', () => {
     await waitUntil(jobMarkersCut, 10_000);
     expect(await serviceKeys('u:*:ins:*')).toHaveLength(USERS);
     expect(await memoryOf(markerSets)).toBe(markerBytes);
-    const stored = await s.service.ctx.clickhouse!.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', { p: keys.projectId });
+    const stored = await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', { p: keys.projectId });
     expect(Number(stored[0].n)).toBe(USERS * EVENTS_PER_USER);
 
     // TTLs: profiles RETENTION_DAYS after their last change.
-    const r = s.service.ctx.redis;
-    const retention = s.service.ctx.config.retentionDays * 86_400;
+    const r = s.ctx.redis;
+    const retention = s.ctx.config.retentionDays * 86_400;
     for (const k of profiles.slice(0, 20)) {
       const ttl = await r.ttl(k);
       expect(ttl).toBeGreaterThan(retention - 600);
@@ -165,11 +165,11 @@ describe('interactions', () => {
     );
 
   it('counts known surfaces only: unknown ones are 400 and never reach the ranking hash; no marker outlives its job', async () => {
-    const rankingKey = s.service.ctx.keys.rankingStats(keys.projectId);
+    const rankingKey = s.ctx.keys.rankingStats(keys.projectId);
     const ok = await Promise.all(Array.from({ length: 30 }, (_, i) => interaction('home', i)));
     expect(ok.map((a) => a.status)).toEqual(Array(30).fill(200));
     await waitUntil(idle, 30_000);
-    const fields = await s.service.ctx.redis.hkeys(rankingKey);
+    const fields = await s.ctx.redis.hkeys(rankingKey);
     expect(fields.sort()).toEqual([`a:home:${treatmentId}`, `v:home:${treatmentId}`]);
 
     const bad = await Promise.all(Array.from({ length: 50 }, (_, i) => interaction(`junk-${i}-${'z'.repeat(100)}`, i)));
@@ -178,7 +178,7 @@ describe('interactions', () => {
       expect(b.body.error.details[0].field).toBe('surface');
     }
     await waitUntil(idle, 30_000);
-    expect(await s.service.ctx.redis.hlen(rankingKey)).toBe(2);
+    expect(await s.ctx.redis.hlen(rankingKey)).toBe(2);
     await waitUntil(jobMarkersCut, 10_000);
   });
 
@@ -212,7 +212,7 @@ describe('change log', () => {
     expect(last.truncated).toBe(true);
     expect(size(last)).toBeLessThanOrEqual(CHANGE_ENTRY_MAX_BYTES);
     // The raw stream entry is bounded too.
-    const [[, flat]] = (await s.service.ctx.redis.xrevrange(s.service.ctx.keys.changes(keys.projectId), '+', '-', 'COUNT', 1)) as [string, string[]][];
+    const [[, flat]] = (await s.ctx.redis.xrevrange(s.ctx.keys.changes(keys.projectId), '+', '-', 'COUNT', 1)) as [string, string[]][];
     expect(flat.reduce((n, x) => n + Buffer.byteLength(x), 0)).toBeLessThan(CHANGE_ENTRY_MAX_BYTES + 1024);
   }, 120_000);
 });

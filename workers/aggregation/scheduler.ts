@@ -5,7 +5,7 @@ import { createRedis } from '../../shared/platform/redis/redis.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { BACKFILL_GROUP, backfillJobId, type AggregationJob } from '../../shared/aggregation/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { Platform } from '../../shared/platform/platform.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { Project } from '../../shared/projects/index.js';
 import { pruneCapCounters } from './cap-prune.js';
@@ -75,7 +75,7 @@ export async function reconcileSchedules(queue: Queue, specs: readonly ScheduleS
 }
 
 /** The scheduler role: only enqueues; the aggregation worker (workers role) does the work. */
-export async function startScheduler(ctx: ServiceContext): Promise<{ name: string; close(): Promise<void> }> {
+export async function startScheduler(ctx: Pick<Platform, 'config' | 'log'>): Promise<{ name: string; close(): Promise<void> }> {
   const connection = createRedis(ctx.config, 'worker', 'tds-scheduler');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (scheduler) error'));
   const queue = new Queue(QUEUE.aggregations, { connection, prefix: bullPrefix(ctx.config.redisPrefix, connection) });

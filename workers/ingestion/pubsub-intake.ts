@@ -11,7 +11,8 @@ import { createProtoCodec, ProtoDecodeError, type ProtoCodec } from '../../share
 import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
-import type { ServiceContext } from '../../shared/service-context.js';
+import type { Platform } from '../../shared/platform/platform.js';
+import type { Ingestion } from '../../shared/ingestion/index.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
 import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
 
@@ -392,8 +393,11 @@ function settle(message: Message, how: 'ack' | 'nack'): void {
   }
 }
 
+/** What the workers role hands the intake: the process's platform and its ingestion producers. */
+export type PubSubIntakeWiring = Pick<Platform, 'config' | 'redis' | 'keys' | 'now' | 'bus' | 'log' | 'metrics'> & Ingestion;
+
 /** Wiring for the workers role: the process's stores, queue producer and ClickHouse client. */
-export async function startPubSubIntake(ctx: ServiceContext, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
+export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
   const intake = new PubSubIntake(
     {
       pubsub: createPubSub(ctx.config),

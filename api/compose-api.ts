@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { Config } from '../shared/platform/config.js';
+import { closePlatform, createPlatform, type Platform, type PlatformOptions } from '../shared/platform/platform.js';
+import { remoteWarehouseOps, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
+import { createProjects, type Projects } from '../shared/projects/index.js';
+import { createCatalog, type Catalog } from '../shared/catalog/index.js';
+import { createTreatments, type Treatments } from '../shared/treatments/index.js';
+import { createAggregation, type AggregationFeature } from '../shared/aggregation/index.js';
+import { createProfiles, type Profiles } from '../shared/profiles/index.js';
+import { closeIngestion, createIngestion, type Ingestion } from '../shared/ingestion/index.js';
+import { closeImpact, createImpact, type Impact } from '../shared/impact/index.js';
+import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery/index.js';
+
+/** Everything an operation of the API may use: the platform and every feature's objects, all built before the first request. */
+export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
+  /**
+   * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
+   * else a request/reply call to the workers role over the rpc queue.
+   */
+  warehouse: WarehouseOps;
+}
+
+/** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
+export interface ApiShared {
+  warehouse: WarehouseOps;
+  ingestion: Ingestion;
+}
+
+export interface ApiRole {
+  services: ApiServices;
+  /** Closes what the role built (delivery's cache, the decision log), not what it was given. */
+  close(): Promise<void>;
+}
+
+/** Composition root of the API role: every feature built from its factory, on the request-path connection. */
+export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
+  const { config, log, redis, keys, bus, now, metrics } = platform;
+  const projects = createProjects({ redis, keys, bus, now });
+  const catalog = createCatalog({ redis, keys, now });
+  const treatments = createTreatments({ redis, keys, now });
+  const aggregation = createAggregation({ redis, keys, now });
+  const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
+  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log });
+  const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
+  metrics.watchCache('api_key', projects.auth.cacheStats);
+  metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
+  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, ...impact, ...delivery };
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await closeDelivery(delivery);
+      await closeImpact(impact);
+    })();
+    return closing;
+  };
+  return { services, close };
+}
+
+/**
+ * The API's services in a process of their own that serves no role (the admin CLI, tests):
+ * warehouse reads go to the workers role over the rpc queue.
+ */
+export function openApiServices(config: Readonly<Config>, log: Logger, opts: PlatformOptions = {}): ApiRole {
+  const platform = createPlatform(config, log, opts);
+  const ingestion = createIngestion(platform);
+  const warehouse = remoteWarehouseOps(platform.redis, config.redisPrefix, log);
+  const api = composeApi(platform, { warehouse, ingestion });
+  return {
+    services: api.services,
+    close: async () => {
+      await api.close();
+      await closeIngestion(ingestion);
+      await warehouse.close();
+      await closePlatform(platform);
+    },
+  };
+}

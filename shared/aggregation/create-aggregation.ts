@@ -1,0 +1,11 @@
+import type { StoreDeps } from '../platform/redis/store-deps.js';
+import { DataFieldStore } from './data-field.store.js';
+
+/** Named apart from the `Aggregation` of a data field. */
+export interface AggregationFeature {
+  dataFields: DataFieldStore;
+}
+
+export function createAggregation(deps: StoreDeps): AggregationFeature {
+  return { dataFields: new DataFieldStore(deps.redis, deps.keys, deps.now) };
+}

@@ -1,0 +1,40 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../platform/config.js';
+import { IngestBacklog } from './ingest-backlog.service.js';
+import { createIngestProducers, type IngestProducers } from './ingest-producers.queue.js';
+
+export interface IngestionDeps {
+  /** The request-path connection: an enqueue during an outage fails at once instead of waiting. */
+  redis: Redis;
+  config: Pick<Config, 'redisPrefix' | 'ingestMaxBacklog'>;
+  log: Logger;
+}
+
+/** The producing side of ingestion: one per process, shared by the API and the Pub/Sub intake. */
+export interface Ingestion {
+  ingest: IngestProducers;
+  /** The ingestion backlog against INGEST_MAX_BACKLOG (backpressure), polled while ingestion is asked about. */
+  ingestBacklog: IngestBacklog;
+}
+
+export function createIngestion(deps: IngestionDeps): Ingestion {
+  const { redis, config, log } = deps;
+  const ingest = createIngestProducers(redis, config.redisPrefix);
+  const ingestBacklog = new IngestBacklog({
+    redis,
+    eventsQueue: ingest.eventsQueue,
+    eventsProducers: [ingest.logEvents, ingest.events],
+    interactionsQueue: ingest.interactionsQueue,
+    // one small hash per deployment (two counters), beside the queues it describes
+    mixKey: `${config.redisPrefix}:ingest:mix`,
+    maxEvents: config.ingestMaxBacklog,
+    log,
+  });
+  return { ingest, ingestBacklog };
+}
+
+export async function closeIngestion(ingestion: Ingestion): Promise<void> {
+  ingestion.ingestBacklog.close();
+  await ingestion.ingest.close();
+}

@@ -1,0 +1,54 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createRedis } from './redis/redis.js';
+import { InvalidationBus } from './redis/invalidation-bus.js';
+import { redisKeys, type RedisKeys } from './redis/redis-keys.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { RequestLimits } from './limits/request-limits.js';
+
+/** What every role of a process shares: configuration, logging, the request-path Redis connection, the bus, metrics. */
+export interface Platform {
+  config: Readonly<Config>;
+  log: Logger;
+  /** Fail-fast connection for the request path (producer profile). */
+  redis: Redis;
+  keys: RedisKeys;
+  bus: InvalidationBus;
+  now: () => number;
+  /** Counters and gauges of this process, served at `GET /metrics` of the ops listener (`OPS_PORT`). */
+  metrics: Metrics;
+  /** Per-key and per-address request limits of this process. */
+  limits: RequestLimits;
+  /** Readiness: false while starting and once shutdown began. */
+  lifecycle: { ready: boolean };
+}
+
+export interface PlatformOptions {
+  /** Injectable clock for tests. */
+  now?: () => number;
+}
+
+export function createPlatform(config: Readonly<Config>, log: Logger, opts: PlatformOptions = {}): Platform {
+  const now = opts.now ?? Date.now;
+  const redis = createRedis(config, 'producer', 'tds-api');
+  redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
+  const keys = redisKeys(config.redisPrefix);
+  return {
+    config,
+    log,
+    redis,
+    keys,
+    bus: new InvalidationBus(config, keys.invalidationChannel(), log),
+    now,
+    metrics: createMetrics({ now }),
+    limits: new RequestLimits(config),
+    lifecycle: { ready: false },
+  };
+}
+
+/** Last to close: every role's connections and subscriptions are gone by then. */
+export async function closePlatform(platform: Platform): Promise<void> {
+  await platform.bus.close();
+  platform.redis.disconnect();
+}
