@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { createRedis } from '../shared/clients/redis.js';
 import type { ServiceContext } from '../shared/service-context.js';
 import { ProfileStore } from '../shared/stores/profile.store.js';
-import { startIngestWorkers, type IngestWorkers } from './ingest/ingest-workers.js';
+import { markerGraceSeconds, startIngestWorkers, type IngestWorkers } from './ingest/ingest-workers.js';
 import type { EventOpsProvider } from './ingest/events.processor.js';
 import type { InteractionOpsProvider } from './ingest/interactions.processor.js';
 import { DataFieldStore } from '../shared/stores/data-field.store.js';
@@ -18,6 +18,10 @@ import { EventSchemaStore } from '../shared/stores/event-schema.store.js';
 import { eventSchemaRegistrar } from './ingest/event-schema-registrar.js';
 import { UserDeletionStore } from '../shared/stores/user-deletion.store.js';
 import { startUserDeletionWorker } from './warehouse/user-data.js';
+import { SurfaceStore } from '../shared/stores/surface.store.js';
+import { TargetActionViewStore } from '../shared/stores/target-action-views.store.js';
+import { TargetActionCache } from './aggregate/target-action-cache.js';
+import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './ingest/target-action-conversions.js';
 
 export { startScheduler } from './aggregate/scheduler.js';
 
@@ -44,11 +48,14 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
   const dataFields = new DataFieldStore(connection, ctx.keys, ctx.now);
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), ctx.bus);
   const eventSchemas = new EventSchemaStore(connection, ctx.keys, ctx.now);
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, ctx.log.child({ role: 'workers' }))]);
   const treatments = new TreatmentStore(connection, ctx.keys, ctx.now);
-  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
   const ranking = { store: new RankingCounterStore(connection, ctx.keys), deltasFor: rankingOps };
+  const surfaces = new SurfaceStore(connection, ctx.keys, ctx.now);
+  const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, ctx.bus);
+  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(connection, ctx.keys, { retentionDays: ctx.config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(ctx.config.workerLockMs), log: ctx.log.child({ role: 'workers' }) };
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, ctx.log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
+  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), ctx.bus);
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: ctx.config.redisPrefix, keys: ctx.keys, clickhouse, dataFields, projects: new ProjectStore(connection, ctx.keys, ctx.now), log: ctx.log.child({ role: 'aggregations' }), now: ctx.now, bus: ctx.bus, profileTtlSeconds: ctx.config.retentionDays * 86_400, metrics: ctx.metrics });
   const userDeletions = new UserDeletionStore(connection, ctx.keys);
   const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: ctx.config.redisPrefix, clickhouse, store: userDeletions, log: ctx.log.child({ role: 'user-deletions' }), metrics: ctx.metrics });
@@ -72,6 +79,7 @@ export async function startWorkers(ctx: ServiceContext, clickhouse: ClickHouseCl
       closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close(), deletionWorker.close()])).then(() => {
         fieldCache.close();
         viewCaps.close();
+        targetActions.close();
         connection.disconnect();
       });
       return closing;
