@@ -40,7 +40,7 @@ export async function loadTargetActionCatalog(src: TargetActionSources, projectI
     const name = names[i];
     if (name !== undefined) treatmentsByEvent.set(name, ids);
   });
-  return { treatmentsByEvent, targeted: new Set([...byEventId.values()].flat()), surfaces };
+  return { treatmentsByEvent, targeted: new Set([...treatmentsByEvent.values()].flat()), surfaces };
 }
 
 /** A project's target actions, cached per process (see ProjectCatalogCache). */
