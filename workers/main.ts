@@ -8,9 +8,9 @@ import { createProjects } from '../shared/projects/index.js';
 import { createTreatments } from '../shared/treatments/index.js';
 import { createCatalog } from '../shared/catalog/index.js';
 import type { Ingestion } from '../shared/ingestion/index.js';
-import { RankingCounterStore, rankingOps } from '../shared/delivery/index.js';
+import { RankingCounterStore, rankingOps, TargetActionViewStore } from '../shared/delivery/index.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
-import { startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
+import { markerGraceSeconds, startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
 import type { EventOpsProvider } from './ingestion/events.processor.js';
 import type { InteractionOpsProvider } from './ingestion/interactions.processor.js';
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
@@ -19,6 +19,8 @@ import { startPubSubIntake } from './ingestion/pubsub-intake.js';
 import { ViewCapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
 import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
+import { TargetActionCache } from './aggregation/target-action-cache.js';
+import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './ingestion/target-action-conversions.js';
 
 export { startScheduler } from './aggregation/scheduler.js';
 
@@ -49,14 +51,16 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const stores = { redis: connection, keys, now };
   const { profiles, userDeletions } = createProfiles({ redis: connection, keys, retentionDays: config.retentionDays });
   const { dataFields } = createAggregation(stores);
-  const { eventSchemas } = createCatalog(stores);
+  const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' }))]);
-  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), bus);
-  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps)]);
   const ranking = { store: new RankingCounterStore(connection, keys), deltasFor: rankingOps };
+  const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
+  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(connection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
+  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), bus);
+  const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
   const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, log: log.child({ role: 'user-deletions' }), metrics });
   const deadLetters = new DeadLetterSink(warehouse, now);
@@ -80,6 +84,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
       closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close(), deletionWorker.close()])).then(() => {
         fieldCache.close();
         viewCaps.close();
+        targetActions.close();
         connection.disconnect();
       });
       return closing;

@@ -13,3 +13,4 @@ export * from './ranking-stats.store.js';
 export * from './ranking/ranking-policy.js';
 export * from './ranking/thompson-sampling.js';
 export * from './rule-values.js';
+export * from './target-action-views.store.js';

@@ -68,6 +68,11 @@ export interface IngestWorkersOptions {
   metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
 }
 
+/** How long the markers of a completed job are kept: 10 locks, at least a minute (see `dropMarkers`). */
+export function markerGraceSeconds(lockMs = 30_000): number {
+  return Math.max(60, Math.ceil((10 * lockMs) / 1000));
+}
+
 export interface IngestWorkers {
   writer: ClickhouseBatchWriter;
   workers: Worker[];
@@ -190,9 +195,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
   // (at least a minute). Redis then holds the markers of jobs in flight or just completed; a lost
   // cut expires with JOB_MARKER_TTL_SECONDS.
-  const markerGraceSeconds = Math.max(60, Math.ceil((10 * (o.lockMs ?? 30_000)) / 1000));
+  const graceSeconds = markerGraceSeconds(o.lockMs);
   const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
-    o.profiles.expireJobMarkers(units, extra, markerGraceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
+    o.profiles.expireJobMarkers(units, extra, graceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
   };
   const interactionDone = (job: Job, data: InteractionJob) => {
     const unit = interactionUnit(data, job.id!);

@@ -13,7 +13,7 @@
 export interface ArmStats {
   /** VIEWED interactions */
   views: number;
-  /** target actions: CLICKED and CTA_COMPLETED interactions */
+  /** target actions: CLICKED and CTA_COMPLETED interactions, and views converted by the treatment's target-action event */
   actions: number;
 }
 

@@ -15,7 +15,7 @@
  *   megabytes a project) and written rarely, so one slot holds it, and every management write
  *   (which combines a global key such as `apikey:<id>` or `seq:*` with a project's keys) and the
  *   catalogue version MGET across projects are single-slot.
- * - `{<project>:<user>}`: one user's profile, job markers and insertId markers: the per-user state
+ * - `{<project>:<user>}`: one user's profile, job markers, insertId markers and target-action views: the per-user state
  *   that outgrows one Redis, spread over the whole cluster; the ingest script touches one user.
  * - `{<project>}`: the project's ranking counters and their job markers (one ingest script), and
  *   its deleted users (D44: `deleted-users`, `pending-deletions`).
@@ -50,6 +50,8 @@ export interface RedisKeys {
   jobMarker(projectId: string, userId: string, jobId: string): string;
   /** Set of the compact insertId markers of a user's events that arrived on one UTC day (`YYYY-MM-DD`). */
   insertMarkers(projectId: string, userId: string, day: string): string;
+  /** Hash of the user's last views of treatments with a target action and the conversions claimed from them. */
+  targetActionViews(projectId: string, userId: string): string;
   /** Hash of the ranking policy's counters: `v:<surface>:<treatmentId>` (views), `a:<surface>:<treatmentId>` (actions). */
   rankingStats(projectId: string): string;
   /** Marker of a job whose ranking counter updates were applied (in the ranking hash's slot). */
@@ -111,6 +113,7 @@ export function redisKeys(prefix: string): RedisKeys {
     profile: (id, userId) => `${user(id, userId)}:profile`,
     jobMarker: (id, userId, jobId) => `${user(id, userId)}:job:${escapeKeyPart(jobId)}`,
     insertMarkers: (id, userId, day) => `${user(id, userId)}:ins:${escapeKeyPart(day)}`,
+    targetActionViews: (id, userId) => `${user(id, userId)}:ta-views`,
     rankingStats: (id) => `${ranking(id)}:ranking`,
     rankingJobMarker: (id, jobId) => `${ranking(id)}:ranking-job:${escapeKeyPart(jobId)}`,
     userKeyPrefix: (id, userId) => `${user(id, userId)}:`,
