@@ -8,9 +8,9 @@
  * kept; the verdicts are identical to the ones delivery reaches.
  */
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, invalidField, type ErrorDetail } from '../platform/errors.js';
-import type { StoredProfile } from '../profiles/index.js';
+import { capCounterField, type StoredProfile } from '../profiles/index.js';
 import { createHash } from 'node:crypto';
-import { capCounterField, type Decision, type DecisionOutcome } from '../impact/index.js';
+import type { Decision, DecisionOutcome } from '../impact/index.js';
 import { compareIds, plannedTreatmentStatus, plannedVersionStatus, servedPlannedVersion, type CatalogPlan, type PlannedCap, type PlannedRule, type PlannedTreatment, type PlannedVersion } from './catalog-plan.js';
 import { renderContent } from './content-render.js';
 import { prepareAttributes, prepareLanguage, prepareRequest, type DeliveryRequest, type PreparedRequest, type PreparedSurface } from './delivery-request.js';

@@ -33,11 +33,3 @@ export interface DecisionSink {
 
 /** A sink that keeps nothing (processes or tests without a decision log). */
 export const NO_DECISION_LOG: DecisionSink = { record: () => undefined };
-
-/**
- * Profile hash fields of the per-user frequency-cap counters: how many times the user had the
- * treatment VIEWED (interactions) or RETURNED (decision log) on a UTC day (days since the epoch).
- */
-export function capCounterField(kind: 'VIEWED' | 'RETURNED', treatmentId: string, utcDay: number): string {
-  return `cap:${kind === 'VIEWED' ? 'v' : 'r'}:${treatmentId}:${utcDay}`;
-}
