@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import type { PropertyValue } from '../../shared/ingestion/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
-import { parseProfile, type StoredProfile } from '../../shared/profiles/index.js';
+import { parseProfile, userPropertyField, userPropertyTimeField, type StoredProfile } from '../../shared/profiles/index.js';
 
 /** Redis access of the bench process: seeding, draining checks and clean-up, never on a measured path. */
 
@@ -19,19 +19,19 @@ export function connectRedis(url: string): Redis {
 /** What one seeded profile holds: user properties (last-write-wins at `ts`) and raw aggregation fields. */
 export interface SeedProfile {
   userProperties: Record<string, PropertyValue>;
-  /** e.g. `dc:<dataFieldId>:<yyyymmdd>` → count (layout of shared/aggregation/data-field-values.ts) */
+  /** e.g. `dailyCountKey(dataFieldId, day)` → count (shared/profiles/profile-layout.ts) */
   fields?: Record<string, string>;
 }
 
 /**
- * The hash the ingestion workers write (shared/profiles/profile.store.ts): `up:<name>` = the
- * PropertyValue as JSON, `ut:<name>` = its timestamp in ms, aggregation fields as they are.
+ * The hash the ingestion workers write (shared/profiles/profile-layout.ts): each user property
+ * as JSON with its timestamp in ms, aggregation fields as they are.
  */
 export function profileHash(p: SeedProfile, tsMs: number): Record<string, string> {
   const h: Record<string, string> = {};
   for (const [name, v] of Object.entries(p.userProperties)) {
-    h[`up:${name}`] = JSON.stringify(v);
-    h[`ut:${name}`] = String(tsMs);
+    h[userPropertyField(name)] = JSON.stringify(v);
+    h[userPropertyTimeField(name)] = String(tsMs);
   }
   return { ...h, ...p.fields };
 }

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import { dailyCountPrefix } from '../../shared/aggregation/index.js';
+import { dailyCountPrefix } from '../../shared/profiles/index.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { readProfiles, seedProfiles } from '../lib/bench-redis.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';

@@ -1,4 +1,5 @@
-import { utcDay, dailyCountKey } from '../../shared/aggregation/index.js';
+import { utcDay } from '../../shared/aggregation/index.js';
+import { dailyCountKey } from '../../shared/profiles/index.js';
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles, type SeedProfile } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';

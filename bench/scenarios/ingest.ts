@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { dailyCountPrefix } from '../../shared/aggregation/index.js';
+import { dailyCountPrefix } from '../../shared/profiles/index.js';
 import { eventsQueue, eventsQueueState, readProfiles } from '../lib/bench-redis.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
 import { EVENT_NAMES, eventRequest, logEventsBody, userIdOf, type EventStream } from '../lib/event-generator.js';

@@ -1,9 +1,9 @@
 import type { AggregationSpec } from './data-field-params.js';
-import { dailyCountKey, distinctMarkerKey, fieldAggregation, firstTsKey, latestTsKey, utcDay } from './data-field-values.js';
+import { fieldAggregation, utcDay } from './data-field-values.js';
 import type { DataFieldParams, DataFieldRecord } from './types.js';
 import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';
 import type { EventPayload, InteractionJob } from '../ingestion/index.js';
-import type { ProfileOp } from '../profiles/index.js';
+import { dailyCountKey, distinctMarkerKey, firstTsKey, latestTsKey, type ProfileOp } from '../profiles/index.js';
 import { parseRfc3339 } from '../platform/rfc3339.js';
 
 /**

@@ -1,20 +1,16 @@
 import { aggregationOf, type AggregationSpec } from './data-field-params.js';
 import { ruleValueFromJson, type RuleValue } from '../delivery/index.js';
 import type { DataFieldRecord } from './types.js';
-import type { StoredProfile } from '../profiles/index.js';
+import { dailyCountKey, firstTsKey, latestTsKey, type StoredProfile } from '../profiles/index.js';
 
 /**
  * Data-field values of a user (D21, D22). Pure: no I/O.
  *
  * The profile hash keeps what values are DERIVED from, never the values themselves, so that
  * windows and days-since are right at the moment they are read, not when the scheduler last ran:
- * - `dc:<dataFieldId>:<yyyymmdd>` matching events (or interactions) on that UTC day;
- * - `ft:<dataFieldId>` / `lt:<dataFieldId>` first / latest timestamp in epoch milliseconds;
- * - `dm:<dataFieldId>:<treatmentTrackingId>` distinct marker (isDistinctInteraction): a tracking
- *   id is counted once, on the UTC day it was first seen; seeing it again on a later day adds
- *   nothing. The recompute stores that day (yyyymmdd) as the marker's value, the incremental
- *   path stores `1`.
- * Days are UTC days of the event's clientEventTimestamp or the interaction's time.
+ * daily counts, first / latest timestamps and distinct markers, named by the profile layout
+ * (shared/profiles/profile-layout.ts). Days are UTC days of the event's clientEventTimestamp or
+ * the interaction's time.
  */
 
 const DAY_MS = 86_400_000;
@@ -49,12 +45,6 @@ export function utcDayOffset(ms: number, days: number): string {
 export function utcDayStartMs(ms: number): number {
   return Math.floor(ms / DAY_MS) * DAY_MS;
 }
-
-export const dailyCountKey = (dataFieldId: string, day: string): string => `dc:${dataFieldId}:${day}`;
-export const dailyCountPrefix = (dataFieldId: string): string => `dc:${dataFieldId}:`;
-export const firstTsKey = (dataFieldId: string): string => `ft:${dataFieldId}`;
-export const latestTsKey = (dataFieldId: string): string => `lt:${dataFieldId}`;
-export const distinctMarkerKey = (dataFieldId: string, trackingId: string): string => `dm:${dataFieldId}:${trackingId}`;
 
 /** The aggregation of a params-resolved field; undefined for user-property fields. */
 export function fieldAggregation(field: DataFieldRecord): AggregationSpec | undefined {

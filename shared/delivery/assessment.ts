@@ -1,7 +1,7 @@
 /** How one treatment fares for one GetTreatments request: its rules, language, cap and holdout (pure). */
 import type { StoredProfile } from '../profiles/index.js';
 import { createHash } from 'node:crypto';
-import { capCounterField } from '../impact/index.js';
+import { capCounterField } from '../profiles/index.js';
 import { servedPlannedVersion, type CatalogPlan, type PlannedCap, type PlannedRule, type PlannedTreatment, type PlannedVersion } from './catalog-plan.js';
 import type { PreparedRequest } from './delivery-request.js';
 import { computeDataFieldValue } from '../aggregation/index.js';

@@ -4,7 +4,7 @@ import type { InteractionJob } from '../ingestion/index.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { actionsField, EMPTY_STATS_VIEW, statsViewFromHash, viewsField, type RankingStatsView } from './ranking/ranking-policy.js';
 import { JOB_MARKER_TTL_SECONDS } from '../profiles/index.js';
-import { RedisScript } from '../platform/redis/redis-script.js';
+import { redisScript } from '../platform/redis/script-loader.js';
 
 /** Interactions that count as the target action of a view (D29). */
 const ACTION_TYPES: ReadonlySet<string> = new Set(['CLICKED', 'CTA_COMPLETED']);
@@ -28,14 +28,8 @@ export function rankingOps(job: InteractionJob): RankingDelta[] {
  * The ranking counters of one job, exactly once: the marker and the counters are in the project's
  * ranking slot (`{<project>}`), apart from the user's profile script, so each script touches one
  * hash slot (Redis Cluster).
- *   KEYS: ranking hash, job marker   ARGV: marker TTL, then (field, by) pairs
  */
-const APPLY_RANKING = new RedisScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
-return 1
-`);
+const APPLY_RANKING = redisScript('apply-ranking');
 
 export class RankingCounterStore {
   constructor(

@@ -35,14 +35,6 @@ export interface DecisionSink {
 export const NO_DECISION_LOG: DecisionSink = { record: () => undefined };
 
 /**
- * Profile hash fields of the per-user frequency-cap counters: how many times the user had the
- * treatment VIEWED (interactions) or RETURNED (decision log) on a UTC day (days since the epoch).
- */
-export function capCounterField(kind: 'VIEWED' | 'RETURNED', treatmentId: string, utcDay: number): string {
-  return `cap:${kind === 'VIEWED' ? 'v' : 'r'}:${treatmentId}:${utcDay}`;
-}
-
-/**
  * The GetTreatments responses of one event-loop turn (up to MAX_DECISION_RECORDS_PER_JOB), each
  * with its decisions. Identity of a stored row: (projectId, responseId, treatmentId, surface).
  */

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { isCluster } from '../platform/redis/redis.js';
-import { INSERT_MARKER_DAYS, JOB_MARKER_TTL_SECONDS } from './profile.store.js';
+import { INSERT_MARKER_DAYS, JOB_MARKER_TTL_SECONDS } from './insert-markers.js';
+import { redisScript } from '../platform/redis/script-loader.js';
 import { changeFields } from '../projects/index.js';
 import { CHANGE_LOG_MAX_ENTRIES } from '../platform/redis/atomic-write.js';
 
@@ -24,6 +25,9 @@ import { CHANGE_LOG_MAX_ENTRIES } from '../platform/redis/atomic-write.js';
 export const TOMBSTONE_TTL_SECONDS = JOB_MARKER_TTL_SECONDS;
 
 const DAY_MS = 86_400_000;
+
+/** Compare-and-delete of a pending deletion, in one script (one key). */
+const HDEL_IF_EQUAL = redisScript('hdel-if-equal');
 
 /** The change log names a deleted user by this digest, never by the id itself. */
 export function userIdDigest(userId: string): string {
@@ -165,8 +169,7 @@ export class UserDeletionStore {
   /** The deletion's rows are gone: removes its pending entry, unless a later deletion of the user replaced it. */
   async finished(projectId: string, userId: string, deletedAtMs: number): Promise<void> {
     const key = this.keys.pendingUserDeletions(projectId);
-    // compare-and-delete in one script (one key)
-    await this.redis.eval("if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0", 1, key, userId, String(deletedAtMs));
+    await HDEL_IF_EQUAL.run(this.redis, [key], [userId, String(deletedAtMs)]);
   }
 }
 

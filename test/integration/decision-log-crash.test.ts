@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
-import { capCounterField } from '../../shared/impact/decisions.js';
+import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import { createTestApp, createProjectWithKeys, call, uniquePrefix, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
 import { spawnService, type ChildService } from '../helpers/child-service.js';
 

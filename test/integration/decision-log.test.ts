@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
-import { capCounterField } from '../../shared/impact/decisions.js';
+import { capCounterField } from '../../shared/profiles/profile-layout.js';
 
 /**
  * D36 through HTTP against the whole service (workers thread, embedded ClickHouse): every

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capCounterField } from '../../shared/impact/decisions.js';
+import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
 import { ViewCapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
 import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';

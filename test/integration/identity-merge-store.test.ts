@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
-import { ProfileStore, type ProfileEvent } from '../../shared/profiles/profile.store.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import type { ProfileEvent } from '../../shared/profiles/profile-ops.js';
 import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 

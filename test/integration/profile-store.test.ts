@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
-import { applyArgs, ProfileStore, type ProfileEvent, type ProfileOp } from '../../shared/profiles/profile.store.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import { applyArgs, type ProfileEvent, type ProfileOp } from '../../shared/profiles/profile-ops.js';
 import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
@@ -103,7 +104,7 @@ describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
   it('works with a Redis that does not know the script (first use, or after a restart): falls back from EVALSHA to EVAL', async () => {
     // A body no Redis has seen stands for a flushed script cache; SCRIPT FLUSH would empty the
     // cache every other test file shares.
-    const fresh = new RedisScript(`return ARGV[1] .. ' ${randomUUID()}'`);
+    const fresh = new RedisScript('fresh', `return ARGV[1] .. ' ${randomUUID()}'`);
     expect(await redis.script('EXISTS', fresh.sha)).toEqual([0]);
     expect(String(await fresh.run(redis, [], ['ran']))).toMatch(/^ran /);
     expect(await redis.script('EXISTS', fresh.sha)).toEqual([1]);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 import { CHANGE_ENTRY_MAX_BYTES } from '../../shared/projects/change-log.store.js';
-import { INSERT_MARKER_TTL_SECONDS } from '../../shared/profiles/profile.store.js';
+import { INSERT_MARKER_TTL_SECONDS } from '../../shared/profiles/insert-markers.js';
 
 /**
  * D45: no request grows a store without bound. Redis cost of ingestion at steady state (markers

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { computeDataFieldValue, dataFieldJson, dataFieldValuesJson, utcDay, utcDayOffset } from '../../shared/aggregation/data-field-values.js';
 import type { DataFieldParams, DataFieldRecord, DataFieldType } from '../../shared/aggregation/index.js';
-import type { StoredProfile } from '../../shared/profiles/profile.store.js';
+import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 
 const NOW = Date.parse('2026-03-10T15:30:00Z');
 const DAY = 86_400_000;

@@ -5,7 +5,7 @@ import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } f
 import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
 import type { Content, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
-import type { StoredProfile } from '../../shared/profiles/profile.store.js';
+import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 
 const NOW = Date.parse('2024-06-15T12:00:00Z');
 const HOUR = 3_600_000;

@@ -7,7 +7,7 @@ import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord 
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import { InvalidArgumentError } from '../../shared/platform/errors.js';
-import type { StoredProfile } from '../../shared/profiles/profile.store.js';
+import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 
 const NOW = Date.parse('2024-06-15T12:00:00Z');
 const HOUR = 3_600_000;

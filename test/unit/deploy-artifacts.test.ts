@@ -123,7 +123,7 @@ describe('Dockerfile', () => {
       }
     };
     for (const d of ['api', 'workers', 'shared']) walk(d);
-    expect([...readAtRunTime].sort()).toEqual(['infra/clickhouse/migrations/', 'shared/ingestion/proto/tds/v1/events.proto']);
+    expect([...readAtRunTime].sort()).toEqual(['infra/clickhouse/migrations/', 'shared/ingestion/proto/tds/v1/events.proto', 'shared/platform/redis/scripts/']);
     const copied = [...runtime.matchAll(/^COPY (?!--from)(\S+) \.\/(\S+)$/gm)].map((m) => m[2]);
     for (const p of readAtRunTime) expect(copied.some((c) => p.startsWith(c)), p).toBe(true);
     for (const c of copied) expect(existsSync(join(ROOT, c)), c).toBe(true);

@@ -1,8 +1,7 @@
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
-import { capCounterField } from '../../shared/impact/index.js';
 import type { FrequencyCap, TreatmentRecord } from '../../shared/treatments/index.js';
 import type { InteractionJob } from '../../shared/ingestion/index.js';
-import type { ProfileOp } from '../../shared/profiles/index.js';
+import { capCounterField, type ProfileOp } from '../../shared/profiles/index.js';
 import { ProjectCatalogCache } from './project-catalog-cache.js';
 import type { InteractionOpsProvider } from '../ingestion/interactions.processor.js';
 

@@ -1,22 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { capCounterDay, capCounterPattern } from '../../shared/profiles/index.js';
 
 const DAY_MS = 86_400_000;
 
 /** How long a cap counter's day is kept: the longest window a cap may name (D22: LAST_365D). */
 export const CAP_COUNTER_KEEP_DAYS = 365;
 
-/** The UTC day of a `capCounterField` name (`cap:<kind>:<treatmentId>:<day>`); undefined for other fields. */
-export function capCounterDay(field: string): number | undefined {
-  if (!field.startsWith('cap:')) return undefined;
-  const day = Number(field.slice(field.lastIndexOf(':') + 1));
-  return Number.isInteger(day) ? day : undefined;
-}
-
 /**
  * Drops the frequency-cap counters that no window can read any more (days before the last 365),
  * so profiles do not grow for ever with one field per capped treatment and day. Walks the
- * profiles matching `profilePattern` (SCAN, then HSCAN of the `cap:*` fields of each): bounded
+ * profiles matching `profilePattern` (SCAN, then HSCAN of the cap counter fields of each): bounded
  * memory, no long-running command. Run once a day by the scheduler.
  */
 export async function pruneCapCounters(redis: Redis, profilePattern: string, nowMs: number, log?: Logger): Promise<number> {
@@ -36,7 +30,7 @@ async function pruneProfile(redis: Redis, key: string, cutoff: number): Promise<
   const stale: string[] = [];
   let cursor = '0';
   do {
-    const [next, flat] = await redis.hscan(key, cursor, 'MATCH', 'cap:*', 'COUNT', 500);
+    const [next, flat] = await redis.hscan(key, cursor, 'MATCH', capCounterPattern(), 'COUNT', 500);
     cursor = next;
     for (let i = 0; i < flat.length; i += 2) {
       const day = capCounterDay(flat[i]);

@@ -4,10 +4,10 @@ import { aggregationTarget, interactionTypesCounted, type AggregationTarget } fr
 import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/aggregation/index.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
-import { RedisScript } from '../../shared/platform/redis/redis-script.js';
+import { redisScript } from '../../shared/platform/redis/script-loader.js';
 import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
-import { UserDeletionStore } from '../../shared/profiles/index.js';
+import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey, UserDeletionStore } from '../../shared/profiles/index.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record:
@@ -188,70 +188,7 @@ function userState(row: AggregationPageRow, clock: PageClock): UserState {
  * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
  * First/latest keep the extreme of the stored and recomputed values.
  */
-const WRITE = new RedisScript(`
-local spec = cjson.decode(ARGV[1])
-local dcPrefix = 'dc:' .. spec.id .. ':'
-local dmPrefix = 'dm:' .. spec.id .. ':'
--- one HSET / HDEL per user with many fields, in chunks (unpack's stack limit), not one call per field
-local function multi(cmd, prof, list)
-  for s = 1, #list, 1000 do
-    redis.call(cmd, prof, unpack(list, s, math.min(s + 999, #list)))
-  end
-end
-local pos = 2
-for _, prof in ipairs(KEYS) do
-  if spec.kind == 'dc' then
-    if spec.scan then
-      local stale = {}
-      local all = redis.call('HGETALL', prof)
-      for j = 1, #all, 2 do
-        local name, val = all[j], all[j + 1]
-        if string.sub(name, 1, #dcPrefix) == dcPrefix then
-          if string.sub(name, #dcPrefix + 1) < spec.today then stale[#stale + 1] = name end
-        elseif string.sub(name, 1, #dmPrefix) == dmPrefix then
-          if #val == 8 and val < spec.rangeStart then stale[#stale + 1] = name end
-        end
-      end
-      multi('HDEL', prof, stale)
-    end
-    local set = {}
-    local nDays = tonumber(ARGV[pos])
-    pos = pos + 1
-    for d = 1, nDays do
-      local day, c = ARGV[pos], ARGV[pos + 1]
-      pos = pos + 2
-      local name = dcPrefix .. day
-      if day < spec.today then
-        set[#set + 1] = name
-        set[#set + 1] = c
-      else
-        local cur = tonumber(redis.call('HGET', prof, name) or '0') or 0
-        if tonumber(c) > cur then redis.call('HSET', prof, name, c) end
-      end
-    end
-    local nMarks = tonumber(ARGV[pos])
-    pos = pos + 1
-    for m = 1, nMarks do
-      set[#set + 1] = dmPrefix .. ARGV[pos]
-      set[#set + 1] = ARGV[pos + 1]
-      pos = pos + 2
-    end
-    multi('HSET', prof, set)
-  else
-    local ms = ARGV[pos]
-    pos = pos + 1
-    local name = spec.kind .. ':' .. spec.id
-    local cur = redis.call('HGET', prof, name)
-    local v = tonumber(ms)
-    if (not cur) or (spec.kind == 'ft' and v < tonumber(cur)) or (spec.kind == 'lt' and v > tonumber(cur)) then
-      redis.call('HSET', prof, name, ms)
-    end
-  end
-  -- a profile written here for the first time must still expire (D44); activity refreshes it elsewhere
-  if redis.call('TTL', prof) == -1 then redis.call('EXPIRE', prof, spec.ttl) end
-end
-return #KEYS
-`);
+const WRITE = redisScript('write-recomputed');
 
 /**
  * The script's arguments: the spec, then per user (in KEYS order) positional strings, no JSON to
@@ -283,7 +220,9 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
   if (users.length === 0) return;
   // A new field's backfill skips the scan for stale entries: it has none but what the incremental
   // path wrote since its creation, and the window sums ignore days outside the window anyway.
-  const spec = { id: run.target.field.dataFieldId, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
+  const id = run.target.field.dataFieldId;
+  const fields = { dailyCountPrefix: dailyCountPrefix(id), distinctMarkerPrefix: distinctMarkerPrefix(id), field: run.kind === 'ft' ? firstTsKey(id) : latestTsKey(id) };
+  const spec = { ...fields, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
   if (isCluster(deps.redis)) {
     // On a Redis Cluster each user's profile is in its own slot (`{<project>:<user>}`) and a script
     // may touch one slot only: one call per user, all in flight at once (ioredis sends each to its node).

@@ -1,7 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import { capCounterField, type DecisionRecord } from '../../shared/impact/index.js';
-import type { DecisionsJob } from '../../shared/impact/index.js';
-import type { AppliedUnit, ProfileEvent, ProfileOp, ProfileStore } from '../../shared/profiles/index.js';
+import type { DecisionRecord, DecisionsJob } from '../../shared/impact/index.js';
+import { capCounterField, type AppliedUnit, type ProfileEvent, type ProfileOp, type ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/event-rows.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from '../ingestion/events.processor.js';

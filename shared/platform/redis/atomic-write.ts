@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { AbortedError } from '../errors.js';
-import { RedisScript } from './redis-script.js';
+import { redisScript } from './script-loader.js';
 import { deliverLocally } from './invalidation-bus.js';
 
 /**
@@ -37,35 +37,7 @@ export const CHANGE_LOG_MAX_ENTRIES = 100_000;
  * Every key arrives in KEYS (the spec names them by index), so the script is Redis Cluster-ready
  * once a change's keys share one hash tag.
  */
-const SCRIPT = new RedisScript(`
-local spec = cjson.decode(ARGV[1])
-for _, c in ipairs(spec.checks) do
-  local cur = redis.call('HGET', KEYS[c.key], c.field)
-  if c.expect == cjson.null then
-    if cur then return 0 end
-  else
-    if cur ~= c.expect then return 0 end
-  end
-end
-if spec.expectString then
-  local cur = redis.call('GET', KEYS[spec.expectString.key])
-  if spec.expectString.value == cjson.null then
-    if cur then return 0 end
-  elseif cur ~= spec.expectString.value then return 0 end
-end
-for _, w in ipairs(spec.writes) do
-  if w.value == cjson.null then redis.call('HDEL', KEYS[w.key], w.field)
-  else redis.call('HSET', KEYS[w.key], w.field, w.value) end
-end
-if spec.change then
-  local args = {}
-  for k, v in pairs(spec.change.entry) do table.insert(args, k); table.insert(args, v) end
-  redis.call('XADD', KEYS[spec.change.key], 'MAXLEN', '~', spec.change.maxlen, '*', unpack(args))
-end
-if spec.versionKey then redis.call('INCR', KEYS[spec.versionKey]) end
-if spec.publish then redis.call('PUBLISH', spec.publish.channel, spec.publish.message) end
-return 1
-`);
+const SCRIPT = redisScript('atomic-write');
 
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
   const keys: string[] = [];

@@ -1,0 +1,81 @@
+-- The events of one job applied to one user's profile, exactly once: the job marker, the
+-- insert markers, the user-property writes, the aggregate updates and the profile's TTL commit
+-- together (see shared/profiles/profile-ops.ts for the argument layout and why ops are grouped).
+-- A profile holding the alias field (its user was merged into another one) is not written.
+--   KEYS: profile, job marker, then (when an event has a de-duplication id) the insert marker
+--         sets of the last arrival days, today's first
+--   ARGV: alias field, user-property prefix, its timestamp prefix,
+--         job TTL (s), profile TTL (s), today's set expireAt, n, marker x n ('' = none),
+--         groups, then per group: kind, a, b, c, k, event index x k (1-based),
+--         props, then per property: event index, ts, name, JSON value
+--   returns the number of events applied, -1 when the job was applied before, -2 when the
+--   profile is an alias (the caller applies the job to the user it names)
+--- @include "keep-extreme"
+local prof = KEYS[1]
+local jobKey = KEYS[2]
+local aliasField, upPrefix, utPrefix = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('EXISTS', jobKey) == 1 then return -1 end
+if redis.call('HEXISTS', prof, aliasField) == 1 then return -2 end
+local n = tonumber(ARGV[7])
+local pos = 8
+local older = {}
+for j = 4, #KEYS do
+  if redis.call('EXISTS', KEYS[j]) == 1 then older[#older + 1] = KEYS[j] end
+end
+local fresh = {}
+local added = false
+local applied = 0
+for i = 1, n do
+  local m = ARGV[pos]
+  pos = pos + 1
+  local new = true
+  if m ~= '' then
+    for _, key in ipairs(older) do
+      if redis.call('SISMEMBER', key, m) == 1 then new = false break end
+    end
+    if new then
+      new = redis.call('SADD', KEYS[3], m) == 1
+      added = added or new
+    end
+  end
+  if new then
+    fresh[i] = true
+    applied = applied + 1
+  end
+end
+if added then redis.call('EXPIREAT', KEYS[3], ARGV[6]) end
+local groups = tonumber(ARGV[pos])
+pos = pos + 1
+for g = 1, groups do
+  local kind, a, b, c = ARGV[pos], ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
+  local k = tonumber(ARGV[pos + 4])
+  local count = 0
+  for j = 1, k do
+    if fresh[tonumber(ARGV[pos + 4 + j])] then count = count + 1 end
+  end
+  pos = pos + 5 + k
+  if count > 0 then
+    if kind == 'inc' then
+      redis.call('HINCRBY', prof, a, count == 1 and b or tonumber(b) * count)
+    elseif kind == 'min' or kind == 'max' then
+      keepExtreme(prof, a, b, kind)
+    elseif kind == 'incnew' then
+      if redis.call('HSETNX', prof, a, '1') == 1 then redis.call('HINCRBY', prof, b, c) end
+    end
+  end
+end
+local props = tonumber(ARGV[pos])
+pos = pos + 1
+for p = 1, props do
+  local i, t, name, val = tonumber(ARGV[pos]), ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
+  pos = pos + 4
+  if fresh[i] then
+    local cur = redis.call('HGET', prof, utPrefix .. name)
+    if (not cur) or tonumber(cur) <= tonumber(t) then
+      redis.call('HSET', prof, upPrefix .. name, val, utPrefix .. name, t)
+    end
+  end
+end
+redis.call('EXPIRE', prof, ARGV[5])
+redis.call('SET', jobKey, '1', 'EX', ARGV[4])
+return applied

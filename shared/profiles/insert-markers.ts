@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../platform/queues.js';
+
+/**
+ * An insertId is de-duplicated for at least 7 days, whatever timestamp its retries carry.
+ * Markers are kept per user and per UTC day of *arrival* (one set a user a day, however many
+ * event days a request names); a day's set expires 8 days after that day ends, and a new event is
+ * looked up in the sets of the last INSERT_MARKER_DAYS days. So a marker is found for 8 to 9 days
+ * after it was stored, and each user costs at most 9 marker sets.
+ */
+export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
+export const INSERT_MARKER_DAYS = 9;
+
+/**
+ * How long a job marker must outlive its job's first attempt: as long as the job can still be
+ * retried (every attempt at the capped backoff) plus the time a failed job is kept (an operator
+ * may retry it from the dashboard). When their job completes, markers are cut to a short grace
+ * (`expireJobMarkers`); this TTL only bounds the ones whose job failed or whose cut was lost.
+ */
+export const JOB_MARKER_TTL_SECONDS = Math.ceil(((INGEST_JOB_OPTIONS.attempts ?? 1) * BACKOFF_CAP_MS) / 1000) + removeOnFailAgeSeconds();
+
+function removeOnFailAgeSeconds(): number {
+  const r = INGEST_JOB_OPTIONS.removeOnFail;
+  return typeof r === 'object' && 'age' in r && r.age !== undefined ? r.age : 30 * 24 * 3600;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The compact insertId marker: the first 8 bytes of SHA-1 of the de-duplication id as a signed
+ * 64-bit decimal, so a day's set is a Redis intset (8 bytes per marker up to 512 markers a user
+ * a day, `set-max-intset-entries`). Collisions within one user's day: about n²/2^65.
+ */
+export function insertMarker(dedupId: string): string {
+  return createHash('sha1').update(dedupId).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * The arrival days whose marker sets a job consults, newest (today, where new markers go) first,
+ * as UTC `YYYY-MM-DD`, and when today's set expires (epoch s).
+ */
+export function insertMarkerDays(nowMs: number): { days: string[]; expireAt: number } {
+  const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const days = Array.from({ length: INSERT_MARKER_DAYS }, (_, i) => new Date(today - i * DAY_MS).toISOString().slice(0, 10));
+  return { days, expireAt: (today + DAY_MS) / 1000 + INSERT_MARKER_TTL_SECONDS };
+}
