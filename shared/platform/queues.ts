@@ -1,5 +1,8 @@
 import type { JobsOptions } from 'bullmq';
 import { isCluster } from './redis/redis.js';
+import { BACKOFF_CAP_MS, FAILED_JOB_KEPT_SECONDS, INGEST_JOB_ATTEMPTS } from './job-retries.js';
+
+export { BACKOFF_CAP_MS, JOB_MARKER_TTL_SECONDS } from './job-retries.js';
 
 /**
  * Queue names and job options, shared by the API (producers) and the workers (consumers). The job
@@ -30,15 +33,13 @@ export const FAILED_JOBS_KEPT = 10_000;
  * Poison jobs fail at once with UnrecoverableError.
  */
 export const INGEST_JOB_OPTIONS: JobsOptions = {
-  attempts: 100_000,
+  attempts: INGEST_JOB_ATTEMPTS,
   backoff: { type: 'capped-exponential', delay: 200 },
   removeOnComplete: { age: 3600, count: 10_000 },
   // Failed jobs are in `dead_letters` already (payload and reason); the queue keeps the newest
   // ones for the dashboard only, so a flood of poison input cannot grow Redis without bound.
-  removeOnFail: { age: 30 * 24 * 3600, count: FAILED_JOBS_KEPT },
+  removeOnFail: { age: FAILED_JOB_KEPT_SECONDS, count: FAILED_JOBS_KEPT },
 };
-
-export const BACKOFF_CAP_MS = 30_000;
 
 export function cappedExponentialBackoff(attemptsMade: number): number {
   return Math.min(BACKOFF_CAP_MS, 200 * 2 ** Math.min(attemptsMade, 20));

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../platform/queues.js';
+import { JOB_MARKER_TTL_SECONDS } from '../platform/job-retries.js';
+
+export { JOB_MARKER_TTL_SECONDS };
 
 /**
  * An insertId is de-duplicated for at least 7 days, whatever timestamp its retries carry.
@@ -10,19 +12,6 @@ import { BACKOFF_CAP_MS, INGEST_JOB_OPTIONS } from '../platform/queues.js';
  */
 export const INSERT_MARKER_TTL_SECONDS = 8 * 24 * 3600;
 export const INSERT_MARKER_DAYS = 9;
-
-/**
- * How long a job marker must outlive its job's first attempt: as long as the job can still be
- * retried (every attempt at the capped backoff) plus the time a failed job is kept (an operator
- * may retry it from the dashboard). When their job completes, markers are cut to a short grace
- * (`expireJobMarkers`); this TTL only bounds the ones whose job failed or whose cut was lost.
- */
-export const JOB_MARKER_TTL_SECONDS = Math.ceil(((INGEST_JOB_OPTIONS.attempts ?? 1) * BACKOFF_CAP_MS) / 1000) + removeOnFailAgeSeconds();
-
-function removeOnFailAgeSeconds(): number {
-  const r = INGEST_JOB_OPTIONS.removeOnFail;
-  return typeof r === 'object' && 'age' in r && r.age !== undefined ? r.age : 30 * 24 * 3600;
-}
 
 const DAY_MS = 86_400_000;
 
