@@ -4,7 +4,7 @@ import { listChanges } from '../../shared/projects/index.js';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 import type { Project } from '../../shared/projects/index.js';
-import { percentageProblem } from '../treatments/treatments.ops.js';
+import { percentageProblem } from '../treatments/treatment-input.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
