@@ -86,6 +86,20 @@ export async function within<T>(promise: Promise<T>, timeoutMs: number, what: st
   }
 }
 
+/**
+ * Sends again, a second apart, while the answer is 503: the service answers so when Redis is
+ * slower than its enqueue timeout (a loaded machine) and asks clients to retry. Dropped or
+ * doubled events still show: the retried requests carry the same insertIds.
+ */
+export async function retryUnavailable<T extends { status: number }>(send: () => Promise<T>, attempts = 30): Promise<T> {
+  let res = await send();
+  for (let i = 1; i < attempts && res.status === 503; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    res = await send();
+  }
+  return res;
+}
+
 /** The body of a 200 answer; any other answer fails the test, showing `what` and the answer. */
 export async function okBody(answer: Promise<{ status: number; body: any }>, what: string): Promise<any> {
   const res = await answer;

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { call, createProjectWithKeys } from './context.js';
+import { call, createProjectWithKeys, retryUnavailable } from './context.js';
 import { pendingJobs, type CrashHarness } from './crash-harness.js';
 
 const USERS = 20;
@@ -46,7 +46,7 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   const [countField, firstField] = fields.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
 
   const base = Date.now() - 30 * 86_400_000;
-  const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ userId, events }) => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events }));
+  const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ userId, events }) => retryUnavailable(() => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events })));
   const answers = await Promise.all(sends);
   expect(answers.every((a) => a.status === 200)).toBe(true);
   const pending = pendingJobs(t.ctx.ingest.eventsQueue);

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { call, createProjectWithKeys } from './context.js';
+import { call, createProjectWithKeys, retryUnavailable } from './context.js';
 import { pendingJobs, type CrashHarness } from './crash-harness.js';
 
 const USERS = 10;
@@ -32,7 +32,7 @@ export async function mergesSurviveWorkerKills(h: CrashHarness): Promise<void> {
       preLoginTempUserId: temp !== undefined && e === 0 ? temp : undefined,
       userProperties: e === EVENTS - 1 ? { [`${tag}_last`]: { longValue: String(r) }, shared: { stringValue: `${tag}${r}` } } : undefined,
     }));
-    sends.push(call(t, 'LogEvents', keys.logEvents, { projectId, userId, events }));
+    sends.push(retryUnavailable(() => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events })));
   };
   for (let u = 0; u < USERS; u++) {
     // signed out, then signed in (every request carries the pre-login id), then the pre-login id again
