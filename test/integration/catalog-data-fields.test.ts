@@ -169,14 +169,14 @@ describe('change log, catalogue version and invalidation', () => {
     await cat.mgmt('InsertDataField', { name: 'audited_field', userProperty: { dataType: 'BOOLEAN' } });
     await cat.mgmt('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'audited', daysSinceLastTimestampAggregation: {} } }] });
 
-    // Idempotent repeats change nothing: 14 changes (the surface brings its 9 data fields, D47), not 24.
+    // Idempotent repeats change nothing: 14 changes (a new surface brings its 9 data fields), not 24.
     expect(Number(await cat.t.ctx.redis.get(cat.t.ctx.keys.catalogVersion(cat.p.projectId)))).toBe(version + 14);
     await waitUntil(() => seen.filter((m) => m.kind === 'catalog' && m.projectId === cat.p.projectId).length >= 14, 15_000);
     off();
 
     const r = await admin(cat.t, 'ListChanges', { projectId: cat.p.projectId, pageSize: 15 });
     expect(r.status).toBe(200);
-    // GetDataFields' eventSchemaName also registers the event name (D35): its own entry
+    // GetDataFields' eventSchemaName also registers the event name as an event schema: its own entry
     const schemas = r.body.changes.filter((c: { operation: string }) => c.operation === 'InsertEventSchema');
     expect(schemas).toHaveLength(1);
     expect(schemas[0]).toMatchObject({ resourceKind: 'eventSchema', after: { eventName: 'audited' } });
