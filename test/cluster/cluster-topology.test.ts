@@ -7,9 +7,10 @@ import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js'
 import { createRedis, type Redis } from '../../shared/platform/redis/redis.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { freePort, spawnService, type ChildService } from '../helpers/child-service.js';
-import { ADMIN_TOKEN, uniquePrefix, waitUntil } from '../helpers/context.js';
+import { ADMIN_TOKEN, retryUnavailable, uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
+import { overlappingRequests } from '../helpers/events-crash-scenario.js';
 
 /**
  * The production topology of the issue, every role its own process: a three-primary Redis
@@ -134,19 +135,7 @@ describe('Redis Cluster + ROLE=api ×2 + ROLE=workers + ROLE=scheduler', () => {
 
     // ingestion through both API processes while no worker runs, so the backlog is there to crash into
     const base = Date.now() - 30 * 86_400_000;
-    const sends: Promise<{ status: number }>[] = [];
-    for (let u = 0; u < USERS; u++) {
-      const userId = `user-${u}`;
-      for (let r = REQUESTS_PER_USER - 1; r >= 0; r--) {
-        const events = Array.from({ length: EVENTS_PER_REQUEST }, (_, e) => ({
-          eventName: 'purchase',
-          clientEventTimestamp: new Date(base + r * 60_000 + e).toISOString(),
-          insertId: e === 0 && r > 0 ? `${userId}-${r - 1}-1` : `${userId}-${r}-${e}`,
-          userProperties: e === EVENTS_PER_REQUEST - 1 ? { last: { longValue: String(r) } } : undefined,
-        }));
-        sends.push(callAt((u + r) % 2, 'LogEvents', logEvents, { projectId, userId, events }));
-      }
-    }
+    const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ u, r, userId, events }) => retryUnavailable(() => callAt((u + r) % 2, 'LogEvents', logEvents, { projectId, userId, events })));
     const answers = await Promise.all(sends);
     expect(answers.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
     const total = await pending();

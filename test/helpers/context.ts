@@ -70,6 +70,48 @@ export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutM
   throw new Error(`condition not met within ${timeoutMs} ms`);
 }
 
+/**
+ * `promise`, or a failure naming `what` if it has not settled within `timeoutMs`: a generous
+ * deadline that says the thing happens at all, never how fast (the machine is shared).
+ */
+export async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Sends again, a second apart, while the answer is 503: the service answers so when Redis is
+ * slower than its enqueue timeout (a loaded machine) and asks clients to retry. Dropped or
+ * doubled events still show: the retried requests carry the same insertIds.
+ */
+export async function retryUnavailable<T extends { status: number }>(send: () => Promise<T>, attempts = 30): Promise<T> {
+  let res = await send();
+  for (let i = 1; i < attempts && res.status === 503; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    res = await send();
+  }
+  return res;
+}
+
+/** The body of a 200 answer; any other answer fails the test, showing `what` and the answer. */
+export async function okBody(answer: Promise<{ status: number; body: any }>, what: string): Promise<any> {
+  const res = await answer;
+  if (res.status !== 200) throw new Error(`${what} failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** `call` whose answer must be 200: its body. */
+export function callOk(t: TestApp, operation: string, key: string | undefined, body: unknown): Promise<any> {
+  return okBody(call(t, operation, key, body), operation);
+}
+
 export async function admin(t: TestApp, operation: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await t.app.inject({ method: 'POST', url: `/admin/v1/${operation}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as object });
   return { status: res.statusCode, body: res.json() };

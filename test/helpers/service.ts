@@ -6,7 +6,7 @@ import { startService, type RunningService } from '../../api/server.js';
 import type { ApiServices } from '../../api/compose-api.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
-import { ADMIN_TOKEN, testConfig } from './context.js';
+import { ADMIN_TOKEN, okBody, testConfig } from './context.js';
 import { deletePrefix } from './redis-cleanup.js';
 
 export interface TestService {
@@ -73,4 +73,15 @@ export async function projectWithKeys(s: TestService, projectId: string): Promis
   if (p.status !== 200) throw new Error(JSON.stringify(p.body));
   const key = async (permissions: string[]) => (await s.admin('CreateApiKey', { projectId, permissions })).body.key as string;
   return { projectId, management: await key(['TREATMENT_MANAGEMENT']), delivery: await key(['DELIVERY']), logEvents: await key(['LOG_EVENTS']) };
+}
+
+/**
+ * `v1(op, key, body)` POSTs /v1/<op> for the project (`projectId()` unless given), `ok` also
+ * requires a 200 and returns its body. Getters, as the service starts in a hook.
+ */
+export function v1Calls(service: () => TestService, projectId: () => string) {
+  const v1 = (op: string, key: string, body: Record<string, unknown>, project = projectId()): Promise<{ status: number; body: any }> =>
+    service().post(`/v1/${op}`, { projectId: project, ...body }, { 'x-api-key': key });
+  const ok = (op: string, key: string, body: Record<string, unknown>): Promise<any> => okBody(v1(op, key, body), op);
+  return { v1, ok };
 }

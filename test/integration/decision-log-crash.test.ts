@@ -1,16 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
-import { createTestApp, createProjectWithKeys, call, uniquePrefix, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
-import { spawnService, type ChildService } from '../helpers/child-service.js';
+import { createProjectWithKeys, call, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
+import { pendingJobs, startCrashHarness, type CrashHarness } from '../helpers/crash-harness.js';
 
 /**
- * D36 with D34's guarantees: the workers process is SIGKILLed twice while it stores decision
+ * The decision log under the crash guarantees of ingestion: the workers process is SIGKILLed twice while it stores decision
  * jobs, then restarted. Every (responseId, treatmentId, surface) is stored exactly once and the
  * RETURNED frequency-cap counters of every user equal their decisions (a retried job never counts
  * twice). The API (the decision log's producer) runs in this process.
@@ -19,13 +15,10 @@ const USERS = 20;
 const RESPONSES = 600;
 const DAY = 86_400_000;
 
+let h: CrashHarness;
 let t: TestApp;
 let k: ProjectKeys;
 let queue: Queue;
-const prefix = uniquePrefix('deccrash');
-const dataDir = mkdtempSync(join(tmpdir(), 'tds-deccrash-'));
-const childEnv = { REDIS_PREFIX: prefix, DATA_DIR: dataDir, ROLE: 'workers', WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '16', AUTO_START_REDIS: 'false' };
-let child: ChildService | undefined;
 
 async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
   const r = await call(t, op, key, { projectId: k.projectId, ...body });
@@ -34,9 +27,10 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
 }
 
 beforeAll(async () => {
-  t = await createTestApp({ REDIS_PREFIX: prefix });
+  h = await startCrashHarness('deccrash');
+  t = h.t;
   k = await createProjectWithKeys(t);
-  queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(prefix), skipVersionCheck: true });
+  queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(h.prefix), skipVersionCheck: true });
   for (const name of ['home', 'feed']) await ok('InsertSurface', k.management, { name });
   await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
   for (const name of ['a', 'b', 'c']) {
@@ -53,15 +47,9 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  child?.proc.kill('SIGKILL');
   await queue?.close();
-  await t?.close();
-});
-
-async function pending(): Promise<number> {
-  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  return Object.values(c).reduce((a, b) => a + b, 0);
-}
+  await h?.close();
+}, 60_000);
 
 describe('decision-log workers killed mid-batch', () => {
   it('stores each decision exactly once and counts it once after two SIGKILLs', async () => {
@@ -81,23 +69,13 @@ describe('decision-log workers killed mid-batch', () => {
       }
     }
     expect(identities.size).toBe(RESPONSES * 3);
-    // the producer's last turn lands
-    await new Promise((r) => setTimeout(r, 200));
-    const total = await pending();
-    expect(total).toBeGreaterThanOrEqual(50);
-    const step = Math.max(1, Math.floor(total / 10));
+    const pending = pendingJobs(queue);
+    // the producer's last turns land
+    await waitUntil(async () => (await pending()) >= 50, 20_000);
 
-    for (let round = 0; round < 2; round++) {
-      child = spawnService(childEnv);
-      const before = await pending();
-      await waitUntil(async () => (await pending()) < before - step, 90_000, 10);
-      child.proc.kill('SIGKILL');
-      await child.exited;
-    }
+    await h.killTwiceMidway(pending, 10, 90_000);
     expect(await pending()).toBeGreaterThan(0);
-
-    child = spawnService(childEnv);
-    await waitUntil(async () => (await pending()) === 0, 120_000, 100);
+    await h.restartAndDrain(pending, 120_000);
     // This process has no ClickHouse: ListDecisions and GetTreatmentReport reach the workers
     // process over the rpc queue.
     const listed = (await ok('ListDecisions', k.management, { userId: 'user-0' })).decisions;
@@ -107,24 +85,12 @@ describe('decision-log workers killed mid-batch', () => {
     const { report } = await ok('GetTreatmentReport', k.management, { treatmentId: someTreatment });
     expect(report.groups[0]).toMatchObject({ group: 'TREATED', users: USERS });
     expect(report.groups[1]).toMatchObject({ group: 'HOLDOUT', users: 0 });
-    child.proc.kill('SIGTERM');
-    await child.exited;
-    child = undefined;
+    await h.stopWorkers();
 
-    const ch = createClickhouse({ dataDir });
-    try {
-      const rs = await ch.query({
-        query: `SELECT response_id, treatment_id, surface FROM decisions FINAL WHERE project_id = {p:String}`,
-        query_params: { p: k.projectId },
-        format: 'JSONEachRow',
-      });
-      const rows = await rs.json<{ response_id: string; treatment_id: string; surface: string }>();
-      const stored = rows.map((r) => `${r.response_id}/${r.treatment_id}/${r.surface}`);
-      expect(stored.length).toBe(identities.size);
-      expect(new Set(stored)).toEqual(identities);
-    } finally {
-      await ch.close();
-    }
+    const rows = await h.warehouseRows<{ response_id: string; treatment_id: string; surface: string }>('SELECT response_id, treatment_id, surface FROM decisions FINAL WHERE project_id = {p:String}', { p: k.projectId });
+    const stored = rows.map((r) => `${r.response_id}/${r.treatment_id}/${r.surface}`);
+    expect(stored.length).toBe(identities.size);
+    expect(new Set(stored)).toEqual(identities);
     for (let u = 0; u < USERS; u++) {
       const p = await t.ctx.profiles.get(k.projectId, `user-${u}`);
       for (const [key, n] of expected) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
+import { startTestService, projectWithKeys, type TestService, v1Calls } from '../helpers/service.js';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { Queue, Worker } from 'bullmq';
 import { bullPrefix, INGEST_JOB_OPTIONS } from '../../shared/platform/queues.js';
@@ -31,14 +31,7 @@ const ALICE = 'al*ce{1}:x?[';
 const ALZZCE = 'alZZce{1}:x?['; // matches ALICE's prefix if `*` were not escaped in the SCAN pattern
 const TABLES = USER_TABLES.map((t) => t.table);
 
-async function v1(op: string, key: string, body: Record<string, unknown>, projectId = k.projectId): Promise<{ status: number; body: any }> {
-  return s.post(`/v1/${op}`, { projectId, ...body }, { 'x-api-key': key });
-}
-async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
-  const r = await v1(op, key, body);
-  if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const { v1, ok } = v1Calls(() => s, () => k.projectId);
 
 async function rowsOf(table: string, userId: string): Promise<number> {
   const rows = await ch.query<{ n: string }>(`SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, { p: k.projectId, u: userId });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
+import { admin, call, callOk, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 const MINUTE = 60_000;
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -16,11 +16,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function ok(operation: string, key: string, body: unknown): Promise<any> {
-  const res = await call(t, operation, key, body);
-  if (res.status !== 200) throw new Error(`${operation} failed: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const ok = (operation: string, key: string, body: unknown) => callOk(t, operation, key, body);
 
 /** Surfaces home/inbox, a `card` type on both. */
 async function setupCatalog(): Promise<ProjectKeys> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
+import { startTestService, projectWithKeys, type TestService, v1Calls } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 
 /**
@@ -12,14 +12,7 @@ let k: Awaited<ReturnType<typeof projectWithKeys>>;
 let other: Awaited<ReturnType<typeof projectWithKeys>>;
 const DAY = 86_400_000;
 
-async function v1(op: string, key: string, body: Record<string, unknown>, projectId = k.projectId): Promise<{ status: number; body: any }> {
-  return s.post(`/v1/${op}`, { projectId, ...body }, { 'x-api-key': key });
-}
-async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
-  const r = await v1(op, key, body);
-  if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const { v1, ok } = v1Calls(() => s, () => k.projectId);
 const schemas = async (): Promise<{ eventId: string; eventName: string; createTime: string }[]> => (await ok('GetEventSchemas', k.management, {})).eventSchemas;
 
 beforeAll(async () => {

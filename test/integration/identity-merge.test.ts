@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
+import { startTestService, projectWithKeys, type TestService, v1Calls } from '../helpers/service.js';
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { waitUntil } from '../helpers/context.js';
@@ -21,14 +21,7 @@ let purchases: string;
 let clicks: string;
 const DAY = 86_400_000;
 
-async function v1(op: string, key: string, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  return s.post(`/v1/${op}`, { projectId: k.projectId, ...body }, { 'x-api-key': key });
-}
-async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
-  const r = await v1(op, key, body);
-  if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const { ok } = v1Calls(() => s, () => k.projectId);
 async function profile(userId: string): Promise<any> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));

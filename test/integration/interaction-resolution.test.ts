@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
+import { startTestService, projectWithKeys, type TestService, v1Calls } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 
 /**
@@ -16,14 +16,7 @@ let clicksOnHome: string;
 const DAY = 86_400_000;
 const WAIT_SECONDS = 3;
 
-async function v1(op: string, key: string, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  return s.post(`/v1/${op}`, { projectId: k.projectId, ...body }, { 'x-api-key': key });
-}
-async function ok(op: string, key: string, body: Record<string, unknown>): Promise<any> {
-  const r = await v1(op, key, body);
-  if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const { v1, ok } = v1Calls(() => s, () => k.projectId);
 async function dataFields(userId: string): Promise<Record<string, unknown>> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   return r.body.profile.dataFields;

@@ -16,6 +16,7 @@ import { freePort, spawnService, type ChildService } from '../helpers/child-serv
 import { testConfig, uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { parseExposition, sample, type Sample } from '../helpers/metrics-exposition.js';
 
 /**
  * Every process kind serves /healthz, /readyz and /metrics on its ops port (OPS_PORT): the API
@@ -25,28 +26,6 @@ import { startTestService, type TestService } from '../helpers/service.js';
  */
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseExposition(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    out.push({ name: m[1], labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
-}
 
 /** The `tds_` names in the dashboard's queries and in the alert rules' expressions. */
 function referencedNames(): { dashboard: Set<string>; alerts: Set<string> } {
@@ -193,7 +172,7 @@ describe('ops listener of every process kind', () => {
     await v1('LogEvents', keys.logEvents, { userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: new Date(now).toISOString(), insertId: 'u1-0' }] });
     await waitUntil(async () => {
       const s = await scrape(backgroundOps);
-      return (value(s, 'tds_ingest_events_written_total') ?? 0) + (value(s, 'tds_ingest_duplicates_dropped_total') ?? 0) >= 7;
+      return (sample(s, 'tds_ingest_events_written_total') ?? 0) + (sample(s, 'tds_ingest_duplicates_dropped_total') ?? 0) >= 7;
     }, 60_000, 200);
 
     await v1('InsertSurface', keys.management, { name: 'home' });
@@ -218,10 +197,10 @@ describe('ops listener of every process kind', () => {
     await waitUntil(async () => {
       const s = await scrape(backgroundOps);
       return (
-        (value(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) ?? 0) >= users.length &&
-        value(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
-        value(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
-        (value(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
+        (sample(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) ?? 0) >= users.length &&
+        sample(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
+        sample(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
+        (sample(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
       );
     }, 60_000, 200);
 
@@ -229,38 +208,38 @@ describe('ops listener of every process kind', () => {
     const w = await scrape(backgroundOps);
 
     // API: requests, delivery outcomes, cache hit ratios, process figures, readiness
-    expect(value(a, 'tds_http_requests_total', { operation: '/v1/GetTreatments', status: '200' })).toBe(5);
-    expect(value(a, 'tds_http_requests_total', { operation: '/v1/GetTreatments', status: '401' })).toBe(1);
-    expect(value(a, 'tds_http_request_duration_seconds_count', { operation: '/v1/LogEvents' })).toBe(4);
-    expect(value(a, 'tds_delivery_responses_total', { outcome: 'treatments' })).toBe(4);
-    expect(value(a, 'tds_delivery_responses_total', { outcome: 'empty' })).toBe(1);
-    expect(value(a, 'tds_delivery_treatments_returned_total')).toBe(4);
-    expect(value(a, 'tds_cache_requests_total', { cache: 'catalog', result: 'hit' })).toBeGreaterThanOrEqual(4);
-    expect(value(a, 'tds_cache_requests_total', { cache: 'catalog', result: 'miss' })).toBe(1);
-    expect(value(a, 'tds_cache_requests_total', { cache: 'api_key', result: 'hit' })).toBeGreaterThanOrEqual(8);
-    expect(value(a, 'tds_cache_requests_total', { cache: 'api_key', result: 'miss' })).toBeGreaterThanOrEqual(1);
-    expect(value(a, 'tds_process_resident_memory_bytes')).toBeGreaterThan(0);
-    expect(value(a, 'tds_nodejs_heap_size_used_bytes', { thread: 'main' })).toBeGreaterThan(0);
-    expect(value(a, 'tds_nodejs_eventloop_lag_p99_seconds', { thread: 'main' })).toBeGreaterThanOrEqual(0);
-    expect(value(a, 'tds_ready')).toBe(1);
-    expect(value(a, 'tds_queue_jobs', { queue: 'events', state: 'waiting' })).toBe(0);
+    expect(sample(a, 'tds_http_requests_total', { operation: '/v1/GetTreatments', status: '200' })).toBe(5);
+    expect(sample(a, 'tds_http_requests_total', { operation: '/v1/GetTreatments', status: '401' })).toBe(1);
+    expect(sample(a, 'tds_http_request_duration_seconds_count', { operation: '/v1/LogEvents' })).toBe(4);
+    expect(sample(a, 'tds_delivery_responses_total', { outcome: 'treatments' })).toBe(4);
+    expect(sample(a, 'tds_delivery_responses_total', { outcome: 'empty' })).toBe(1);
+    expect(sample(a, 'tds_delivery_treatments_returned_total')).toBe(4);
+    expect(sample(a, 'tds_cache_requests_total', { cache: 'catalog', result: 'hit' })).toBeGreaterThanOrEqual(4);
+    expect(sample(a, 'tds_cache_requests_total', { cache: 'catalog', result: 'miss' })).toBe(1);
+    expect(sample(a, 'tds_cache_requests_total', { cache: 'api_key', result: 'hit' })).toBeGreaterThanOrEqual(8);
+    expect(sample(a, 'tds_cache_requests_total', { cache: 'api_key', result: 'miss' })).toBeGreaterThanOrEqual(1);
+    expect(sample(a, 'tds_process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(sample(a, 'tds_nodejs_heap_size_used_bytes', { thread: 'main' })).toBeGreaterThan(0);
+    expect(sample(a, 'tds_nodejs_eventloop_lag_p99_seconds', { thread: 'main' })).toBeGreaterThanOrEqual(0);
+    expect(sample(a, 'tds_ready')).toBe(1);
+    expect(sample(a, 'tds_queue_jobs', { queue: 'events', state: 'waiting' })).toBe(0);
 
     // workers: ClickHouse inserts, jobs, ingestion outcomes, backfill progress, readiness
     // the duplicate's row is stored too (the table collapses it); only the profile ignores it
-    expect(value(w, 'tds_clickhouse_insert_rows_total', { table: 'events' })).toBeGreaterThanOrEqual(6);
-    expect(value(w, 'tds_clickhouse_insert_duration_seconds_count', { table: 'events' })).toBeGreaterThanOrEqual(1);
-    expect(value(w, 'tds_clickhouse_insert_errors_total', { table: 'events' })).toBe(0);
-    expect(value(w, 'tds_ingest_events_written_total')).toBe(6);
-    expect(value(w, 'tds_ingest_duplicates_dropped_total')).toBe(1);
-    expect(value(w, 'tds_job_duration_seconds_count', { queue: 'events', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
-    expect(value(w, 'tds_job_duration_seconds_count', { queue: 'aggregations', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
-    expect(value(w, 'tds_job_retries_total', { queue: 'events' })).toBe(0);
+    expect(sample(w, 'tds_clickhouse_insert_rows_total', { table: 'events' })).toBeGreaterThanOrEqual(6);
+    expect(sample(w, 'tds_clickhouse_insert_duration_seconds_count', { table: 'events' })).toBeGreaterThanOrEqual(1);
+    expect(sample(w, 'tds_clickhouse_insert_errors_total', { table: 'events' })).toBe(0);
+    expect(sample(w, 'tds_ingest_events_written_total')).toBe(6);
+    expect(sample(w, 'tds_ingest_duplicates_dropped_total')).toBe(1);
+    expect(sample(w, 'tds_job_duration_seconds_count', { queue: 'events', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
+    expect(sample(w, 'tds_job_duration_seconds_count', { queue: 'aggregations', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
+    expect(sample(w, 'tds_job_retries_total', { queue: 'events' })).toBe(0);
     // at least the three users of the purchase field (a provisioned surface field may also have backfilled u1's view)
-    expect(value(w, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' })).toBeGreaterThanOrEqual(users.length);
-    expect(value(w, 'tds_aggregation_runs_active', { reason: 'backfill' })).toBe(0);
-    expect(value(w, 'tds_readiness_check_up', { check: 'clickhouse' })).toBe(1);
-    expect(value(w, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
-    expect(value(w, 'tds_process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(sample(w, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' })).toBeGreaterThanOrEqual(users.length);
+    expect(sample(w, 'tds_aggregation_runs_active', { reason: 'backfill' })).toBe(0);
+    expect(sample(w, 'tds_readiness_check_up', { check: 'clickhouse' })).toBe(1);
+    expect(sample(w, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
+    expect(sample(w, 'tds_process_resident_memory_bytes')).toBeGreaterThan(0);
 
     // one prefix for everything each process exports
     for (const s of [...a, ...w]) expect(s.name.startsWith('tds_'), s.name).toBe(true);
@@ -287,9 +266,9 @@ describe('readiness follows the real dependencies', () => {
     // alive, and still scraped: the figures say why
     expect((await get(`${backgroundOps}/healthz`)).status).toBe(200);
     const s = await scrape(backgroundOps);
-    expect(value(s, 'tds_ready')).toBe(0);
-    expect(value(s, 'tds_readiness_check_up', { check: 'redis' })).toBe(0);
-    expect(value(s, 'tds_redis_up')).toBe(0);
+    expect(sample(s, 'tds_ready')).toBe(0);
+    expect(sample(s, 'tds_readiness_check_up', { check: 'redis' })).toBe(0);
+    expect(sample(s, 'tds_redis_up')).toBe(0);
 
     await proxy.restore();
     await waitUntil(async () => (await get(`${backgroundOps}/readyz`)).status === 200, 60_000, 250);
@@ -314,9 +293,9 @@ describe('readiness follows the real dependencies', () => {
       expect(body.error.status).toBe('UNAVAILABLE');
       expect(body.error.details.map((d: { field: string }) => d.field)).toEqual(['clickhouse']);
       const s = parseExposition((await get(`http://127.0.0.1:${ops.port}/metrics`)).text);
-      expect(value(s, 'tds_readiness_check_up', { check: 'clickhouse' })).toBe(0);
-      expect(value(s, 'tds_readiness_check_up', { check: 'redis' })).toBe(1);
-      expect(value(s, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
+      expect(sample(s, 'tds_readiness_check_up', { check: 'clickhouse' })).toBe(0);
+      expect(sample(s, 'tds_readiness_check_up', { check: 'redis' })).toBe(1);
+      expect(sample(s, 'tds_readiness_check_up', { check: 'queue-consumers' })).toBe(1);
       // shutting down: not ready whatever the dependencies say
       platform.lifecycle.ready = false;
       expect(JSON.parse((await get(`http://127.0.0.1:${ops.port}/readyz`)).text).error.details.map((d: { field: string }) => d.field)).toContain('lifecycle');

@@ -10,28 +10,7 @@ import { createMetrics } from '../../shared/platform/metrics.js';
 import { startOpsServer, type OpsServer } from '../../shared/platform/ops-server.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { ADMIN_TOKEN, createTestApp, waitUntil, type TestApp } from '../helpers/context.js';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseExposition(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    out.push({ name: m[1], labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-function sample(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
-}
+import { parseExposition, sample, type Sample } from '../helpers/metrics-exposition.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;

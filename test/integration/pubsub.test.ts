@@ -9,7 +9,7 @@ import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '..
 import type { SingleEventsJob } from '../../shared/ingestion/jobs.js';
 import { PubSubIntake, pubsubJobId, type PubSubIntakeDeps } from '../../workers/ingestion/pubsub-intake.js';
 import { DeadLetterSink } from '../../workers/ingestion/dead-letter-sink.js';
-import { admin as injectAdmin, createTestApp, waitUntil } from '../helpers/context.js';
+import { admin as injectAdmin, createTestApp, waitUntil, within } from '../helpers/context.js';
 import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emulator.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -345,9 +345,8 @@ describe('dead letters and stopping', () => {
     expect(intake.activeProjects).toEqual([projectId]);
     const messageId = await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });
     await waitUntil(() => held.length === 1, 20_000);
-    const started = Date.now();
-    await intake.close();
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // the held enqueue never settles: a close that waited for it would never return
+    await within(intake.close(), 20_000, 'close with an enqueue held');
     await intake.close(); // idempotent
     const redelivered = await drain(subscription, 3000);
     expect(redelivered.map((m) => m.id)).toEqual([messageId]);

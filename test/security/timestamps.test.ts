@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
 import { messageOutcome, type ParseContext } from '../../workers/ingestion/pubsub-intake.js';
-import { expectRejectedWithoutStall, listen, post, underAttack } from './attack.js';
+import { attack, expectRejectedWithoutStall, listen } from './attack.js';
 
 /*
  * Attack class: timestamps. D3: one strict RFC 3339 parser everywhere (an impossible date is a
@@ -141,7 +141,7 @@ describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h] (D
     const url = await listen(t.app);
     const events = Array.from({ length: 1000 }, (_, i) => event({ clientEventTimestamp: iso(Date.UTC(1900 + Math.floor(i / 12), i % 12, 15)), insertId: `m${i}` }));
     const body = JSON.stringify({ projectId: k.projectId, userId: 'u', events });
-    const r = await underAttack(url, () => post(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents }));
+    const r = await attack(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents });
     expectRejectedWithoutStall(r, 400, 'events[999].clientEventTimestamp');
     expect(r.result.body.error.details).toHaveLength(1000);
   });

@@ -1,17 +1,11 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
-import { holdoutBucket, selectTreatments, type DeliveryRequest, type Ranking } from '../../shared/delivery/index.js';
-import { EMPTY_STATS_VIEW, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
+import { holdoutBucket, selectTreatments, type DeliveryRequest } from '../../shared/delivery/index.js';
 import type { Content, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
-
-const NOW = Date.parse('2024-06-15T12:00:00Z');
-const HOUR = 3_600_000;
-const iso = (ms: number) => new Date(ms).toISOString();
-const PROJECT = 'p1';
-const SURFACES = ['home', 'inbox', 'checkout'];
+import { fixed, HOUR, iso, NOW, PROJECT, SURFACES, version } from '../helpers/delivery-plan.js';
 
 function type(id: string, name: string, surfaces: string[]): TreatmentType {
   return {
@@ -32,21 +26,6 @@ function content(title = 'Hello'): Content {
   return { contentByLanguage: [], languageAgnosticContentFields: [{ fieldName: 'title', stringValue: title }] };
 }
 
-function version(v: Partial<TreatmentVersionRecord> = {}): TreatmentVersionRecord {
-  return {
-    versionNumber: 1,
-    publishTime: iso(NOW - 2 * HOUR),
-    startTimestamp: iso(NOW - 2 * HOUR),
-    tags: [],
-    content: content(),
-    eligibilityRules: [],
-    removedSurfaces: [],
-    createTime: iso(NOW - 3 * HOUR),
-    lastModifiedTimestamp: iso(NOW - 3 * HOUR),
-    ...v,
-  };
-}
-
 function treatment(id: string, opts: Partial<TreatmentRecord> & { versionsIn?: Partial<TreatmentVersionRecord>[] } = {}): TreatmentRecord {
   const { versionsIn, ...rest } = opts;
   return {
@@ -60,7 +39,8 @@ function treatment(id: string, opts: Partial<TreatmentRecord> & { versionsIn?: P
     lastModifiedTimestamp: iso(NOW),
     modificationSource: 'API',
     createTime: iso(NOW),
-    versions: (versionsIn ?? [{}]).map((v, i) => version({ versionNumber: i + 1, ...v })),
+    // the content of this file's type: one language-agnostic title
+    versions: (versionsIn ?? [{}]).map((v, i) => version({ versionNumber: i + 1, content: content(), ...v })),
     ...rest,
   };
 }
@@ -69,10 +49,6 @@ function plan(treatments: TreatmentRecord[], extra: { globalHoldoutPercentage?: 
   return compileCatalogPlan({ projectId: PROJECT, treatments, types: [BANNER], surfaces: SURFACES, dataFields: [], ...extra });
 }
 
-function fixed(scores: Record<string, number> = {}): Ranking {
-  const policy: RankingPolicy = { name: 'fixed', score: (ctx) => scores[ctx.treatmentId] ?? 0 };
-  return { policy, stats: EMPTY_STATS_VIEW };
-}
 
 const NO_PROFILE: StoredProfile = { userProperties: {}, fields: {} };
 
