@@ -21,13 +21,15 @@ export interface CliOptions {
   size: Size;
   json?: string;
   cpuProfDir?: string;
+  logEventsCapacity?: number;
 }
 
-const USAGE = `usage: npm run bench -- [scenario ...] [--size tiny|full] [--json <file>] [--cpu-prof [<dir>]]
+const USAGE = `usage: npm run bench -- [scenario ...] [--size tiny|full] [--json <file>] [--cpu-prof [<dir>]] [--capacity <req/s>]
 scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (default: all)
   --size      tiny: seconds-long smoke run; full (default): the sizes of the issue
   --json      also write the figures as JSON to <file>
   --cpu-prof  run the service child with --cpu-prof (profiles under <dir>, default ./bench-profiles) and summarise them
+  --capacity  LogEvents capacity in req/s for freshness (it loads at half of it) instead of measuring it, when log-events does not run
 environment: REDIS_URL (default redis://127.0.0.1:6379; a local redis-server is started when nothing answers)`;
 
 export class UsageError extends Error {}
@@ -37,6 +39,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   let size: Size = 'full';
   let json: string | undefined;
   let cpuProfDir: string | undefined;
+  let logEventsCapacity: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--size') {
@@ -48,6 +51,9 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       if (!json) throw new UsageError('--json needs a file name');
     } else if (a === '--cpu-prof') {
       cpuProfDir = argv[i + 1] && !argv[i + 1].startsWith('-') && !SCENARIOS.some((s) => s.name === argv[i + 1]) ? argv[++i] : 'bench-profiles';
+    } else if (a === '--capacity') {
+      logEventsCapacity = Number(argv[++i]);
+      if (!(logEventsCapacity > 0)) throw new UsageError(`--capacity must be a positive number of req/s, got ${argv[i]}`);
     } else if (a === '--help' || a === '-h') {
       throw new UsageError('');
     } else if (a.startsWith('-')) {
@@ -58,7 +64,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     }
   }
   const scenarios = names.length === 0 ? [...SCENARIOS] : SCENARIOS.filter((s) => names.includes(s.name));
-  return { scenarios, size, json, cpuProfDir: cpuProfDir ? resolve(cpuProfDir) : undefined };
+  return { scenarios, size, json, cpuProfDir: cpuProfDir ? resolve(cpuProfDir) : undefined, logEventsCapacity };
 }
 
 export interface RunReport {
@@ -82,7 +88,7 @@ export async function runScenarios(o: CliOptions, redisUrl: string, progress: (l
   };
   try {
     for (const s of o.scenarios) {
-      const ctx: ScenarioContext = { size: o.size, redisUrl, progress, workDir, cpuProfDir: o.cpuProfDir, previous };
+      const ctx: ScenarioContext = { size: o.size, redisUrl, progress, workDir, cpuProfDir: o.cpuProfDir, previous, logEventsCapacity: o.logEventsCapacity };
       progress(`[${s.name}] ${s.summary}`);
       try {
         const r = await s.run(ctx);

@@ -55,6 +55,8 @@ export interface ScenarioContext {
   cpuProfDir?: string;
   /** Results of scenarios run earlier in the same run (freshness reuses log-events' capacity). */
   previous: ReadonlyMap<string, ScenarioResult>;
+  /** LogEvents capacity (req/s) given on the command line: freshness loads at half of it instead of measuring it. */
+  logEventsCapacity?: number;
 }
 
 export interface Scenario {

@@ -98,12 +98,16 @@ async function waitForDrain(run: ScenarioRun, maxMs: number): Promise<number> {
   return state.pending;
 }
 
-/** LogEvents' accept capacity: from the log-events scenario of this run, else measured here. */
+/** LogEvents' accept capacity: from the log-events scenario of this run, else `--capacity`, else measured here. */
 async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, p: FreshnessParams): Promise<number> {
   const known = ctx.previous.get('log-events')?.figures.requestsPerSec?.value;
   if (known !== undefined && Number.isFinite(known)) {
     run.notes.push(`capacity taken from the log-events scenario of this run: ${Math.round(known).toLocaleString('en')} req/s`);
     return known;
+  }
+  if (ctx.logEventsCapacity !== undefined) {
+    run.notes.push(`capacity given on the command line: ${Math.round(ctx.logEventsCapacity).toLocaleString('en')} req/s`);
+    return ctx.logEventsCapacity;
   }
   const le = LOG_EVENTS_SIZES[ctx.size];
   run.progress(`measuring LogEvents capacity (${p.capacitySec} s, ${le.connections} connections)`);

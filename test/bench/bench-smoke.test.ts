@@ -70,11 +70,14 @@ describe('bench CLI arguments', () => {
     const o = parseArgs(['ingest', '--size', 'tiny', '--json', 'out.json', 'log-events']);
     expect(o.scenarios.map((s) => s.name)).toEqual(['log-events', 'ingest']);
     expect(o).toMatchObject({ size: 'tiny', json: 'out.json' });
+    expect(parseArgs(['freshness', '--capacity', '3500'])).toMatchObject({ logEventsCapacity: 3500 });
   });
 
   it('rejects an unknown scenario, size or option', () => {
     expect(() => parseArgs(['nope'])).toThrow(UsageError);
     expect(() => parseArgs(['--size', 'huge'])).toThrow(UsageError);
     expect(() => parseArgs(['--fast'])).toThrow(UsageError);
+    expect(() => parseArgs(['--capacity', 'lots'])).toThrow(UsageError);
+    expect(() => parseArgs(['--capacity', '0'])).toThrow(UsageError);
   });
 });
