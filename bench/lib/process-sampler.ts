@@ -1,20 +1,12 @@
 import { readFileSync } from 'node:fs';
 
-/**
- * Samples a child process's memory and CPU from /proc (Linux). Peak RSS is the larger of the
- * kernel's high-water mark (VmHWM, which sees short spikes between samples) and the samples.
- * On systems without /proc every reading is NaN.
- */
-export class ProcessSampler {
-  private peakKb = 0;
-  private peakSample: { anonKb: number; fileKb: number } | undefined;
+/** Takes a sample now and every `intervalMs` until stopped, and once more at the stop. */
+abstract class PeriodicSampler {
   private timer: NodeJS.Timeout | undefined;
-  private readonly clockTicks = 100;
 
-  constructor(
-    readonly pid: number,
-    private readonly intervalMs = 100,
-  ) {}
+  constructor(protected readonly intervalMs = 100) {}
+
+  protected abstract sample(): unknown;
 
   start(): this {
     this.sample();
@@ -28,6 +20,24 @@ export class ProcessSampler {
     this.sample();
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+}
+
+/**
+ * Samples a child process's memory and CPU from /proc (Linux). Peak RSS is the larger of the
+ * kernel's high-water mark (VmHWM, which sees short spikes between samples) and the samples.
+ * On systems without /proc every reading is NaN.
+ */
+export class ProcessSampler extends PeriodicSampler {
+  private peakKb = 0;
+  private peakSample: { anonKb: number; fileKb: number } | undefined;
+  private readonly clockTicks = 100;
+
+  constructor(
+    readonly pid: number,
+    intervalMs = 100,
+  ) {
+    super(intervalMs);
   }
 
   /**
@@ -66,7 +76,7 @@ export class ProcessSampler {
     return this.status()?.rssKb ?? NaN;
   }
 
-  private sample(): void {
+  protected sample(): void {
     const s = this.status();
     // a process that is exec'ing or exiting has no Vm lines
     if (!s || !Number.isFinite(s.rssKb)) return;
@@ -104,31 +114,19 @@ export interface GroupPeaks {
  * found through /proc/<pid>/task/<pid>/children, each with its own ProcessSampler; a child the
  * supervisor restarted is picked up as a new process. Linux only.
  */
-export class ProcessGroupSampler {
+export class ProcessGroupSampler extends PeriodicSampler {
   private readonly supervisor: ProcessSampler;
   private readonly children = new Map<number, { kind: ProcessKind; sampler: ProcessSampler }>();
   private peakTotalKb = 0;
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly pid: number,
-    private readonly intervalMs = 100,
+    intervalMs = 100,
   ) {
+    super(intervalMs);
     this.supervisor = new ProcessSampler(pid);
   }
 
-  start(): this {
-    this.sample();
-    this.timer ??= setInterval(() => this.sample(), this.intervalMs);
-    this.timer.unref();
-    return this;
-  }
-
-  stop(): void {
-    this.sample();
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
 
   /** The pids of the current children of each kind. */
   pids(kind: ProcessKind): number[] {
@@ -186,7 +184,7 @@ export class ProcessGroupSampler {
   }
 
   /** Samples every process; returns the group's RSS in KB (the sum of the live processes). */
-  private sample(): number {
+  protected sample(): number {
     this.discover();
     let total = 0;
     for (const s of [this.supervisor, ...[...this.children.values()].map((c) => c.sampler)]) {
