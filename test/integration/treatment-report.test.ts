@@ -4,6 +4,7 @@ import { startTestService, projectWithKeys, type TestService } from '../helpers/
 import { eventRowLine, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
 import { decisionLines } from '../../workers/impact/decisions.processor.js';
 import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
 /**
  * D38 on a simulated experiment: 20,000 users drawn by a seeded generator, 20 % held out by D37's
@@ -34,17 +35,6 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
   return r.body;
 }
 
-/** mulberry32: a small seeded generator, so the experiment is the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** D37: first 4 bytes of SHA-256 of `<projectId>:<treatmentId>:<userId>`, big-endian, mod 10,000. */
 function heldOut(projectId: string, tid: string, userId: string, pct: number): boolean {
@@ -94,7 +84,7 @@ describe('GetTreatmentReport', () => {
     const now = Date.now();
     const start = now - 30 * DAY;
     const end = now - 2 * DAY;
-    const rand = rng(20261123);
+    const rand = seededRandom(20261123);
     const ingest = toClickhouseDateTime64(now);
     const decisions: string[] = [];
     const interactions: string[] = [];

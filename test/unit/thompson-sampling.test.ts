@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { statsViewFromHash, type ArmStats, type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
-import { greedy, posterior, sampleBeta, thompsonSampling, type Random } from '../../shared/delivery/ranking/thompson-sampling.js';
+import { greedy, posterior, sampleBeta, thompsonSampling } from '../../shared/delivery/ranking/thompson-sampling.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
-/** mulberry32: a small seeded PRNG, so every draw below is reproducible. */
-function seeded(seed: number): Random {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ctx = (treatmentId: string) => ({ projectId: 'p', surface: 'home', treatmentId, userId: 'u' });
 
@@ -25,7 +15,7 @@ function winRate(policy: RankingPolicy, a: ArmStats, b: ArmStats, draws = 2000):
 
 describe('Thompson sampling (D29)', () => {
   it('ranks a clearly better arm first in most draws', () => {
-    const policy = thompsonSampling(seeded(1));
+    const policy = thompsonSampling(seededRandom(1));
     const good = { views: 1000, actions: 200 };
     const poor = { views: 1000, actions: 50 };
     expect(winRate(policy, good, poor)).toBeGreaterThan(0.99);
@@ -34,7 +24,7 @@ describe('Thompson sampling (D29)', () => {
   });
 
   it('still explores an arm with no data against a strong one, but rarely against overwhelming evidence', () => {
-    const policy = thompsonSampling(seeded(2));
+    const policy = thompsonSampling(seededRandom(2));
     const fresh = { views: 0, actions: 0 };
     // Beta(1,1) is uniform: it beats an 80% arm about 20% of the time
     const vsStrong = winRate(policy, fresh, { views: 1000, actions: 800 });
@@ -45,7 +35,7 @@ describe('Thompson sampling (D29)', () => {
   });
 
   it('draws from Beta(1 + actions, 1 + views − actions)', () => {
-    const random = seeded(3);
+    const random = seededRandom(3);
     const n = 20_000;
     const draws = Array.from({ length: n }, () => sampleBeta(3, 7, random));
     const mean = draws.reduce((s, x) => s + x, 0) / n;
@@ -58,7 +48,7 @@ describe('Thompson sampling (D29)', () => {
   });
 
   it('handles huge counts and actions logged without views', () => {
-    const policy = thompsonSampling(seeded(4));
+    const policy = thompsonSampling(seededRandom(4));
     const big = policy.score(ctx('a'), { views: 50_000_000, actions: 5_000_000 });
     expect(big).toBeCloseTo(0.1, 3);
     expect(posterior({ views: 1, actions: 5 })).toEqual({ alpha: 6, beta: 1 });
@@ -66,8 +56,8 @@ describe('Thompson sampling (D29)', () => {
   });
 
   it('is reproducible with the same random source', () => {
-    const a = thompsonSampling(seeded(7));
-    const b = thompsonSampling(seeded(7));
+    const a = thompsonSampling(seededRandom(7));
+    const b = thompsonSampling(seededRandom(7));
     const stats = { views: 10, actions: 3 };
     expect(Array.from({ length: 5 }, () => a.score(ctx('x'), stats))).toEqual(Array.from({ length: 5 }, () => b.score(ctx('x'), stats)));
   });
