@@ -22,7 +22,7 @@ export interface BuildAppOptions {
 
 /**
  * The HTTP app as a function of its dependencies: plugins → routes → error handler. The base
- * listener serves everything; the alternate one only the delivery operations (D10).
+ * listener serves everything; the alternate one only the delivery operations.
  */
 export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -41,7 +41,7 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   registerErrorHandler(app);
   const knownFields = schemaFieldNames([...v1Operations.map((op) => op.body), ...adminOperations.map((op) => op.body)]);
 
-  // D45: a body nested deeper than MAX_BODY_DEPTH is refused before JSON.parse spends ~100 ms
+  // A body nested deeper than MAX_BODY_DEPTH is refused before JSON.parse spends ~100 ms
   // on 1 MiB of brackets; otherwise Fastify's own parser (prototype-poisoning checks included).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
@@ -56,8 +56,8 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     void reply.header('x-request-id', req.id);
     done();
   });
-  // D1: snake_case accepted on input; rewritten before authentication and validation, once the
-  // body's depth and key lengths are known to be bounded (D45: nothing recursive sees it before).
+  // snake_case accepted on input; rewritten before authentication and validation, once the
+  // body's depth and key lengths are known to be bounded (nothing recursive sees it before).
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.body && typeof req.body === 'object') {
       const shapeError = bodyShapeError(req.body);

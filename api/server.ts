@@ -32,7 +32,7 @@ export interface RunningService {
   apps: FastifyInstance[];
   /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
   ops: OpsServer;
-  /** Ordered, idempotent shutdown (conventions point 8). */
+  /** Ordered, idempotent shutdown: readiness goes 503 first. */
   stop(): Promise<void>;
 }
 

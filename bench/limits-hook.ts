@@ -1,5 +1,5 @@
 /**
- * Per-request cost of the D45 per-key rate limit, in isolation (`npx tsx bench/limits-hook.ts`).
+ * Per-request cost of the per-key rate limit, in isolation (`npx tsx bench/limits-hook.ts`).
  * Not a scenario of `npm run bench`: it compares, in one process and in alternating rounds,
  *  - the token bucket alone (`RequestLimits.keyRequest` on an admitted key), in ns per call;
  *  - a Fastify route whose synchronous onRequest hook does nothing, calls the token bucket, or

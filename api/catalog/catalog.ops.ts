@@ -50,13 +50,13 @@ function presentDataField(f: DataFieldRecord) {
   return { dataFieldId: f.dataFieldId, projectId: f.projectId, name: f.name ?? '', userProperty: { dataType: f.dataFieldType } };
 }
 
-/** D5: an empty (or blank) name is rejected, never stored. */
+/** An empty (or blank) name is rejected, never stored. */
 function requireTypeName(name: string): string {
   if (name.trim() === '') throw invalidField('treatmentTypeName', 'must not be empty');
   return name;
 }
 
-/** D13: field names unique within the type; dataType defaults to STRING (UNSPECIFIED means unset). */
+/** Field names unique within the type; dataType defaults to STRING (UNSPECIFIED means unset). */
 function contentFieldTypes(input: ContentFieldTypeIn[]): ContentFieldType[] {
   const seen = new Set<string>();
   return input.map((f, i) => {
@@ -110,7 +110,7 @@ const insertSurface = defineOperation({
   response: InsertSurfaceResponse,
   handler: async (body, _auth, ctx) => {
     const surface = await ctx.surfaces.insert(body.projectId, { name: body.name, description: body.description }, API_ACTOR);
-    // D47: run on every call, not only when the surface is new: resolving is idempotent, and a
+    // Run on every call, not only when the surface is new: resolving is idempotent, and a
     // repeat then provisions what a crash between the two writes (or an older version) left out.
     const entries = surfaceDataFieldParams(surface.name);
     const fields = await ctx.dataFields.resolve(body.projectId, entries, API_ACTOR, 'InsertSurface');
@@ -164,7 +164,7 @@ const updateTreatmentType = defineOperation({
       lastModifiedBy: body.lastModifiedBy,
       modificationSource: body.modificationSource,
     }, async (before, after) => {
-      // D50: refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
+      // Refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
       const details = typeChangeConflicts(before, after, await ctx.treatments.list(body.projectId), ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
       if (details.length > 0) throw storedContentConflict(details);
     });
@@ -199,7 +199,7 @@ const getDataFields = defineOperation({
   handler: async (body, _auth, ctx) => {
     const entries = normalizeAll(body.dataFieldParams);
     const fields = await ctx.dataFields.resolve(body.projectId, entries, API_ACTOR);
-    // D35: an event name used by an aggregation is an event schema from now on.
+    // An event name used by an aggregation is an event schema from now on.
     const names = new Set(body.dataFieldParams.flatMap((p) => (p.eventDataFieldParams ? [p.eventDataFieldParams.eventSchemaName] : [])));
     for (const name of names) await ctx.eventSchemas.ensure(body.projectId, name, API_ACTOR);
     return { dataFields: fields.map((f, i) => ({ dataFieldId: f.dataFieldId, dataFieldParams: entries[i].echo, dataFieldType: f.dataFieldType })) };

@@ -75,7 +75,7 @@ function asApiError(err: unknown): ApiError {
   return new ApiError(500, 'INTERNAL', err instanceof Error ? err.message : String(err));
 }
 
-/** Returns the process exit code; the answer goes to `io.out`, errors (D4 shape) to `io.err`. */
+/** Returns the process exit code; the answer goes to `io.out`, errors (the API's error body) to `io.err`. */
 export async function runAdminCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
   try {

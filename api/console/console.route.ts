@@ -21,7 +21,7 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The web console (D46, issue 14) at `/console`: the built single-page app's files, and for any
+ * The web console at `/console`: the built single-page app's files, and for any
  * other path without an extension its index.html (the app routes in the browser). Nothing outside
  * the build folder is reachable: the path is resolved and must stay under it.
  */

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
-// The web console (issue 14): built into dist/console, served by the API at /console.
+// The web console: built into dist/console, served by the API at /console.
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: '/console/',

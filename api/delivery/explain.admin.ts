@@ -57,7 +57,7 @@ const ExplanationOut = Type.Object({
  */
 export const ExplainTreatmentsResponse = Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut });
 
-/** One handler for the admin operation and `/v1/ExplainTreatments` (D40); nothing is logged or counted. */
+/** One handler for the admin operation and `/v1/ExplainTreatments`; nothing is logged or counted. */
 export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: Pick<ApiServices, 'projects' | 'profiles' | 'catalogPlans' | 'rankingStats' | 'now'>): Promise<Static<typeof ExplainTreatmentsResponse>> {
   await ctx.projects.require(body.projectId);
   const [plan, profile, stats] = await Promise.all([

@@ -10,7 +10,7 @@ import { defineAdminOperation } from '../http/admin-operation.js';
 import { explain, ExplainTreatmentsResponse, RuleExplanationSchema } from './explain.admin.js';
 import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from '../../shared/delivery/index.js';
 
-// D40: PreviewTreatment and ExplainTreatments for TREATMENT_MANAGEMENT keys.
+// PreviewTreatment and ExplainTreatments for TREATMENT_MANAGEMENT keys.
 
 export const PreviewTreatmentRequest = Strict({
   projectId: ProjectId,

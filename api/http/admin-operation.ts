@@ -36,7 +36,7 @@ export function checkAdminToken(configured: string | undefined, header: string |
 }
 
 /**
- * `checkAdminToken` under the failed-authentication limit of the client's address (D45): an
+ * `checkAdminToken` under the failed-authentication limit of the client's address: an
  * address over it gets 429 before the token is compared, and every wrong token counts (a right
  * one gives its reserved attempt back).
  */

@@ -9,7 +9,7 @@ export function isDependencyDown(err: unknown): boolean {
   return err instanceof Error && REDIS_DOWN.test(err.message);
 }
 
-/** The one error handler (conventions point 7): D4 body; 4xx at warn, 5xx at error; no internals leak. */
+/** The one error handler: the `{error: {code, status, message, details}}` body; 4xx at warn, 5xx at error; no internals leak. */
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let apiErr: ApiError;

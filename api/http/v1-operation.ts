@@ -12,11 +12,11 @@ export type Listener = 'base' | 'alt';
 export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
   operation: string;
   summary: string;
-  /** Any one of these permissions admits the call (D8). */
+  /** Any one of these permissions admits the call. */
   permissions: readonly Permission[];
-  /** Query-parameter form of the key accepted besides the header (D9). */
+  /** Query-parameter form of the key accepted besides the header. */
   keyParam?: 'api_key' | 'api-key';
-  /** Also served on the alternate delivery listener (D10). */
+  /** Also served on the alternate delivery listener. */
   alt?: boolean;
   body: B;
   response: R;
@@ -41,7 +41,7 @@ type AuthedRequest = FastifyRequest & { apiKey: ApiKeyRecord; auth: AuthContext 
 
 export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1Operation, listener: Listener): void {
   if (listener === 'alt' && !op.alt) return;
-  /** D10: the delivery operations answer only on the project's address; undefined when admitted. */
+  /** The delivery operations answer only on the project's address; undefined when admitted. */
   const placed = (req: AuthedRequest, auth: AuthContext): Error | undefined => {
     if (op.alt && auth.project.deliveryEndpoint !== (listener === 'alt' ? 'ALT' : 'BASE')) {
       const right = auth.project.deliveryEndpoint === 'ALT' ? 'the alternate delivery address (ALT_PORT)' : 'the base address (PORT)';
@@ -54,11 +54,11 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
     `/v1/${op.operation}`,
     {
       schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ apiKey: [] }] },
-      // D9: the key is checked before the body is parsed (a malformed body without a valid key
+      // The key is checked before the body is parsed (a malformed body without a valid key
       // is 401 too), and against the body's projectId before the body is validated.
       // Callback hooks: a call whose key and project are cached (nearly every call) passes both
       // without a promise; the others wait for the stores.
-      // D45: a verified key spends a token of its own bucket; anything else first needs its
+      // A verified key spends a token of its own bucket; anything else first needs its
       // address to be under the failed-authentication limit, so floods of unknown keys are
       // refused before they can cost a Redis read.
       onRequest: (req, _reply, done) => {

@@ -16,7 +16,7 @@ import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
 
-/** D36: a user's decisions, newest first (debugging what a user was shown or withheld). */
+/** A user's decisions, newest first (debugging what a user was shown or withheld). */
 export const listDecisions = defineOperation({
   operation: 'ListDecisions',
   summary: 'A user’s most recent decisions (treatments returned or withheld), newest first',
@@ -28,7 +28,7 @@ export const listDecisions = defineOperation({
   },
 });
 
-/** D35: registers an event name (idempotent: a known name answers its stored schema). */
+/** Registers an event name (idempotent: a known name answers its stored schema). */
 export const insertEventSchema = defineOperation({
   operation: 'InsertEventSchema',
   summary: 'Register an event name and get its stable eventId (idempotent)',
@@ -38,7 +38,7 @@ export const insertEventSchema = defineOperation({
   handler: async (body, _auth, ctx) => ({ eventSchema: await ctx.eventSchemas.ensure(body.projectId, body.eventName, 'api') }),
 });
 
-/** D35: every event name of the project with its id, ascending eventId. */
+/** Every event name of the project with its id, ascending eventId. */
 export const getEventSchemas = defineOperation({
   operation: 'GetEventSchemas',
   summary: 'Every event schema (event name and its eventId) of the project, ascending eventId',
@@ -68,7 +68,7 @@ function periodOf(body: { startTimestamp?: string; endTimestamp?: string }, nowM
 }
 
 /**
- * D38: TREATED vs HOLDOUT for one treatment over a period (default: everything up to now),
+ * TREATED vs HOLDOUT for one treatment over a period (default: everything up to now),
  * counted in ClickHouse (through the workers role); rates and uplift only with a target action.
  */
 export const getTreatmentReport = defineOperation({
@@ -108,5 +108,5 @@ export const getTreatmentReport = defineOperation({
   },
 });
 
-/** The measuring-impact operations (D35, D36, D38). */
+/** The measuring-impact operations: event schemas, decision log, treatment reports. */
 export const impactOperations = [insertEventSchema, getEventSchemas, listDecisions, getTreatmentReport] as unknown as V1Operation[];

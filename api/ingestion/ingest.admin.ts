@@ -16,9 +16,9 @@ export const getUserProfile = defineAdminOperation({
       userId: Type.String(),
       userProperties: Type.Record(Type.String(), JsonValue),
       dataFields: Type.Record(Type.String(), JsonValue),
-      /** D48: the pre-login ids merged into this user. */
+      /** The pre-login ids merged into this user. */
       mergedFrom: Type.Optional(Type.Array(Type.String())),
-      /** D48: this id was merged into that user; the profile shown is that user's. */
+      /** This id was merged into that user; the profile shown is that user's. */
       mergedInto: Type.Optional(Type.String()),
     }),
   }),

@@ -58,10 +58,10 @@ export const logTreatmentInteraction = defineOperation({
   handler: async (body, _auth, ctx) => {
     const full = ctx.ingestBacklog.admission();
     if (full) throw full;
-    // D49: an omitted treatmentId is the tracking id's; a given one must be the tracking id's (400)
+    // An omitted treatmentId is the tracking id's; a given one must be the tracking id's (400)
     const treatmentId = checkTrackingId(body.treatmentTrackingId, body.treatmentId);
     const micros = int64String('interactionTimeMicros', body.interactionTimeMicros);
-    // the interaction's time is its row's partition key: bounded like an event's (D45)
+    // the interaction's time is its row's partition key: bounded like an event's
     const timeProblem = acceptedTimeProblem(Number(BigInt(micros) / 1000n), acceptedTimes(ctx.now(), ctx.config.retentionDays));
     if (timeProblem !== undefined) throw invalidField('interactionTimeMicros', `${timeProblem}; microseconds since the epoch`);
     const idField = body.treatmentId === undefined ? 'treatmentTrackingId' : 'treatmentId';
@@ -71,7 +71,7 @@ export const logTreatmentInteraction = defineOperation({
     if (EMAIL_TYPES.has(body.interactionType) && deliveryType !== 'EMAIL') {
       throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
     }
-    // D49: userId or surface omitted: the workers read them from the decision log (API processes
+    // userId or surface omitted: the workers read them from the decision log (API processes
     // never open ClickHouse); the job carries what was given, to be checked against the decision.
     const resolve = body.userId === undefined || body.surface === undefined;
     await ctx.ingest.interactions.enqueue({

@@ -12,7 +12,7 @@ export const DeleteUserDataBody = Strict({
 export const DeleteUserDataResponse = Type.Object({});
 
 /**
- * D44: erases one user. Answers once (1) the tombstone is recorded (in-flight jobs of the user and
+ * Erases one user. Answers once (1) the tombstone is recorded (in-flight jobs of the user and
  * running recomputes from now on leave the user alone), (2) every Redis key of the user is gone
  * (profile with its counters, insertId marker sets, job markers), (3) the ClickHouse deletion is
  * queued as a durable job that the workers retry until its mutations have finished, and (4) the

@@ -8,8 +8,8 @@ import { percentageProblem } from '../treatments/treatment-input.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
-/** D37: users held out of every treatment of the project (0–100, two decimals). */
-const GlobalHoldoutIn = Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'D37: percentage of users who get no treatment (0–100, at most two decimals)' }));
+/** Users held out of every treatment of the project (0–100, two decimals). */
+const GlobalHoldoutIn = Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'percentage of users who get no treatment (0–100, at most two decimals)' }));
 
 function checkHoldout(body: { globalHoldoutPercentage?: number }): void {
   if (body.globalHoldoutPercentage === undefined) return;
@@ -80,7 +80,7 @@ export const createApiKey = defineAdminOperation({
   response: Type.Object({ apiKey: ApiKeyOut, key: Type.String() }),
   handler: async (body, ctx, actor) => {
     await ctx.projects.require(body.projectId);
-    // D8: the LogEvents key is separate: LOG_EVENTS is never combined with another permission.
+    // The LogEvents key is separate: LOG_EVENTS is never combined with another permission.
     if (body.permissions.includes('LOG_EVENTS') && body.permissions.length > 1) {
       throw invalidField('permissions', 'LOG_EVENTS must be the only permission of its key (the LogEvents key is separate)');
     }

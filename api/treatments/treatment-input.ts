@@ -19,7 +19,7 @@ import {
 
 // ------------------------------------------------------------------------------------------------
 // Request → domain: the version-level fields a request sets, checked against the treatment's type
-// and the project's data fields (D14). Every problem is collected so one 400 names them all.
+// and the project's data fields. Every problem is collected so one 400 names them all.
 
 export type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
 
@@ -43,7 +43,7 @@ export async function versionFieldsOf(ctx: ApiServices, projectId: string, type:
   if (body.tags !== undefined) out.tags = unique(body.tags.map((t) => t.name));
   if (body.targetAction !== undefined) {
     out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
-    // D35: the target action is an event of the project (its conversion event in reports).
+    // The target action is an event of the project (its conversion event in reports).
     if ((await ctx.eventSchemas.getById(projectId, out.targetActionEventId)) === undefined) {
       problems.push({ field: 'targetAction.eventId', description: `no event schema ${out.targetActionEventId} in project ${projectId} (register the event name with InsertEventSchema, or log it)` });
     }
@@ -53,7 +53,7 @@ export async function versionFieldsOf(ctx: ApiServices, projectId: string, type:
   return out;
 }
 
-/** Strict RFC 3339 (Feb 30 is rejected, unlike Date.parse), stored as UTC `toISOString()` (D3). */
+/** Strict RFC 3339 (Feb 30 is rejected, unlike Date.parse), stored as UTC `toISOString()`. */
 export function timestampsOf(body: VersionInput, out: Partial<VersionFields>, base?: TreatmentVersionRecord): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   for (const field of ['startTimestamp', 'endTimestamp'] as const) {
@@ -104,7 +104,7 @@ export async function rulesOf(ctx: ApiServices, projectId: string, input: RuleIn
 }
 
 // ------------------------------------------------------------------------------------------------
-// Delivery controls (D37, D39, D42, D43): treatment-level fields, checked beyond their schema.
+// Delivery controls (holdout, QA users, fallback, frequency cap): treatment-level fields, checked beyond their schema.
 
 export type ControlInput = Pick<UpdateTreatmentBody, 'holdoutPercentage' | 'qaUserIds' | 'isFallback' | 'frequencyCap' | 'clearFrequencyCap'>;
 
@@ -135,7 +135,7 @@ export function controlsOf(body: ControlInput): TreatmentControls {
   return out;
 }
 
-/** D37: a number from 0 to 100 with at most two decimals; null when valid. */
+/** A number from 0 to 100 with at most two decimals; null when valid. */
 export function percentageProblem(value: number): string | null {
   if (!Number.isFinite(value) || value < 0 || value > 100) return 'must be a number from 0 to 100';
   if (Math.abs(value * 100 - Math.round(value * 100)) > 1e-6) return 'must have at most two decimals';

@@ -44,7 +44,7 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ApiServices): Pro
     targetActionEventId: f.targetActionEventId,
   };
   const build = (treatmentId: string, current: TreatmentType) => {
-    // The type may have changed since the request was checked (D50): check the content again.
+    // The type may have changed since the request was checked: check the content again.
     const { problems } = validateContent(version.content, current);
     if (problems.length > 0) throw new InvalidArgumentError(`invalid treatment: ${describe(problems)}`, problems);
     return createTreatment(
@@ -73,7 +73,7 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ApiServices): Pro
 
 type UpdateAction = 'edit' | 'pause' | 'delete';
 
-/** D5: shouldPause / shouldDelete admit only the identifying fields; both at once is ambiguous. */
+/** shouldPause / shouldDelete admit only the identifying fields; both at once is ambiguous. */
 function updateActionOf(body: UpdateTreatmentBody): UpdateAction {
   const pause = body.shouldPause === true;
   const del = body.shouldDelete === true;
@@ -97,11 +97,11 @@ function updateActionOf(body: UpdateTreatmentBody): UpdateAction {
 
 interface UpdateTarget {
   record: TreatmentRecord;
-  /** externalTreatmentId given with a treatmentId whose treatment has none yet: it is set (D15). */
+  /** externalTreatmentId given with a treatmentId whose treatment has none yet: it is set. */
   assignExternalId?: string;
 }
 
-/** D6: unknown ids (also ids of another project) are 404; two ids naming different treatments are 400. */
+/** Unknown ids (also ids of another project) are 404; two ids naming different treatments are 400. */
 async function locateTreatment(ctx: ApiServices, body: UpdateTreatmentBody): Promise<UpdateTarget> {
   const { projectId, treatmentId, externalTreatmentId: ext } = body;
   if (treatmentId === undefined && ext === undefined) {
@@ -156,7 +156,7 @@ async function editTransition(ctx: ApiServices, body: UpdateTreatmentBody, targe
 }
 
 /**
- * D50: a version that becomes the newest or gets published must fit the type as it is now. A new
+ * A version that becomes the newest or gets published must fit the type as it is now. A new
  * version copies the content of the previous one, which a type change may have made invalid (an
  * archived treatment's content is not checked by UpdateTreatmentType), and a draft may be
  * published long after the type changed.
@@ -177,7 +177,7 @@ function describe(problems: ErrorDetail[]): string {
   return problems.map((p) => `${p.field}: ${p.description}`).join('; ');
 }
 
-/** D50: clearEndTimestamp / clearTargetAction cannot be combined with a value for the same field. */
+/** clearEndTimestamp / clearTargetAction cannot be combined with a value for the same field. */
 function assertClearFlags(body: UpdateTreatmentBody): void {
   const problems: ErrorDetail[] = [];
   if (body.clearEndTimestamp === true && body.endTimestamp !== undefined) problems.push({ field: 'clearEndTimestamp', description: 'cannot be true together with endTimestamp' });
@@ -191,7 +191,7 @@ async function updateTreatment(body: UpdateTreatmentBody, ctx: ApiServices): Pro
   const target = await locateTreatment(ctx, body);
   const transition = action === 'edit' ? await editTransition(ctx, body, target) : lifecycleTransition(ctx, action, body, target);
   const operation = { edit: 'UpdateTreatment', pause: 'PauseTreatment', delete: 'DeleteTreatment' }[action];
-  // D46: every change is stamped with where it came from (the console sends TDS_CONSOLE).
+  // Every change is stamped with where it came from (the console sends TDS_CONSOLE).
   const source = body.modificationSource ?? 'API';
   const stamped: TreatmentTransition = (current, type) => {
     const result = transition(current, type);

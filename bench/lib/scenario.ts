@@ -1,7 +1,6 @@
 /**
  * What every benchmark scenario returns: figures measured on the service beside the same figure
- * measured on a baseline in the same run on the same machine, and their ratio (conventions
- * point 12: absolute numbers on shared machines drift, ratios much less).
+ * measured on a baseline in the same run on the same machine, and their ratio (absolute numbers on shared machines drift, ratios much less).
  */
 
 export type Size = 'tiny' | 'full';
@@ -83,7 +82,7 @@ export const BACKGROUND_RSS_TARGET: Target = { on: 'value', bound: 'max', limit:
 /**
  * Peak RSS of the service's processes beside their RSS once ready (before any load): the largest
  * API process, the background process and the whole group (supervisor included). `targets` says
- * which of issue 11's memory targets this scenario's load is the one for.
+ * which of the memory targets this scenario's load is the one for.
  */
 export function rssFigures(
   peaks: { apiMb: number; backgroundMb: number; totalMb: number },

@@ -27,7 +27,7 @@ export const FRESHNESS_SIZES: Record<Size, FreshnessParams> = {
 
 const PROBE_SURFACE = 'probe';
 
-/** A treatment on the probe surface whose content renders the user's `probe_seq` property (D30 placeholder). */
+/** A treatment on the probe surface whose content renders the user's `probe_seq` property (a `{{probe_seq}}` placeholder). */
 async function createProbeCatalogue(svc: ServiceProcess, keys: ProjectKeys): Promise<void> {
   const m = (op: string, body: Record<string, unknown>) => svc.call(op, keys.management, { projectId: keys.projectId, ...body });
   await m('InsertSurface', { name: PROBE_SURFACE });

@@ -22,7 +22,7 @@ export const REPORT_SIZES: Record<Size, ReportParams> = {
 };
 
 /**
- * D38: GetTreatmentReport over 10,000,000 decisions of 100,000 users (with 2,000,000
+ * GetTreatmentReport over 10,000,000 decisions of 100,000 users (with 2,000,000
  * interactions and 2,000,000 events), seeded straight into the service's ClickHouse before it
  * starts; the figure is the median time of the whole call (HTTP, Redis reads, the ClickHouse
  * query). Baseline: the bare per-user scan of the treatment's decisions (first decision and

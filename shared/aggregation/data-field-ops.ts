@@ -7,7 +7,7 @@ import { dailyCountKey, distinctMarkerKey, firstTsKey, latestTsKey, type Profile
 import { parseRfc3339 } from '../platform/rfc3339.js';
 
 /**
- * The incremental path of aggregations (D23, D24): the profile updates one event or interaction
+ * The incremental path of aggregations: the profile updates one event or interaction
  * causes, applied by the ingestion workers in the same atomic script as the event's
  * de-duplication marker, so a duplicate (same insertId) or a retried job never counts twice.
  * Each field gets only the state its aggregation reads (see data-field-values.ts for the naming).
@@ -40,7 +40,7 @@ export function interactionTypesCounted(type: TreatmentInteractionType): string[
 }
 
 /**
- * Equality of two canonical PropertyValues (D23): the same member with the same value.
+ * Equality of two canonical PropertyValues: the same member with the same value.
  * longValue compares as an integer (both are decimal strings), timestampValue as an instant
  * (a filter may spell `...:00Z`, the stored event `...:00.000Z`). A longValue never equals a
  * doubleValue: the member is part of the value.
@@ -69,7 +69,7 @@ function sameInstant(a: string, b: string): boolean {
 
 /**
  * Scope of a treatment aggregation. The contract gives surfaces no id other than their name
- * (records are referred to by name, D12), so `surfaceId` is matched against the surface name too.
+ * (records are referred to by name), so `surfaceId` is matched against the surface name too.
  */
 export function interactionMatches(params: TreatmentParams, job: InteractionJob): boolean {
   if (!interactionTypesCounted(params.treatmentInteractionType).includes(job.interactionType)) return false;

@@ -5,7 +5,7 @@ import type { DataFieldParams, DataFieldType } from './types.js';
 import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';
 
 /**
- * GetDataFields params (spec DataFieldParams, decisions D20–D22): validation, the canonical form
+ * GetDataFields params (spec DataFieldParams): validation, the canonical form
  * that makes resolution idempotent, and the result type of each aggregation. Pure: no I/O.
  */
 
@@ -72,7 +72,7 @@ export type ParamsKind = 'userAttribute' | 'treatment' | 'event';
 
 export interface NormalizedParams {
   kind: ParamsKind;
-  /** the input echoed back, with int64 values as decimal strings (D2) */
+  /** the input echoed back, with int64 values as decimal strings */
   echo: DataFieldParams;
   /** defaults dropped, int64s and timestamps normalised: what is stored */
   canonical: DataFieldParams;
@@ -82,7 +82,7 @@ export interface NormalizedParams {
 
 const MEMBERS = ['userAttributeDataFieldParams', 'treatmentDataFieldParams', 'eventDataFieldParams'] as const;
 
-/** D22: `LAST_<n>D`, 1 ≤ n ≤ 365, no leading zeros (so each window has one spelling). */
+/** `LAST_<n>D`, 1 ≤ n ≤ 365, no leading zeros (so each window has one spelling). */
 export function parseWindowDays(windowName: string, field = 'windowName'): number {
   const m = /^LAST_([1-9][0-9]{0,2})D$/.exec(windowName);
   const n = m ? Number(m[1]) : 0;
@@ -177,7 +177,7 @@ function normalizeEvent(path: string, p: NonNullable<DataFieldParamsInput['event
   return { eventDataFieldParams: out } as DataFieldParams;
 }
 
-/** The input as given, except that int64 values are decimal strings (D2). */
+/** The input as given, except that int64 values are decimal strings. */
 function echoOf(input: DataFieldParamsInput): DataFieldParams {
   const echo = structuredClone(input) as DataFieldParamsInput;
   const t = echo.treatmentDataFieldParams;
@@ -229,7 +229,7 @@ export function aggregationOf(params: DataFieldParams): AggregationSpec | undefi
   return { key };
 }
 
-/** D21: the value type an aggregation produces. */
+/** The value type an aggregation produces. */
 export function aggregationResultType(key: AggregationKey): DataFieldType {
   return key === 'firstTimestampAggregation' || key === 'latestTimestampAggregation' ? 'TIMESTAMP_SECONDS' : 'INTEGER';
 }

@@ -4,7 +4,7 @@ import type { DataFieldRecord } from './types.js';
 import { dailyCountKey, firstTsKey, latestTsKey, type StoredProfile } from '../profiles/index.js';
 
 /**
- * Data-field values of a user (D21, D22). Pure: no I/O.
+ * Data-field values of a user. Pure: no I/O.
  *
  * The profile hash keeps what values are DERIVED from, never the values themselves, so that
  * windows and days-since are right at the moment they are read, not when the scheduler last ran:
@@ -58,7 +58,7 @@ function userPropertyName(field: DataFieldRecord): string | undefined {
 }
 
 /**
- * Sum of the last `days` UTC calendar days, today included (D22). A user with no matching events
+ * Sum of the last `days` UTC calendar days, today included. A user with no matching events
  * has a count of 0, not a missing value: "fewer than 3 purchases" must hold for a user who never
  * bought anything, and dataMissingBehaviour stays meaningful for fields that can truly be absent.
  */
@@ -79,7 +79,7 @@ function storedMs(fields: Record<string, string>, key: string): number | undefin
 }
 
 /**
- * Whole days since `ms` (D22), floored. A timestamp slightly in the future (D31 accepts events up
+ * Whole days since `ms`, floored. A timestamp slightly in the future (events are accepted up
  * to 24 h ahead of the server clock) counts as 0 days, never as -1.
  */
 function daysSince(ms: number | undefined, nowMs: number): RuleValue | undefined {
@@ -114,7 +114,7 @@ export function computeDataFieldValue(field: DataFieldRecord, profile: StoredPro
   }
 }
 
-/** Plain JSON of a value (GetUserProfile): int64 as a decimal string (D2), timestamps RFC 3339 (D3). */
+/** Plain JSON of a value (GetUserProfile): int64 as a decimal string, timestamps RFC 3339. */
 export function dataFieldJson(value: RuleValue): string | number | boolean | null {
   switch (value.kind) {
     case 'integer':

@@ -9,7 +9,7 @@ import { changeFields } from '../projects/index.js';
 
 export type UserPropertyType = 'BOOLEAN' | 'STRING' | 'INTEGER';
 
-/** Registered type of a user attribute that was never registered by InsertDataField (D20). */
+/** Registered type of a user attribute that was never registered by InsertDataField. */
 const DEFAULT_USER_PROPERTY_TYPE: UserPropertyType = 'STRING';
 
 /**
@@ -41,7 +41,7 @@ export class DataFieldStore {
     return id ? this.get(projectId, id) : undefined;
   }
 
-  /** D20: idempotent on (project, name); the same name with another type is 409 ALREADY_EXISTS. */
+  /** Idempotent on (project, name); the same name with another type is 409 ALREADY_EXISTS. */
   async insertNamed(projectId: string, name: string, dataType: UserPropertyType, actor: string): Promise<DataFieldRecord> {
     const field = await this.registerNamed(projectId, name, dataType, actor, 'InsertDataField');
     if (field.dataFieldType !== dataType) {
@@ -87,7 +87,7 @@ export class DataFieldStore {
     if (created) {
       // The stream is a hint that makes a new aggregation fill sooner; it cannot be part of the
       // atomic write, so a crash between the two loses only the hint: the scheduler's periodic
-      // recompute of every aggregation is the safety net (D24).
+      // recompute of every aggregation is the safety net.
       await this.redis.xadd(this.keys.dataFieldCreated(), 'MAXLEN', '~', '100000', '*', 'projectId', projectId, 'dataFieldId', record.dataFieldId);
     }
     return record;

@@ -10,7 +10,7 @@ function StringEnum<T extends string>(values: readonly T[]) {
   return Type.Unsafe<T>({ type: 'string', enum: [...values] });
 }
 
-// ---- surfaces (D12) ----
+// ---- surfaces ----
 export const SURFACE_NAME_PATTERN = '^[A-Za-z0-9_.:/-]{1,128}$';
 const SurfaceName = Type.String({ minLength: 1, maxLength: 128, pattern: SURFACE_NAME_PATTERN, description: '1-128 letters, digits and _ - . : / (case-sensitive)' });
 
@@ -20,7 +20,7 @@ export const InsertSurfaceBody = Strict({ projectId: ProjectId, name: SurfaceNam
 export const GetAllSurfacesBody = Strict({ projectId: ProjectId });
 export const GetAllSurfacesResponse = Type.Object({ surfaces: Type.Array(SurfaceOut) });
 
-// ---- treatment types (management form, D13, D13a) ----
+// ---- treatment types (management form, plus an optional deliveryType) ----
 export const CONTENT_FIELD_DATA_TYPES = ['CONTENT_FIELD_DATA_TYPE_UNSPECIFIED', 'STRING', 'HTML'] as const;
 export const DELIVERY_TYPES = ['EMAIL', 'IN_APP', 'NOTIFICATION', 'WEBHOOK'] as const;
 export const MAX_FIELD_LENGTH = 1_000_000;
@@ -50,7 +50,7 @@ const TreatmentTypeOut = Type.Object({
   deliveryType: Type.String(),
   lastModifiedBy: Type.String(),
   lastModifiedTimestamp: TimestampOut,
-  modificationSource: Type.String({ description: 'D46: API or TDS_CONSOLE' }),
+  modificationSource: Type.String({ description: 'API or TDS_CONSOLE' }),
 });
 
 export const InsertTreatmentTypeBody = Strict({
@@ -77,7 +77,7 @@ export const TreatmentTypeResponse = Type.Object({ treatmentType: TreatmentTypeO
 export const GetAllTreatmentTypesBody = Strict({ projectId: ProjectId });
 export const GetAllTreatmentTypesResponse = Type.Object({ treatmentTypes: Type.Array(TreatmentTypeOut) });
 
-// ---- data fields (D20–D22) ----
+// ---- data fields ----
 export const USER_PROPERTY_TYPES = ['BOOLEAN', 'STRING', 'INTEGER'] as const;
 
 const DataFieldOut = Type.Object({
@@ -175,14 +175,14 @@ export const GetDataFieldsResponse = Type.Object({
   dataFields: Type.Array(Type.Object({ dataFieldId: Int64Out, dataFieldParams: DataFieldParamsOut, dataFieldType: Type.String() })),
 });
 
-/** Resolved form of a GetDataFields entry, shared by InsertSurface (D47). */
+/** Resolved form of a GetDataFields entry, shared by InsertSurface. */
 const ResolvedDataFieldOut = Type.Object({ dataFieldId: Int64Out, dataFieldParams: DataFieldParamsOut, dataFieldType: Type.String() });
 
-/** `dataFields`: beyond D12, the fields every surface is provisioned with (D47), as GetDataFields answers them. */
+/** `dataFields`: beyond the spec's surface, the fields every surface is provisioned with, as GetDataFields answers them. */
 export const InsertSurfaceResponse = Type.Object({ surface: SurfaceOut, dataFields: Type.Array(ResolvedDataFieldOut) });
 
 /**
- * D47: one entry per data field. A user-property field (InsertDataField, or a GetDataFields user
+ * One entry per data field. A user-property field (InsertDataField, or a GetDataFields user
  * attribute) has `projectId`, `name` and `userProperty`; an aggregation has `dataFieldParams`
  * (canonical form) and `dataFieldType`.
  */

@@ -4,7 +4,7 @@ import { FailedPreconditionError } from '../platform/errors.js';
 import { atomicWrite, withOptimisticRetry } from '../platform/redis/atomic-write.js';
 import { changeFields } from '../projects/index.js';
 
-/** D35: a distinct event name of a project and its stable id. */
+/** A distinct event name of a project and its stable id. */
 export interface EventSchema {
   eventId: string;
   eventName: string;
@@ -12,7 +12,7 @@ export interface EventSchema {
 }
 
 /**
- * Event schemas per project stay bounded (D45: no request may grow a store without bound): a
+ * Event schemas per project stay bounded (no request may grow a store without bound): a
  * client that sends random event names registers at most this many. Events with further names
  * are still stored; their names just get no id (InsertEventSchema answers 400 FAILED_PRECONDITION).
  */
@@ -21,7 +21,7 @@ export const MAX_EVENT_SCHEMAS_PER_PROJECT = 10_000;
 /**
  * Event schemas: one hash per project, field = event name (case-sensitive), value = EventSchema
  * JSON, and its inverse (id → name) for `targetAction.eventId` and the reports. Ids come from one
- * sequence like the other service-assigned ids (D11): positive, unique, never reused. Never deleted.
+ * sequence like the other service-assigned ids: positive, unique, never reused. Never deleted.
  */
 export class EventSchemaStore {
   constructor(

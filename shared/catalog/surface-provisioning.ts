@@ -2,7 +2,7 @@ import { normalizeDataFieldParams, type DataFieldParamsInput, type NormalizedPar
 import type { TreatmentInteractionType } from '../ingestion/index.js';
 
 /**
- * D47: the data fields every new surface comes with, so a rule such as "seen fewer than 3 things
+ * The data fields every new surface comes with, so a rule such as "seen fewer than 3 things
  * on this surface today" needs no set-up. They go through the same normalisation as GetDataFields
  * params, so asking GetDataFields for the same thing later returns the same dataFieldId.
  */

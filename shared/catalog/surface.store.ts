@@ -27,7 +27,7 @@ export class SurfaceStore {
     return new Set(await this.redis.hkeys(this.keys.surfaces(projectId)));
   }
 
-  /** D12: inserting an existing name returns the stored surface unchanged (idempotent). */
+  /** Inserting an existing name returns the stored surface unchanged (idempotent). */
   async insert(projectId: string, input: { name: string; description?: string }, actor: string): Promise<Surface> {
     const key = this.keys.surfaces(projectId);
     return withOptimisticRetry<Surface>('InsertSurface', async () => {

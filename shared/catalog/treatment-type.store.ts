@@ -14,7 +14,7 @@ export interface TreatmentTypeInput {
   surfaces: string[];
   deliveryType: DeliveryType;
   lastModifiedBy: string;
-  /** D46: default API */
+  /** Default API */
   modificationSource?: ModificationSource;
 }
 
@@ -27,7 +27,7 @@ export interface TreatmentTypePatch {
   /** unset: unchanged */
   deliveryType?: DeliveryType;
   lastModifiedBy: string;
-  /** D46: default API */
+  /** Default API */
   modificationSource?: ModificationSource;
 }
 
@@ -92,8 +92,8 @@ export class TreatmentTypeStore {
   }
 
   /**
-   * D6: 404 when the id is not a type of this project; 409 when renamed onto another type's name.
-   * `guard` (D50) may throw to refuse the change after reading whatever it needs (the project's
+   * 404 when the id is not a type of this project; 409 when renamed onto another type's name.
+   * `guard` may throw to refuse the change after reading whatever it needs (the project's
    * treatments); the write then also requires the project's catalogue version to be the one read
    * before the guard ran. Every treatment write bumps that version, so a treatment changed between
    * the guard's read and this write makes the attempt conflict and run again with fresh data, and a

@@ -4,7 +4,7 @@ import type { ContentField, TreatmentRecord } from '../treatments/index.js';
 import type { TreatmentType } from './types.js';
 
 /**
- * D50: a treatment type change must not leave stored content invalid. Pure: the caller reads the
+ * A treatment type change must not leave stored content invalid. Pure: the caller reads the
  * project's treatments and applies the change only when this returns no problem.
  *
  * - Content: every value in every version (drafts and archived versions included) of every

@@ -27,7 +27,7 @@ export interface TreatmentType {
   surfaces: string[];
   lastModifiedBy: string;
   lastModifiedTimestamp: string;
-  /** D46: absent on types stored before it existed (= API) */
+  /** Absent on types stored before it existed (= API) */
   modificationSource?: ModificationSource;
   createTime: string;
 }

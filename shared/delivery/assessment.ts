@@ -34,7 +34,7 @@ export interface Assessment {
   rules: RuleCheck[];
   /** undefined: not evaluated */
   rulesPass: boolean | undefined;
-  /** D43: the user's count in the window when it reached the cap */
+  /** The user's count in the window when it reached the cap */
   capped?: number;
 }
 
@@ -67,7 +67,7 @@ export function assessor(prep: PreparedRequest, profile: StoredProfile, nowMs: n
   };
 }
 
-/** D27: the request's contextual attribute of the field's name first, then the stored profile. */
+/** The request's contextual attribute of the field's name first, then the stored profile. */
 export function ruleInput(field: DataFieldRecord, prep: PreparedRequest, profile: StoredProfile, nowMs: number): RuleInput {
   const attr = field.name !== undefined ? prep.attributes.get(field.name) : undefined;
   if (attr !== undefined) return { value: ruleValueFromContextualAttribute(attr, field.dataFieldType), source: 'contextualAttribute', fieldType: field.dataFieldType };
@@ -96,7 +96,7 @@ export function assess(t: PlannedTreatment, language: string, inputOf: (f: DataF
     if (full) a.rules.push({ planned, value: input.value, source: input.source, outcome }); // only explanations show them
     if (!outcome.result) {
       a.rulesPass = false;
-      if (!full) break; // rules are ANDed (D25)
+      if (!full) break; // rules are ANDed
     }
   }
   return a;
@@ -104,7 +104,7 @@ export function assess(t: PlannedTreatment, language: string, inputOf: (f: DataF
 
 export const DAY_MS = 86_400_000;
 
-/** D43 with D22's window: the counters of the last `days` UTC days, today included. */
+/** Frequency cap window: the counters of the last `days` UTC days, today included. */
 export function capCount(treatmentId: string, cap: PlannedCap, profile: StoredProfile, nowMs: number): number {
   const today = Math.floor(nowMs / DAY_MS);
   let count = 0;
@@ -115,7 +115,7 @@ export function capCount(treatmentId: string, cap: PlannedCap, profile: StoredPr
   return count;
 }
 
-/** D26: exact tag, then ever shorter prefixes down to the base language; a type without per-language fields fits every language. */
+/** Exact tag, then ever shorter prefixes down to the base language; a type without per-language fields fits every language. */
 export function pickLanguage(t: PlannedTreatment, v: PlannedVersion, requested: string): LanguagePick | null {
   if (t.type?.hasPerLanguageFields !== true) return { code: requested, fields: v.agnosticFields };
   // The compiled version is the same object request after request: keep its pick per requested
@@ -163,7 +163,7 @@ export interface Verdict {
   label?: 'QA' | 'fallback';
 }
 
-/** D37: per-treatment holdout; the hash is computed only for a treatment with a percentage, once per request. */
+/** Per-treatment holdout; the hash is computed only for a treatment with a percentage, once per request. */
 export function heldOutFor(plan: CatalogPlan, userId: string): (t: PlannedTreatment) => boolean {
   const memo = new Map<string, boolean>();
   return (t) => {
@@ -177,7 +177,7 @@ export function heldOutFor(plan: CatalogPlan, userId: string): (t: PlannedTreatm
   };
 }
 
-/** D37: the first 4 bytes of SHA-256 of the UTF-8 key, big-endian unsigned, mod 10,000. */
+/** The first 4 bytes of SHA-256 of the UTF-8 key, big-endian unsigned, mod 10,000. */
 export function holdoutBucket(key: string): number {
   return createHash('sha256').update(key, 'utf8').digest().readUInt32BE(0) % 10_000;
 }

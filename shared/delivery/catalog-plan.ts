@@ -1,5 +1,5 @@
 /**
- * A project's catalogue compiled for delivery (D25): everything GetTreatments needs, indexed so a
+ * A project's catalogue compiled for delivery: everything GetTreatments needs, indexed so a
  * request does no parsing and no lookups by scanning. Pure: built from the stored records.
  *
  * Time is not baked in. Every published version keeps its [start, end) window and the served
@@ -50,7 +50,7 @@ export interface PlannedType {
   name: string;
   deliveryType: DeliveryType;
   surfaces: ReadonlySet<string>;
-  /** false: the type matches every language (D26) */
+  /** false: the type matches every language */
   hasPerLanguageFields: boolean;
 }
 
@@ -63,9 +63,9 @@ export interface PlannedTreatment {
   type: PlannedType | undefined;
   /** every version; published ones by publish time, newest first (the first LIVE one is served) */
   versions: PlannedVersion[];
-  /** the highest version number: what QA users get (D39) */
+  /** the highest version number: what QA users get */
   newestVersion: PlannedVersion | undefined;
-  /** D37: percentage × 100 (0–10,000); 0 = never held out, and no hash is computed */
+  /** Percentage × 100 (0–10,000); 0 = never held out, and no hash is computed */
   holdoutBasisPoints: number;
   isFallback: boolean;
   cap: PlannedCap | undefined;
@@ -73,7 +73,7 @@ export interface PlannedTreatment {
 
 export interface CatalogPlan {
   projectId: string;
-  /** the registered surfaces (a request naming another one is 400, D28) */
+  /** the registered surfaces (a request naming another one is 400) */
   surfaces: ReadonlySet<string>;
   /** every treatment, ascending treatmentId (for explanations) */
   treatments: readonly PlannedTreatment[];
@@ -81,13 +81,13 @@ export interface CatalogPlan {
   /**
    * Per surface, the treatments whose type lists it, neither paused nor unpublished, ascending
    * treatmentId. Version windows and removed surfaces are checked at request time. Fallbacks
-   * (D42) are not in it: they are in `fallbacksBySurface`, under the same conditions.
+   * are not in it: they are in `fallbacksBySurface`, under the same conditions.
    */
   bySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
   fallbacksBySurface: ReadonlyMap<string, readonly PlannedTreatment[]>;
-  /** D37: the project's global holdout, percentage × 100 */
+  /** The project's global holdout, percentage × 100 */
   globalHoldoutBasisPoints: number;
-  /** D39: QA user id → the treatments (with a type) that list them, ascending treatmentId */
+  /** QA user id → the treatments (with a type) that list them, ascending treatmentId */
   qaByUser: ReadonlyMap<string, readonly PlannedTreatment[]>;
   /** data fields usable as contextual attribute keys (registered by InsertDataField) */
   dataFieldsByName: ReadonlyMap<string, DataFieldRecord>;
@@ -100,7 +100,7 @@ export interface CatalogInput {
   types: TreatmentType[];
   surfaces: Iterable<string>;
   dataFields: DataFieldRecord[];
-  /** the project's (D37); absent = 0 */
+  /** the project's; absent = 0 */
   globalHoldoutPercentage?: number;
 }
 
@@ -218,7 +218,7 @@ function indexBySurface(treatments: PlannedTreatment[], fallbacks: boolean): Map
 }
 
 // ---------------------------------------------------------------------------------------------
-// Status at request time: the same rules as treatment-status.ts (D16), over the parsed times.
+// Status at request time: the same rules as treatment-status.ts, over the parsed times.
 
 export function plannedVersionStatus(v: PlannedVersion, nowMs: number): VersionStatus {
   if (v.publishMs === undefined) return 'DRAFT';

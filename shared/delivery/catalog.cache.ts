@@ -17,7 +17,7 @@ export interface CatalogCacheDeps {
   treatmentTypes: Pick<TreatmentTypeStore, 'list'>;
   surfaces: Pick<SurfaceStore, 'names'>;
   dataFields: Pick<DataFieldStore, 'list'>;
-  /** the project's global holdout (D37) is compiled into the plan */
+  /** the project's global holdout is compiled into the plan */
   projects: Pick<ProjectStore, 'get'>;
   log: Logger;
 }

@@ -1,5 +1,5 @@
 /**
- * `treatmentContent` of a delivered treatment (D30): a JSON object string of field name → value
+ * `treatmentContent` of a delivered treatment: a JSON object string of field name → value
  * with `{{name}}` / `{{name|fallback}}` placeholders filled in from personalisation signals.
  * Values are inserted as they are: the content format belongs to the customer (spec UserTreatment),
  * so escaping, if any, is theirs.
@@ -14,7 +14,7 @@ import type { ContentField } from '../treatments/index.js';
  * Scanned by hand in linear time: the equivalent regular expression
  * `\{\{\s*([^{}|\s][^{}|]*?)\s*(?:\|([^{}]*))?\}\}` backtracks quadratically on an unclosed
  * `{{a` followed by spaces (16,000 spaces took 0.42 s), and every process compiles every stored
- * version (D45).
+ * version.
  */
 interface Placeholder {
   /** index of the opening `{{` */

@@ -1,5 +1,5 @@
 /**
- * A GetTreatments request checked and normalised before any Redis call (D26, D26a, D28): its
+ * A GetTreatments request checked and normalised before any Redis call: its
  * language, contextual attributes and surfaces with their counts; every problem is one 400 with
  * all the details.
  */
@@ -12,13 +12,13 @@ export type { DeliveryRequest, SurfaceRequest } from './delivery.schemas.js';
 import { canonicalizeLanguageTag } from '../treatments/index.js';
 
 export const DEFAULT_LANGUAGE = 'en';
-/** A surface's maximum when neither it nor the request sets one (D28). */
+/** A surface's maximum when neither it nor the request sets one. */
 export const DEFAULT_MAXIMUM_TREATMENT_COUNT = 1;
 
 const ATTRIBUTE_VALUE_KEYS = ['stringValue', 'integerValue', 'doubleValue', 'boolValue', 'booleanValue', 'timestampValue', 'timestampMicrosValue'] as const;
 
 // ---------------------------------------------------------------------------------------------
-// Validation (400s, D26, D26a, D28)
+// Validation (400s: language, contextual attributes, surfaces and counts)
 
 export interface PreparedSurface {
   name: string;

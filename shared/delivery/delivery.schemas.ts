@@ -2,7 +2,7 @@
 import { Type, type Static } from 'typebox';
 import { Int64In, Int64Out, ProjectId, Strict, TimestampIn } from '../platform/http/common.schemas.js';
 
-/** D26a: exactly one value member; that rule (and duplicate keys) is checked by the domain so the 400 names the attribute. */
+/** Exactly one value member; that rule (and duplicate keys) is checked by the domain so the 400 names the attribute. */
 export const ContextualAttributeIn = Strict({
   key: Type.String({ minLength: 1, maxLength: 256 }),
   stringValue: Type.Optional(Type.String({ maxLength: 65_536 })),
@@ -39,7 +39,7 @@ export const UserTreatmentOut = Type.Object({
   surface: Type.String(),
   rank: Int64Out,
   treatmentType: Type.String(),
-  treatmentContent: Type.String({ description: 'JSON object string: field name → value (D30)' }),
+  treatmentContent: Type.String({ description: 'JSON object string: field name → value' }),
   contentLanguageCode: Type.String(),
 });
 

@@ -1,5 +1,5 @@
 /**
- * GetTreatments (D25–D30): which treatments a user gets on each requested surface, in which
+ * GetTreatments: which treatments a user gets on each requested surface, in which
  * order and with which content. Pure: the caller passes the compiled plan, the user's stored
  * profile, the ranking policy with its statistics, the clock and the response id.
  *
@@ -28,7 +28,7 @@ export type { UserTreatment };
 
 export interface DeliveryResponse {
   responseId: string;
-  /** absent, not empty, when nothing qualifies (D30) */
+  /** absent, not empty, when nothing qualifies */
   userTreatments?: UserTreatment[];
 }
 
@@ -39,13 +39,13 @@ export interface Ranking {
 
 export interface DeliveryResult {
   response: DeliveryResponse;
-  /** what was returned or withheld, for the decision log (D36); in response order */
+  /** what was returned or withheld, for the decision log; in response order */
   decisions: Decision[];
   explanation?: DeliveryExplanation;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Selection (D28, D29)
+// Selection
 
 
 export interface SelectOptions {
@@ -103,7 +103,7 @@ export function selectTreatments(
     for (const v of withheld) decisions.push(decisionOf(v, surface.name, 0, 'HOLDOUT'));
     for (const v of picked) {
       if (globallyHeldOut && v.label !== 'QA') {
-        // D37: what would have been returned, withheld (QA deliveries are never held out)
+        // What would have been returned, withheld (QA deliveries are never held out)
         decisions.push(decisionOf(v, surface.name, 0, 'GLOBAL_HOLDOUT'));
         v.reasons.push('GLOBAL_HOLDOUT');
         v.rank = undefined;
@@ -128,7 +128,7 @@ export function selectTreatments(
 }
 
 interface SelectionState {
-  /** treatment → the surface it was returned on (D28: once per response) */
+  /** treatment → the surface it was returned on (once per response) */
   returnedOn: Map<string, string>;
   /** mutual exclusion group → the treatment of it that was returned */
   groupWinners: Map<string, string>;
@@ -139,11 +139,11 @@ interface SurfaceSelection {
   surface: PreparedSurface;
   verdicts: Verdict[];
   picked: Verdict[];
-  /** held out (D37): they would have been returned */
+  /** held out: they would have been returned */
   withheld: Verdict[];
 }
 
-/** Assess, rank and pick among `candidates` on one surface; `holdouts` false for fallbacks (D42). */
+/** Assess, rank and pick among `candidates` on one surface; `holdouts` false for fallbacks. */
 function selectAmong(
   candidates: readonly PlannedTreatment[],
   surface: PreparedSurface,
@@ -172,13 +172,13 @@ const NO_VERDICTS: Verdict[] = [];
 const NO_IDS: ReadonlySet<string> = new Set();
 const NO_TREATMENTS: readonly PlannedTreatment[] = [];
 
-/** D39: the treatments listing this QA user whose newest version serves the surface, whatever its status but ARCHIVED. */
+/** The treatments listing this QA user whose newest version serves the surface, whatever its status but ARCHIVED. */
 function qaVerdicts(treatments: readonly PlannedTreatment[], surface: string, language: string, nowMs: number): Verdict[] {
   const out: Verdict[] = [];
   for (const t of treatments) {
     const version = t.newestVersion!;
     if (!t.type!.surfaces.has(surface) || version.removedSurfaces.has(surface)) continue;
-    // a deleted treatment's versions all end (D17): ARCHIVED like those that ran out
+    // a deleted treatment's versions all end: ARCHIVED like those that ran out
     if (plannedVersionStatus(version, nowMs) === 'ARCHIVED') continue;
     const lang = pickLanguage(t, version, language);
     if (lang === null) continue;
@@ -217,7 +217,7 @@ function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: Readonl
     } else if (picked.length >= surface.max) {
       v.reasons.push('MAXIMUM_COUNT_REACHED');
     } else if (heldOut(v.t)) {
-      // D37: it would have been returned; withheld, it leaves its place (and its group) to the next
+      // It would have been returned; withheld, it leaves its place (and its group) to the next
       v.reasons.push('HELD_OUT');
       withheld.push(v);
     } else {
@@ -246,7 +246,7 @@ export function present(v: Verdict, surface: string, prep: PreparedRequest, prof
   };
 }
 
-/** D30: the contextual attribute of that name, then the stored user property. */
+/** The contextual attribute of that name, then the stored user property. */
 function placeholderLookup(prep: PreparedRequest, profile: StoredProfile): (name: string) => string | undefined {
   return (name) => {
     const attr = prep.attributes.get(name);

@@ -1,5 +1,5 @@
 /**
- * Eligibility rule evaluation (spec EligibilityRule, D14, D27). Pure: the caller resolves the
+ * Eligibility rule evaluation (spec EligibilityRule; rules are ANDed). Pure: the caller resolves the
  * rule's value (contextual attribute first, then the stored profile) and passes the clock.
  *
  * One table (`FITTING_CONDITIONS`) decides which conditions apply to which data field type, and
@@ -302,7 +302,7 @@ function parseRhsItems(domain: AnyDomain, rhs: string): { ok: true; items: unkno
 }
 
 /**
- * The items of a list rhs (D27): a JSON array (`["a","b"]`, `[1,2]`), else a comma-separated
+ * The items of a list rhs: a JSON array (`["a","b"]`, `[1,2]`), else a comma-separated
  * list with items trimmed and empty items dropped. A JSON string (`"a,b"`) is one item, and a
  * bracketed list that is not JSON (`[a, b]`) is read without its brackets. Undefined when a JSON
  * array holds something other than strings, numbers and booleans.

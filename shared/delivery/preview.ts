@@ -9,7 +9,7 @@ import { present, type UserTreatment } from './delivery.js';
 import { explainRule, type RuleExplanation } from './explanation.js';
 
 // ---------------------------------------------------------------------------------------------
-// Preview (D40): one version rendered for one user as GetTreatments would render it
+// Preview: one version rendered for one user as GetTreatments would render it
 
 export interface PreviewRequest {
   projectId: string;
@@ -27,10 +27,10 @@ export interface PreviewEligibility {
   versionNumber: number;
   versionStatus: string;
   rules: RuleExplanation[];
-  /** D37 for this user (never for a QA user or a fallback) */
+  /** held out for this user (never a QA user or a fallback) */
   heldOut: boolean;
   globallyHeldOut: boolean;
-  /** D43: "capped: 5 of 5 VIEWED in LAST_7D" when the cap is reached */
+  /** "capped: 5 of 5 VIEWED in LAST_7D" when the cap is reached */
   capped?: string;
 }
 
@@ -41,7 +41,7 @@ export interface PreviewResult {
 
 /**
  * The version's content rendered with the user's profile and the given attributes (placeholders
- * as D30), on the first surface of its type that it serves, with `treatmentTrackingId: preview`,
+ * filled as GetTreatments fills them), on the first surface of its type that it serves, with `treatmentTrackingId: preview`,
  * and the per-rule evaluation. Pure; nothing is logged or counted.
  */
 export function previewTreatment(plan: CatalogPlan, input: PreviewRequest, profile: StoredProfile, nowMs: number): PreviewResult {

@@ -6,7 +6,7 @@ import { actionsField, EMPTY_STATS_VIEW, statsViewFromHash, viewsField, type Ran
 import { JOB_MARKER_TTL_SECONDS } from '../profiles/index.js';
 import { redisScript } from '../platform/redis/script-loader.js';
 
-/** Interactions that count as the target action of a view (D29). */
+/** Interactions that count as the target action of a view. */
 const ACTION_TYPES: ReadonlySet<string> = new Set(['CLICKED', 'CTA_COMPLETED']);
 
 /** A ranking counter update: HINCRBY `field` of the project's ranking hash by `by`. */

@@ -101,14 +101,14 @@ function toDouble(raw: unknown): number | undefined {
   return undefined;
 }
 
-/** Numbers and booleans read as text: an unregistered property defaults to STRING (D20). */
+/** Numbers and booleans read as text: an unregistered property defaults to STRING. */
 function toText(raw: unknown): string | undefined {
   if (typeof raw === 'string') return raw;
   if (typeof raw === 'number' || typeof raw === 'boolean' || typeof raw === 'bigint') return String(raw);
   return undefined;
 }
 
-/** Clients send booleans as 0/1 too (D26a). */
+/** Clients send booleans as 0/1 too. */
 function toBoolean(raw: unknown): boolean | undefined {
   if (typeof raw === 'boolean') return raw;
   if (raw === 0 || raw === 1) return raw === 1;
@@ -131,7 +131,7 @@ function toList<T>(raw: unknown, convert: (item: unknown) => T | undefined): T[]
 }
 
 /**
- * The RuleValue of a contextual attribute (D26a). With the field's type known, a value sent in
+ * The RuleValue of a contextual attribute. With the field's type known, a value sent in
  * another slot is coerced when it reads naturally as that type (`integerValue` for a
  * TIMESTAMP_SECONDS field = epoch seconds, `stringValue: "42"` for an INTEGER field); otherwise
  * the attribute's own kind is returned, and `evaluateRule(..., fieldType)` reports TYPE_MISMATCH.

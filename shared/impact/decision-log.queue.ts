@@ -24,7 +24,7 @@ export interface DecisionLogOptions {
 }
 
 /**
- * The decision log's producer (D36): `record` puts the decisions of a response into memory and
+ * The decision log's producer: `record` puts the decisions of a response into memory and
  * returns at once (never throws, never awaited by the response); the records of one event-loop
  * turn go to Redis as few jobs in one `addBulk` (one round trip for many responses, like
  * EnqueueBatcher does for LogEvents). A batch Redis refuses is re-sent after a pause, so a short

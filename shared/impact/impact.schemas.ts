@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Int64In, Int64Out, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
 
-/** ListDecisions (D36). */
+/** ListDecisions. */
 export const ListDecisionsBody = Strict({
   projectId: ProjectId,
   userId: Type.String({ minLength: 1, maxLength: 256 }),
@@ -23,7 +23,7 @@ export const DecisionOut = Type.Object({
 
 export const ListDecisionsResponse = Type.Object({ decisions: Type.Array(DecisionOut, { description: 'newest first' }) });
 
-/** Event schemas (D35). */
+/** Event schemas. */
 export const EventName = Type.String({ minLength: 1, maxLength: 256 });
 export const EventSchemaOut = Type.Object({ eventId: Int64Out, eventName: Type.String(), createTime: TimestampOut });
 export const InsertEventSchemaBody = Strict({ projectId: ProjectId, eventName: EventName });
@@ -31,7 +31,7 @@ export const InsertEventSchemaResponse = Type.Object({ eventSchema: EventSchemaO
 export const GetEventSchemasBody = Strict({ projectId: ProjectId });
 export const GetEventSchemasResponse = Type.Object({ eventSchemas: Type.Array(EventSchemaOut, { description: 'ascending eventId' }) });
 
-/** GetTreatmentReport (D38). */
+/** GetTreatmentReport. */
 export const GetTreatmentReportBody = Strict({
   projectId: ProjectId,
   treatmentId: Int64In,

@@ -1,5 +1,5 @@
 /**
- * D38's statistics, pure: conversion rates per group and the uplift of TREATED over HOLDOUT as a
+ * Treatment report statistics, pure: conversion rates per group and the uplift of TREATED over HOLDOUT as a
  * difference of proportions with a normal-approximation (Wald) 95 % interval.
  */
 export interface GroupCounts {

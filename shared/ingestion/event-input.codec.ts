@@ -5,7 +5,7 @@ import { invalidField, InvalidArgumentError, type ErrorDetail } from '../platfor
 import type { ExternalEventIn, PropertyMap } from './ingest.schemas.js';
 import { parseRfc3339 } from '../platform/rfc3339.js';
 
-/** D31: an event more than 24 h in the client's future is rejected. */
+/** An event more than 24 h in the client's future is rejected. */
 export const MAX_FUTURE_MS = 24 * 3600 * 1000;
 const DAY_MS = 86_400_000;
 /** The range ClickHouse's DateTime64 stores: anything outside is rejected at the door, not retried forever. */
@@ -21,7 +21,7 @@ export function storableTime(ms: number): boolean {
  * The times that decide a row's ClickHouse partition (tables are partitioned by month of the
  * event's or interaction's time): accepted only within [now − RETENTION_DAYS, now + 24 h], so one
  * request can touch at most ~15 monthly partitions (400 days) and never create one the TTL would
- * drop at once (D44, D45). Outside: 400 naming the field, or a dead letter on the Pub/Sub path.
+ * drop at once. Outside: 400 naming the field, or a dead letter on the Pub/Sub path.
  */
 export interface AcceptedTimes {
   minMs: number;
@@ -108,7 +108,7 @@ export function normalizeEvents(events: Static<typeof ExternalEventIn>[], window
   return out;
 }
 
-/** D32: `<treatmentId>_<responseId>` with the request's treatmentId. */
+/** `<treatmentId>_<responseId>` with the request's treatmentId. */
 export function checkTrackingId(trackingId: string, treatmentId: string | undefined): string {
   const sep = trackingId.indexOf('_');
   if (sep <= 0 || sep === trackingId.length - 1 || (treatmentId !== undefined && trackingId.slice(0, sep) !== treatmentId)) {

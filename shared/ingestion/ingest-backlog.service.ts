@@ -36,7 +36,7 @@ function pending(counts: Record<string, number>): number {
 }
 
 /**
- * The ingestion backlog in events, for D45's backpressure, read without a Redis round trip per
+ * The ingestion backlog in events, for backpressure (429 beyond INGEST_MAX_BACKLOG), read without a Redis round trip per
  * request: every `pollMs` one concurrent batch of commands reads the pending jobs of both queues
  * (waiting, delayed, active, prioritized) and the events queue's job mix.
  *
@@ -85,7 +85,7 @@ export class IngestBacklog {
     return this.events > this.o.maxEvents && Date.now() - this.readAt < STALE_MS;
   }
 
-  /** Undefined when ingestion may go on, else the 429 to answer (D45). */
+  /** Undefined when ingestion may go on, else the 429 to answer. */
   admission(): ResourceExhaustedError | undefined {
     if (!this.overLimit()) return undefined;
     const excess = this.events - this.o.maxEvents;

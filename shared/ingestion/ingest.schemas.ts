@@ -59,12 +59,12 @@ export const EMAIL_INTERACTION_TYPES = [
 
 export const LogTreatmentInteractionRequest = Strict({
   projectId: ProjectId,
-  /** D49: optional; omitted, the workers read it from the decision log by the tracking id's response id. */
+  /** Optional; omitted, the workers read it from the decision log by the tracking id's response id. */
   userId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
   treatmentTrackingId: Type.String({ minLength: 3, maxLength: 256 }),
-  /** D49: optional; omitted, it is the tracking id's part before the first `_`. */
+  /** Optional; omitted, it is the tracking id's part before the first `_`. */
   treatmentId: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
-  /** D49: optional; omitted, the workers read it from the decision log. */
+  /** Optional; omitted, the workers read it from the decision log. */
   surface: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   interactionType: Type.Union([...INTERACTION_TYPES, ...EMAIL_INTERACTION_TYPES].map((t) => Type.Literal(t))),
   interactionTimeMicros: Int64In,

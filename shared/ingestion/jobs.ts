@@ -11,7 +11,7 @@ export interface EventPayload extends EventAttributes {
 
 /**
  * A batch of events of one user. `origin` decides the de-duplication key of events without an
- * insertId: `j:<jobId>:<index>` for API calls, `m:<messageId>:<index>` for Pub/Sub messages (D33),
+ * insertId: `j:<jobId>:<index>` for API calls, `m:<messageId>:<index>` for Pub/Sub messages,
  * so a retried job or a redelivered message never counts twice.
  */
 export interface EventsJob {
@@ -52,14 +52,14 @@ export type EventsQueueJob = SingleEventsJob | EventsBatchJob;
 export interface InteractionJob {
   kind: 'interaction';
   projectId: string;
-  /** D49: absent when the client omitted it; the worker resolves it from the decision log. */
+  /** Absent when the client omitted it; the worker resolves it from the decision log. */
   userId: string;
   treatmentId: string;
   treatmentTrackingId: string;
-  /** D49: absent when the client omitted it; the worker resolves it from the decision log. */
+  /** Absent when the client omitted it; the worker resolves it from the decision log. */
   surface: string;
   /**
-   * D49: the fields the worker must read from the decision log (by the tracking id's response
+   * The fields the worker must read from the decision log (by the tracking id's response
    * id) before storing; a given userId/surface must then agree with the decision.
    */
   resolve?: true;

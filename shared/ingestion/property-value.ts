@@ -1,6 +1,6 @@
 import type { PropertyValue } from './types.js';
 
-/** The plain JSON value of a PropertyValue: int64 stays a decimal string (D2), timestamps RFC 3339. */
+/** The plain JSON value of a PropertyValue: int64 stays a decimal string, timestamps RFC 3339. */
 export function plainValue(v: PropertyValue): string | number | boolean {
   if ('longValue' in v) return v.longValue;
   if ('doubleValue' in v) return v.doubleValue;

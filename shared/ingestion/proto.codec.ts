@@ -6,7 +6,7 @@ import { repoFile } from '../platform/repo-root.js';
 
 /**
  * Binary protobuf ⇄ JSON for the Pub/Sub payloads of `tds/v1/events.proto` (spec
- * "Publish/subscribe ingestion", D33). The JSON side is the LogEvents request shape, so a
+ * "Publish/subscribe ingestion"). The JSON side is the LogEvents request shape, so a
  * decoded message goes through the same validation as the HTTP body.
  *
  * The conversion is ProtoJSON (lowerCamelCase names, int64 as decimal strings, Timestamps as

@@ -5,7 +5,7 @@ import { TOPIC_PATH } from '../platform/pubsub/pubsub.js';
 import { atomicWrite, withOptimisticRetry } from '../platform/redis/atomic-write.js';
 import { changeFields } from '../projects/index.js';
 
-/** A project's registered topic and the service's subscription on it (D33). */
+/** A project's registered topic and the service's subscription on it. */
 export interface PubSubSource {
   projectId: string;
   /** `projects/<project>/topics/<topic>` */

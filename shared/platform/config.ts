@@ -15,7 +15,7 @@ export interface Config {
   roles: ReadonlySet<Role>;
   /** Main listener. @defaultValue 8080 */
   port: number;
-  /** Alternate delivery listener of D10 (GetTreatments/GetTreatment only). @defaultValue 8081 */
+  /** Alternate delivery listener (GetTreatments/GetTreatment only). @defaultValue 8081 */
   altPort: number;
   /** @defaultValue 127.0.0.1 */
   host: string;
@@ -57,7 +57,7 @@ export interface Config {
    */
   workerLockMs: number;
   /**
-   * D49: how long an interaction sent without userId or surface waits for its decision in the
+   * How long an interaction sent without userId or surface waits for its decision in the
    * decision log before it becomes a dead letter (ms). @defaultValue 600000 (10 minutes)
    */
   interactionDecisionWaitMs: number;

@@ -1,6 +1,6 @@
 /**
- * The one error hierarchy. Each class carries an HTTP status and the canonical code of
- * decisions D4; the Fastify error handler maps them to the error body in one place.
+ * The one error hierarchy. Each class carries an HTTP status and the canonical code
+ * (INVALID_ARGUMENT, NOT_FOUND, ...); the Fastify error handler maps them to the error body in one place.
  */
 export interface ErrorDetail {
   field: string;
@@ -87,7 +87,7 @@ export class UnavailableError extends ApiError {
 }
 
 /**
- * A limit was reached (rate limit, ingestion backlog; D45): 429 with `Retry-After`, in whole
+ * A limit was reached (rate limit, ingestion backlog): 429 with `Retry-After`, in whole
  * seconds (at least 1), after which the same request is likely to be admitted.
  */
 export class ResourceExhaustedError extends ApiError {

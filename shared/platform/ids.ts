@@ -1,5 +1,5 @@
 /**
- * Service-assigned ids are positive int64 decimal strings (D11). Compared numerically without
+ * Service-assigned ids are positive int64 decimal strings. Compared numerically without
  * the precision loss of Number: a longer canonical string is a larger number.
  */
 export function compareIds(a: string, b: string): number {

@@ -13,13 +13,13 @@ export const QUEUE = {
   events: 'events',
   interactions: 'interactions',
   aggregations: 'aggregations',
-  /** The decision log (D36): GetTreatments decisions on their way to ClickHouse. */
+  /** The decision log: GetTreatments decisions on their way to ClickHouse. */
   decisions: 'decisions',
   /** Request/reply calls from API processes to the process that owns ClickHouse (warehouse-rpc.ts). */
   rpc: 'rpc',
   /** Ingest jobs that were held by workers that died, retried one at a time (ingest-workers.ts). */
   isolated: 'isolated',
-  /** DeleteUserData's ClickHouse deletions (D44), retried until done (user-deletion-queue.ts). */
+  /** DeleteUserData's ClickHouse deletions, retried until done (user-deletion-queue.ts). */
   userDeletions: 'user-deletions',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];

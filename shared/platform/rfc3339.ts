@@ -1,5 +1,5 @@
 /**
- * The one RFC 3339 parser (D3) for every timestamp the service reads from a client, on every path
+ * The one RFC 3339 parser for every timestamp the service reads from a client, on every path
  * (HTTP bodies, rule values, contextual attributes, Pub/Sub payloads, stored rows).
  *
  * Accepted: `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)`, `T` and `Z` in either case, or a

@@ -4,7 +4,7 @@
  *
  * `String.prototype.includes` is fast on ordinary input but not bounded: a 65,536-character
  * contextual attribute of `a`s searched for `a…ab a…a` (2,001 characters) took 84 ms, and for
- * 6,000 short items (`v0` … `v5999`) in a text of `v`s 18 s, all of it on the event loop (D45).
+ * 6,000 short items (`v0` … `v5999`) in a text of `v`s 18 s, all of it on the event loop.
  * Small texts and short lists keep using `includes`; beyond a budget of work, an Aho–Corasick
  * automaton (built once per compiled rule, on first need) reads each character of the text once.
  */

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE } from '../platform/queues.js';
 
 /**
- * D44: the ClickHouse side of DeleteUserData is a queued job, not a request/reply call. The API
+ * The ClickHouse side of DeleteUserData is a queued job, not a request/reply call. The API
  * answers once the job is in Redis (durable: AOF), and the workers run it until it succeeds: a
  * deletion accepted while ClickHouse is down, or while no workers process runs, is carried out
  * when they are back instead of being lost or failing the call (an rpc would need ClickHouse up

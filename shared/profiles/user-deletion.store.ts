@@ -8,7 +8,7 @@ import { changeFields } from '../projects/index.js';
 import { CHANGE_LOG_MAX_ENTRIES } from '../platform/redis/atomic-write.js';
 
 /**
- * D44: a user's data erased on request, and never brought back.
+ * A user's data erased on request, and never brought back.
  *
  * Two records per project, in the project's slot `{<project>}`:
  * - `deleted-users`, a sorted set user id → deletion time (ms): the tombstones. An ingestion job

@@ -12,7 +12,7 @@ export interface AuthContext {
 }
 
 /**
- * Authenticates `/v1` calls (D7–D9). Key records and projects are cached in memory so delivery
+ * Authenticates `/v1` calls. Key records and projects are cached in memory so delivery
  * costs no Redis round trip for auth; the cache is only trusted while the invalidation
  * subscription is up, and a revocation empties it on every process at once.
  */
@@ -95,7 +95,7 @@ export class Authenticator {
   }
 
   /**
-   * D9: 401 for a missing, unknown or revoked key, or a key of another project than the body's
+   * 401 for a missing, unknown or revoked key, or a key of another project than the body's
    * `projectId` (no hint whether that project exists); 403 for a right-project key without one of
    * the operation's permissions.
    */

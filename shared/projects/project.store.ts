@@ -68,7 +68,7 @@ export class ProjectStore {
         checks: [{ key, field: FIELD, expect: raw }],
         writes: [{ key, field: FIELD, value: JSON.stringify(after) }],
         change: { key: this.keys.changes(input.projectId), entry: changeFields({ time: new Date(this.now()).toISOString(), actor, operation: 'UpdateProject', resourceKind: 'project', resourceId: input.projectId, before, after }) },
-        // the compiled delivery plan carries the global holdout (D37): a missed message is caught by the version check
+        // the compiled delivery plan carries the global holdout: a missed message is caught by the version check
         versionKey: this.keys.catalogVersion(input.projectId),
         publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'project', projectId: input.projectId }) },
       });

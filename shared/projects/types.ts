@@ -15,7 +15,7 @@ export interface Project {
   displayName: string;
   deliveryEndpoint: DeliveryEndpoint;
   createTime: string;
-  /** D37: 0–100 (two decimals); absent = 0 */
+  /** 0–100 (two decimals); absent = 0 */
   globalHoldoutPercentage?: number;
 }
 

@@ -5,7 +5,7 @@ import type { TreatmentType } from '../catalog/index.js';
 
 /**
  * Validation of a treatment version's content, rules and removed surfaces against its type and
- * project (decisions D14). Functions collect every problem rather than stopping at the first, so
+ * project. Functions collect every problem rather than stopping at the first, so
  * one 400 INVALID_ARGUMENT names them all; `field` is the JSON path in the request body.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Language tags of treatment content and GetTreatments requests (D14, D26).
+ * Language tags of treatment content and GetTreatments requests.
  * "Supported language code" means a well-formed BCP 47 tag as ICU's `Intl` understands it;
  * tags are stored and compared in their canonical form.
  */
@@ -31,7 +31,7 @@ export function baseLanguage(tag: string): string {
 }
 
 /**
- * The content language to serve for a request (D26): the exact tag first, then ever shorter
+ * The content language to serve for a request: the exact tag first, then ever shorter
  * prefixes of the request (RFC 4647 lookup), which ends at the base language
  * (`zh-Hant-TW` → `zh-Hant` → `zh`). Content in a more specific tag than the request is never
  * picked (`en` request, only `en-US` content → null). Returns the tag as it appears in `available`.

@@ -3,7 +3,7 @@ import { versionStatus } from './treatment-status.js';
 import type { TreatmentRecord, TreatmentVersionRecord } from './types.js';
 import type { TreatmentType } from '../catalog/index.js';
 
-/** GetAllTreatments selection (spec GetAllTreatments, decisions D18). */
+/** GetAllTreatments selection (spec GetAllTreatments): ascending treatmentId; a treatment with no version left is omitted. */
 export interface TreatmentListFilter {
   treatmentTypeName?: string;
   /** OR within the list; an empty list is the same as no surface filter */

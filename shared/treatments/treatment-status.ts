@@ -1,7 +1,7 @@
 import type { TreatmentRecord, TreatmentVersionRecord } from './types.js';
 
 /**
- * Status derivation (decisions D16). Status is never stored: it is computed at read time from
+ * Status derivation. Status is never stored: it is computed at read time from
  * the publish time and the start/end timestamps, so time passing needs no background job.
  */
 

@@ -3,7 +3,7 @@ import { treatmentStatus, versionStatus } from './treatment-status.js';
 import type { Content, EligibilityRule, FrequencyCap, TreatmentRecord, TreatmentVersionRecord } from './types.js';
 
 /**
- * Treatment state transitions (decisions D15, D17, D19). Every function returns a new record and
+ * Treatment state transitions. Every function returns a new record and
  * never mutates its input; unchanged versions are shared with the input (treat records as
  * immutable). Status is derived, never stored (see treatment-status.ts), so a transition only
  * moves publish and end times.
@@ -40,7 +40,7 @@ export interface NewTreatment {
 }
 
 /**
- * Delivery controls (D37, D39, D42, D43): treatment-level, so a change never creates a version.
+ * Delivery controls (holdout, QA users, fallback, frequency cap): treatment-level, so a change never creates a version.
  * On update, unset = unchanged; `frequencyCap: null` removes the cap, `qaUserIds: []` clears them.
  */
 export interface TreatmentControls {
@@ -150,7 +150,7 @@ export function applyUpdate(
   return { treatment: stamped(next, update.lastModifiedBy, nowMs), changed: true };
 }
 
-/** D17: only a LIVE treatment can be paused. */
+/** Only a LIVE treatment can be paused. */
 export function pauseTreatment(t: TreatmentRecord, lastModifiedBy: string, nowMs: number): TreatmentRecord {
   const status = treatmentStatus(t, nowMs);
   if (status !== 'LIVE') {
@@ -160,9 +160,9 @@ export function pauseTreatment(t: TreatmentRecord, lastModifiedBy: string, nowMs
 }
 
 /**
- * D17: every version ends now, so the treatment derives ARCHIVED and is never served again.
+ * Every version ends now, so the treatment derives ARCHIVED and is never served again.
  * TreatmentRecord has no deletion flag, and a treatment whose versions are all unpublished
- * derives DRAFT (D16) whatever their end; so each draft is also marked published now. A draft
+ * derives DRAFT whatever their end; so each draft is also marked published now. A draft
  * published with an end of now is ARCHIVED at once and was never served. Versions that already
  * ended keep their end. A deleted treatment is thereby indistinguishable from one archived by
  * time: a later update that publishes new content makes it LIVE again.

@@ -5,7 +5,7 @@ import type { TreatmentRecord, TreatmentVersionRecord } from './types.js';
 
 /**
  * Stored treatment record → wire Treatment (spec Treatment / TreatmentVersion). Pure: the caller
- * passes the treatment's type and group and the clock, since status is derived at read time (D16).
+ * passes the treatment's type and group and the clock, since status is derived at read time.
  */
 export interface TreatmentRefs {
   /** undefined only if the type record vanished; the treatment is still shown */

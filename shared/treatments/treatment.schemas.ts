@@ -4,7 +4,7 @@ import { Int64In, Int64Out, NonEmpty, ProjectId, Strict, TimestampIn, TimestampO
 
 /**
  * Wire shapes of InsertTreatment, UpdateTreatment, GetTreatment and GetAllTreatments.
- * Requests are strict (D1); responses list every field so that serialisation never drops one.
+ * Requests are strict; responses list every field so that serialisation never drops one.
  */
 
 export const CONDITIONS = [
@@ -38,8 +38,8 @@ const ExternalIdIn = Type.String({ minLength: 1, maxLength: 256 });
 const Actor = NonEmpty(256);
 const Name = NonEmpty(256);
 const Description = Type.String({ maxLength: 4096 });
-/** D46: who made the change; the web console sends TDS_CONSOLE. Default API. */
-export const ModificationSourceIn = Type.Optional(Type.Union([Type.Literal('API'), Type.Literal('TDS_CONSOLE')], { description: 'D46: API (default) or TDS_CONSOLE for changes made in the web console' }));
+/** Who made the change; the web console sends TDS_CONSOLE. Default API. */
+export const ModificationSourceIn = Type.Optional(Type.Union([Type.Literal('API'), Type.Literal('TDS_CONSOLE')], { description: 'API (default) or TDS_CONSOLE for changes made in the web console' }));
 const GroupName = Type.String({ maxLength: 256, description: 'mutual exclusion group name; "" clears it on update' });
 
 // ------------------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ export const RemovedSurfacesIn = Strict({ surfaces: Type.Optional(Type.Array(Str
 export const TagsIn = Type.Array(Strict({ name: NonEmpty(256) }), { maxItems: 100 });
 export const TargetActionIn = Strict({ eventId: Int64In });
 
-/** The version-level fields shared by insert and update (D15). */
+/** The version-level fields shared by insert and update. */
 const versionFieldsIn = {
   endTimestamp: Type.Optional(TimestampIn),
   targetAction: Type.Optional(TargetActionIn),
@@ -78,7 +78,7 @@ const versionFieldsIn = {
 };
 
 /**
- * Delivery controls (D37, D39, D42, D43). Treatment-level: setting them changes the treatment,
+ * Delivery controls (holdout, QA users, fallback, frequency cap). Treatment-level: setting them changes the treatment,
  * never creates a version, and applies to whichever version is served.
  */
 export const PercentageIn = Type.Number({ minimum: 0, maximum: 100, description: '0–100, at most two decimals' });
@@ -89,7 +89,7 @@ export const FrequencyCapIn = Strict({
 });
 const controlFieldsIn = {
   holdoutPercentage: Type.Optional(PercentageIn),
-  qaUserIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'users who get the newest version whatever its status (D39); [] clears' })),
+  qaUserIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'users who get the newest version whatever its status; [] clears' })),
   isFallback: Type.Optional(Type.Boolean()),
   frequencyCap: Type.Optional(FrequencyCapIn),
 };
@@ -125,8 +125,8 @@ export const UpdateTreatmentRequest = Strict({
   startTimestamp: Type.Optional(TimestampIn),
   content: Type.Optional(ContentIn),
   ...versionFieldsIn,
-  clearEndTimestamp: Type.Optional(Type.Boolean({ description: 'true: the new version never ends (not with endTimestamp); a version-level change (D50)' })),
-  clearTargetAction: Type.Optional(Type.Boolean({ description: 'true: the new version has no target action (not with targetAction); a version-level change (D50)' })),
+  clearEndTimestamp: Type.Optional(Type.Boolean({ description: 'true: the new version never ends (not with endTimestamp); a version-level change' })),
+  clearTargetAction: Type.Optional(Type.Boolean({ description: 'true: the new version has no target action (not with targetAction); a version-level change' })),
   shouldPublish: Type.Optional(Type.Boolean()),
   mutualExclusionGroup: Type.Optional(GroupName),
   shouldDelete: Type.Optional(Type.Boolean()),
@@ -136,7 +136,7 @@ export const UpdateTreatmentRequest = Strict({
 });
 export type UpdateTreatmentBody = Static<typeof UpdateTreatmentRequest>;
 
-/** Fields that may accompany shouldPause / shouldDelete (spec UpdateTreatment, D5). */
+/** Fields that may accompany shouldPause / shouldDelete (spec UpdateTreatment). */
 export const PAUSE_DELETE_FIELDS: ReadonlySet<string> = new Set(['projectId', 'treatmentId', 'externalTreatmentId', 'lastModifiedBy', 'modificationSource', 'shouldPause', 'shouldDelete']);
 
 export const GetTreatmentRequest = Strict({ projectId: ProjectId, treatmentId: TreatmentIdIn });

@@ -50,7 +50,7 @@ export class TreatmentStore {
   /**
    * Assigns the next treatmentId and stores what `build` makes of it and of the current state of
    * type `treatmentTypeId` (`build` may throw to refuse). 409 on a taken externalTreatmentId. The
-   * write checks the type is still the one `build` saw (D50): a concurrent UpdateTreatmentType
+   * write checks the type is still the one `build` saw: a concurrent UpdateTreatmentType
    * makes the attempt run again against the new type.
    */
   async insert(projectId: string, treatmentTypeId: string, build: (treatmentId: string, type: TreatmentType) => TreatmentRecord, meta: ChangeMeta): Promise<TreatmentRecord> {
@@ -74,7 +74,7 @@ export class TreatmentStore {
   /**
    * Read → `transition` → compare-and-set, retried on conflict; `transition` sees the freshest
    * record and type each time and may throw (404, FAILED_PRECONDITION ...) to abort. The write
-   * checks both, so content validated against a type is never stored under a changed type (D50).
+   * checks both, so content validated against a type is never stored under a changed type.
    */
   async update(projectId: string, treatmentId: string, transition: TreatmentTransition, meta: ChangeMeta): Promise<TreatmentRecord> {
     const key = this.keys.treatments(projectId);

@@ -71,7 +71,7 @@ export interface TreatmentRecord {
   modificationSource: ModificationSource;
   createTime: string;
   versions: TreatmentVersionRecord[];
-  // Delivery controls (D37, D39, D42, D43): treatment-level, so changing them creates no version.
+  // Delivery controls (holdout, QA users, fallback, frequency cap): treatment-level, so changing them creates no version.
   /** 0–100 (two decimals); absent = 0 */
   holdoutPercentage?: number;
   /** absent = none */
@@ -81,10 +81,10 @@ export interface TreatmentRecord {
   frequencyCap?: FrequencyCap;
 }
 
-/** D43: a user whose count of `countOf` for the treatment in the window reached `maxCount` does not qualify. */
+/** A user whose count of `countOf` for the treatment in the window reached `maxCount` does not qualify. */
 export interface FrequencyCap {
   maxCount: number;
-  /** LAST_<n>D (D22) */
+  /** LAST_<n>D */
   windowName: string;
   countOf: 'VIEWED' | 'RETURNED';
 }

@@ -7,7 +7,7 @@ import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 
 /**
- * DeleteUserData (D44) on a real three-primary Redis Cluster: the user's keys (one slot, on
+ * DeleteUserData on a real three-primary Redis Cluster: the user's keys (one slot, on
  * whichever node holds it) are all gone, the tombstone is in the project's slot, and the
  * ClickHouse deletion is queued (no workers here: it waits in the queue, which is the point of a
  * durable job).

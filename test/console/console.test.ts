@@ -88,7 +88,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByText('No treatment yet').waitFor();
     await ui.go('Catalogue');
     await page.getByText('No surface yet.').waitFor();
-    // A D4 error is shown next to the field its details name.
+    // An API error is shown next to the field its details name.
     await page.getByLabel('Surface name', { exact: true }).fill('not a name!');
     await page.getByRole('button', { name: 'Add surface' }).click();
     const surfaceField = page.locator('.field', { has: page.getByLabel('Surface name', { exact: true }) });
@@ -106,7 +106,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByRole('checkbox', { name: 'home' }).check();
     await page.getByRole('button', { name: 'Add treatment type' }).click();
     await page.getByRole('cell', { name: /^banner/ }).waitFor();
-    // A D4 error lands next to the field it names: the same name again is refused.
+    // An API error lands next to the field it names: the same name again is refused.
     await page.getByLabel('Type name', { exact: true }).fill('banner');
     await page.getByRole('button', { name: 'Add treatment type' }).click();
     await page.locator('.error-banner').first().waitFor();
@@ -147,7 +147,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     treatmentId = page.url().split('/').pop()!;
     await ui.capture('05-treatment-detail');
 
-    // D46: the change carries the console as its source and the operator's name.
+    // The change carries the console as its source and the operator's name.
     const stored = await api('/v1/GetTreatment', { projectId: 'shop', treatmentId }, { 'x-api-key': managementKey });
     expect(stored.body.treatment).toMatchObject({ lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE', status: 'LIVE' });
     expect(stored.body.treatment.versions[0].eligibilityRules.rules).toHaveLength(2);
@@ -264,7 +264,7 @@ describe('the web console', { timeout: 240_000 }, () => {
     const newestVersion = (stored.versions as { versionNumber: number; targetAction?: unknown }[]).reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
     expect(newestVersion.targetAction).toEqual({ eventId: purchase.eventId });
 
-    // D37's bucketing says who is held out: a few users of each group ask, some convert.
+    // The holdout bucketing says who is held out: a few users of each group ask, some convert.
     const held = (userId: string) => createHash('sha256').update(`shop:${treatmentId}:${userId}`).digest().readUInt32BE(0) % 10_000 < 50 * 100;
     const users = Array.from({ length: 60 }, (_, i) => `r${i}`);
     const treated = users.filter((u) => !held(u)).slice(0, 4);

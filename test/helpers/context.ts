@@ -17,7 +17,7 @@ export function uniquePrefix(label = 't'): string {
 
 /**
  * Tests send hundreds of deliberately failed authentications from one address (inject's
- * 127.0.0.1), so the request-rate limits of D45 are lifted unless a test sets them
+ * 127.0.0.1), so the request-rate limits are lifted unless a test sets them
  * (test/security/rate-limits.test.ts does).
  */
 const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000' };

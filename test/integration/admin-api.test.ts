@@ -30,7 +30,7 @@ describe('CreateProject', () => {
     expect(r.body.project.createTime).toMatch(RFC3339_UTC);
   });
 
-  it('keeps the given display name and delivery address, and accepts snake_case input (D1)', async () => {
+  it('keeps the given display name and delivery address, and accepts snake_case input', async () => {
     const projectId = newId();
     const r = await admin(t, 'CreateProject', { project_id: projectId, display_name: 'Shop', delivery_endpoint: 'ALT' });
     expect(r.status).toBe(200);
@@ -59,7 +59,7 @@ describe('CreateProject', () => {
     expect((await admin(t, 'CreateProject', { projectId })).status).toBe(200);
   });
 
-  it('rejects unknown fields (D1)', async () => {
+  it('rejects unknown fields', async () => {
     const r = await admin(t, 'CreateProject', { projectId: newId(), colour: 'red' });
     expect(r.status).toBe(400);
     expect(r.body.error.details).toContainEqual({ field: 'colour', description: 'unknown field' });

@@ -100,7 +100,7 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     expect(JSON.parse(r.stdout).project).toMatchObject({ projectId, deliveryEndpoint: 'ALT', displayName: 'CLI shop' });
   });
 
-  it('a bad flag exits 2 with a D4 error on stderr, before touching Redis', async () => {
+  it('a bad flag exits 2 with an API error body on stderr, before touching Redis', async () => {
     const r = await cli(['create-api-key', '--project-id', projectId, '--permissions', 'DELIVERY', '--colour', 'red'], { REDIS_URL: 'redis://127.0.0.1:1' });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
@@ -108,7 +108,7 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     expect(body.error.details).toEqual([{ field: '--colour', description: expect.stringMatching(/unknown option/) }]);
   });
 
-  it('a body that breaks the schema or a D8 rule exits 2 naming the field', async () => {
+  it('a body that breaks the schema or a permission rule exits 2 naming the field', async () => {
     const bad = await cli(['create-api-key', '--project-id', 'has space', '--permissions', 'DELIVERY']);
     expect(bad.code).toBe(2);
     expect(expectD4(bad.stderr, 400, 'INVALID_ARGUMENT').error.details[0].field).toBe('projectId');

@@ -8,7 +8,7 @@ import { recomputeDataFields, type RecomputeCursor } from '../../workers/aggrega
 import { AGGREGATION_SCHEDULES, reconcileSchedules } from '../../workers/aggregation/scheduler.js';
 
 /**
- * Data-field aggregations end to end (D20–D24): the incremental path through the ingestion
+ * Data-field aggregations end to end: the incremental path through the ingestion
  * workers, the backfill of fields created after their events, and the recompute from ClickHouse.
  */
 
@@ -74,7 +74,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('incremental path (D24)', () => {
+describe('incremental path: ingested events update aggregations', () => {
   it('a logged event shows in a daily count within 1 s; duplicates and events outside the window do not count', async () => {
     const [last7, last30] = await dataFieldIds(countOf('purchase', 'LAST_7D'), countOf('purchase', 'LAST_30D'));
     const now = Date.now();
@@ -131,7 +131,7 @@ describe('incremental path (D24)', () => {
   });
 });
 
-describe('fields created after their events (D20 backfill, D24 recompute)', () => {
+describe('fields created after their events (backfill, recompute)', () => {
   it('a new field is backfilled from stored history without any call', async () => {
     const now = Date.now();
     await logEvents('u-late', [

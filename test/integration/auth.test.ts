@@ -5,8 +5,8 @@ import { v1Operations } from '../../api/v1.routes.js';
 import type { Permission } from '../../shared/projects/index.js';
 import { ADMIN_TOKEN, admin, createProjectWithKeys, createTestApp, uniquePrefix, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
-/** D8 and D9 as written: which permission admits which operation, and its query-parameter key form. */
-const D8: Record<string, { permissions: Permission[]; keyParam?: 'api_key' | 'api-key'; alt?: boolean }> = {
+/** Which permission admits which operation, and its query-parameter key form. */
+const ACCESS: Record<string, { permissions: Permission[]; keyParam?: 'api_key' | 'api-key'; alt?: boolean }> = {
   GetTreatments: { permissions: ['DELIVERY'], keyParam: 'api_key', alt: true },
   GetTreatment: { permissions: ['DELIVERY', 'TREATMENT_MANAGEMENT'], keyParam: 'api_key', alt: true },
   LogTreatmentInteraction: { permissions: ['DELIVERY'], keyParam: 'api-key' },
@@ -85,9 +85,9 @@ describe('declarations', () => {
     expect(registered).toEqual(expect.arrayContaining([MGMT, 'InsertSurface', 'GetTreatment']));
   });
 
-  it.each(registered)('%s declares the permissions, key parameter and listener of D8–D10', (name) => {
+  it.each(registered)('%s declares the permissions, key parameter and listener it must have', (name) => {
     const op = v1Operations.find((o) => o.operation === name)!;
-    const want = D8[name];
+    const want = ACCESS[name];
     expect(want, `${name} is not an operation of the spec or decisions`).toBeDefined();
     expect([...op.permissions].sort()).toEqual([...want.permissions].sort());
     expect(op.keyParam).toBe(want.keyParam);
@@ -154,7 +154,7 @@ describe('missing, malformed, unknown and revoked keys: 401', () => {
   });
 });
 
-describe('project binding (D9)', () => {
+describe('project binding', () => {
   it('a key of another project: 401, with the same answer whether or not the named project exists', async () => {
     const named = await post(t.app, MGMT, { key: other.management, body: { projectId: p.projectId } });
     expectD4(named, 401, 'UNAUTHENTICATED');
@@ -164,8 +164,8 @@ describe('project binding (D9)', () => {
     expect(named.body.error.message).not.toContain(p.projectId);
   });
 
-  it.each(present(Object.keys(D8)))('%s: a key of another project is 401 even with an invalid body', async (op) => {
-    const key = D8[op].permissions.includes('LOG_EVENTS') ? other.logEvents : D8[op].permissions.includes('DELIVERY') ? other.delivery : other.management;
+  it.each(present(Object.keys(ACCESS)))('%s: a key of another project is 401 even with an invalid body', async (op) => {
+    const key = ACCESS[op].permissions.includes('LOG_EVENTS') ? other.logEvents : ACCESS[op].permissions.includes('DELIVERY') ? other.delivery : other.management;
     expectD4(await post(t.app, op, { key, body: { projectId: p.projectId, notAField: true } }), 401, 'UNAUTHENTICATED');
   });
 
@@ -174,8 +174,8 @@ describe('project binding (D9)', () => {
   });
 });
 
-describe('the key is checked before the body (D9)', () => {
-  it.each(present(Object.keys(D8)))('%s: an invalid body without a key is 401, not 400', async (op) => {
+describe('the key is checked before the body', () => {
+  it.each(present(Object.keys(ACCESS)))('%s: an invalid body without a key is 401, not 400', async (op) => {
     expectD4(await post(t.app, op, { body: { projectId: 42, bogus: [1, 2] } }), 401, 'UNAUTHENTICATED');
   });
 
@@ -196,7 +196,7 @@ describe('the key is checked before the body (D9)', () => {
   });
 });
 
-describe('permission matrix (D8)', () => {
+describe('permission matrix', () => {
   const combos: Permission[][] = [['DELIVERY'], ['LOG_EVENTS'], ['TREATMENT_MANAGEMENT'], ['DELIVERY', 'TREATMENT_MANAGEMENT']];
   const keys = new Map<string, string>();
   let projectId: string;
@@ -206,20 +206,20 @@ describe('permission matrix (D8)', () => {
     for (const c of combos) keys.set(c.join('+'), (await newKey(t, projectId, c)).key);
   });
 
-  const cases = present(Object.keys(D8)).flatMap((op) => combos.map((c) => [op, c.join('+'), D8[op].permissions.some((x) => c.includes(x))] as const));
+  const cases = present(Object.keys(ACCESS)).flatMap((op) => combos.map((c) => [op, c.join('+'), ACCESS[op].permissions.some((x) => c.includes(x))] as const));
 
   it.each(cases)('%s with a {%s} key: admitted = %s', async (op, combo, admitted) => {
     const body = VALID_BODY[op]?.(projectId) ?? { projectId };
     const r = await post(t.app, op, { key: keys.get(combo), body });
     if (!admitted) {
       expectD4(r, 403, 'PERMISSION_DENIED');
-      expect(r.body.error.message).toMatch(new RegExp(D8[op].permissions.join('|')));
+      expect(r.body.error.message).toMatch(new RegExp(ACCESS[op].permissions.join('|')));
     } else if (VALID_BODY[op]) expect(r.status, JSON.stringify(r.body)).toBe(200);
     else expectAdmitted(r);
   });
 });
 
-describe('query-parameter keys (D9)', () => {
+describe('query-parameter keys', () => {
   const treatment = { projectId: '', treatmentId: '1' };
   const getTreatmentBody = () => ({ ...treatment, projectId: p.projectId });
 
@@ -247,14 +247,14 @@ describe('query-parameter keys (D9)', () => {
     expectD4(await post(t.app, op, { query: { api_key: key }, body: { projectId: p.projectId } }), 401, 'UNAUTHENTICATED');
   });
 
-  it.each(present(Object.keys(D8).filter((op) => !D8[op].keyParam)))('%s: neither query parameter authenticates a management operation', async (op) => {
+  it.each(present(Object.keys(ACCESS).filter((op) => !ACCESS[op].keyParam)))('%s: neither query parameter authenticates a management operation', async (op) => {
     for (const param of ['api_key', 'api-key']) {
       expectD4(await post(t.app, op, { query: { [param]: p.management }, body: VALID_BODY[op]?.(p.projectId) ?? { projectId: p.projectId } }), 401, 'UNAUTHENTICATED');
     }
   });
 });
 
-describe('delivery addresses (D10)', () => {
+describe('delivery addresses', () => {
   let alt: ProjectKeys;
   let treatmentId: string;
   beforeAll(async () => {
@@ -317,8 +317,8 @@ describe('delivery addresses (D10)', () => {
     expectD4(await post(t.alt, 'GetTreatment', { key: moved.delivery, body }), 404, 'NOT_FOUND');
   });
 
-  const altOnly = Object.keys(D8).filter((op) => D8[op].alt);
-  const notOnAlt = [...new Set([...Object.keys(D8), ...registered])].filter((op) => !altOnly.includes(op)).map((op) => `/v1/${op}`);
+  const altOnly = Object.keys(ACCESS).filter((op) => ACCESS[op].alt);
+  const notOnAlt = [...new Set([...Object.keys(ACCESS), ...registered])].filter((op) => !altOnly.includes(op)).map((op) => `/v1/${op}`);
 
   it.each([...notOnAlt, '/admin/v1/ListProjects', '/admin/v1/CreateProject', '/v1/NoSuchOperation'])('the alternate listener answers 404 for %s', async (url) => {
     const res = await t.alt.inject({ method: 'POST', url, headers: { 'x-api-key': alt.management, authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { projectId: alt.projectId } });

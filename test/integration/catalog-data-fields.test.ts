@@ -6,7 +6,7 @@ import { expectError, fields, useCatalogApp } from '../helpers/catalog-app.js';
 /** Catalogue management: data fields, and the change log, version and invalidation of every change. */
 const cat = useCatalogApp();
 
-describe('InsertDataField (D20)', () => {
+describe('InsertDataField', () => {
   it('registers a field and is idempotent on name; another type is 409', async () => {
     const r = await cat.mgmt('InsertDataField', { name: 'loyalty_tier', userProperty: { dataType: 'INTEGER' } });
     expect(r.status).toBe(200);
@@ -36,13 +36,13 @@ describe('InsertDataField (D20)', () => {
   });
 });
 
-describe('GetDataFields (D20–D22)', () => {
+describe('GetDataFields', () => {
   const purchases = {
     eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { qty: { longValue: 5 }, sku: { stringValue: 'a1' } }, dailyCountAggregation: { windowName: 'LAST_14D' } },
   };
   const streamLength = () => cat.t.ctx.redis.xlen(cat.t.ctx.keys.dataFieldCreated());
 
-  it('resolves params to stable ids, one per entry in order, with the result type of D21', async () => {
+  it('resolves params to stable ids, one per entry in order, with the result type of each aggregation', async () => {
     const before = await streamLength();
     const r = await cat.mgmt('GetDataFields', {
       dataFieldParams: [

@@ -5,7 +5,7 @@ import { expectError, fields, useCatalogApp } from '../helpers/catalog-app.js';
 /** Catalogue management: permissions, surfaces and treatment types. */
 const cat = useCatalogApp();
 
-describe('authentication and permissions (D8, D9)', () => {
+describe('authentication and permissions', () => {
   it.each(['InsertSurface', 'InsertDataField', 'GetDataFields', 'InsertTreatmentType', 'GetAllSurfaces'])('%s: 403 with a DELIVERY key and with a LOG_EVENTS key', async (op) => {
     for (const key of [cat.p.delivery, cat.p.logEvents]) {
       const r = await call(cat.t, op, key, { projectId: cat.p.projectId, name: 'x_y', userProperty: { dataType: 'STRING' } });
@@ -21,7 +21,7 @@ describe('authentication and permissions (D8, D9)', () => {
   });
 });
 
-describe('InsertSurface / GetAllSurfaces (D12)', () => {
+describe('InsertSurface / GetAllSurfaces', () => {
   it('creates a surface and returns it', async () => {
     const r = await cat.mgmt('InsertSurface', { name: 'app:checkout/v2.top-bar_1', description: 'checkout banner' });
     expect(r.status).toBe(200);
@@ -54,7 +54,7 @@ describe('InsertSurface / GetAllSurfaces (D12)', () => {
   });
 });
 
-describe('InsertTreatmentType (D13, D13a)', () => {
+describe('InsertTreatmentType', () => {
   it('creates a type with defaults filled in', async () => {
     const r = await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Banner', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'banner' }], contentFieldTypes: fields, lastModifiedBy: 'alice' });
     expect(r.status).toBe(200);
@@ -132,7 +132,7 @@ describe('InsertTreatmentType (D13, D13a)', () => {
   });
 });
 
-describe('UpdateTreatmentType (D5, D6)', () => {
+describe('UpdateTreatmentType', () => {
   it('renames, replaces content field types and keeps unset parts unchanged', async () => {
     const tt = await cat.insertType({ surfaces: [{ surfaceName: 'home' }], deliveryType: 'NOTIFICATION' });
     const r = await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: Number(tt.treatmentTypeId), treatmentTypeName: `${tt.treatmentTypeName}-renamed`, contentFieldTypes: [{ fieldName: 'only', maximumLengthAllowed: 9 }], lastModifiedBy: 'carol' });

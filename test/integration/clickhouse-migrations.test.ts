@@ -35,7 +35,7 @@ let firstRun: MigrationReport;
 beforeAll(async () => {
   client = createClickhouse({ dataDir });
   firstRun = await runMigrations(client);
-  // These tests store fixed dates of 2024: keep them clear of the RETENTION_DAYS TTL (D44) of
+  // These tests store fixed dates of 2024: keep them clear of the RETENTION_DAYS TTL of
   // migration 0006 (400 days by default), as a deployment with a 10-year retention would.
   await applyRetentionTtl(client, 3650);
 });

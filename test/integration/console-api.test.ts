@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
-// The web console's server side (issue 14, D46): the built app served at /console, nothing else
+// The web console's server side: the built app served at /console, nothing else
 // of the file system reachable through it, and modificationSource on the management operations.
 
 let t: TestApp;
@@ -41,7 +41,7 @@ describe('GET /console', () => {
     expect(deep.body).toBe(index.body);
   });
 
-  it('answers 404 in the D4 format for a missing file and never leaves its folder', async () => {
+  it('answers 404 in the error body format for a missing file and never leaves its folder', async () => {
     const missing = await get('/console/assets/nope.js');
     expect(missing.statusCode).toBe(404);
     expect(missing.json().error.details).toBeDefined();
@@ -58,7 +58,7 @@ describe('GET /console', () => {
   });
 });
 
-describe('modificationSource (D46)', () => {
+describe('modificationSource', () => {
   it('is recorded on treatment types and treatments, API by default, and only API or TDS_CONSOLE', async () => {
     await mgmt('InsertSurface', { name: 'home' });
     const fields = [{ fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true }];

@@ -4,7 +4,7 @@ import { waitUntil } from '../helpers/context.js';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
 
 /**
- * D36 through HTTP against the whole service (workers thread, embedded ClickHouse): every
+ * The decision log through HTTP against the whole service (workers thread, embedded ClickHouse): every
  * treatment GetTreatments returns is in the decision log, readable through ListDecisions within
  * about a second, and counted once in the user's RETURNED cap counters.
  */
@@ -87,7 +87,7 @@ describe('decision log', () => {
     expect((await ok('ListDecisions', k.management, { userId: 'carol' })).decisions).toEqual([]);
   });
 
-  it('rejects bad input with D4 errors and needs TREATMENT_MANAGEMENT', async () => {
+  it('rejects bad input with 400 errors and needs TREATMENT_MANAGEMENT', async () => {
     for (const body of [{ userId: 'alice', limit: 0 }, { userId: 'alice', limit: 101 }, { userId: '' }, {}, { userId: 'a', extra: 1 }]) {
       const r = await v1('ListDecisions', k.management, body);
       expect(r.status).toBe(400);

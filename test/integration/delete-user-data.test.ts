@@ -14,7 +14,7 @@ import { runAdminCli } from '../../api/cli/admin-cli.js';
 import { toClickhouseDateTime64, toDeadLetterRow, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
 
 /**
- * D44 against the whole service (workers in this process, embedded ClickHouse, real Redis):
+ * DeleteUserData against the whole service (workers in this process, embedded ClickHouse, real Redis):
  * DeleteUserData erases a user's Redis keys at once and their ClickHouse rows within 60 s, no
  * recompute brings anything back, in-flight jobs of the user are dropped, later events start a
  * new profile, and the change log names the user by a digest only. RETENTION_DAYS is the TTL.

@@ -64,7 +64,7 @@ async function returnedIds(p: ProjectKeys, body: Record<string, unknown> = {}): 
   return (r.body.userTreatments ?? []).map((u: any) => u.treatmentId);
 }
 
-/** Management changes reach the plan within a second (D41 is someone else's): wait for it. */
+/** Management changes reach the plan within a second (cross-process propagation is tested elsewhere): wait for it. */
 async function until(p: ProjectKeys, body: Record<string, unknown>, expected: string[]): Promise<void> {
   await waitUntil(async () => JSON.stringify(await returnedIds(p, body)) === JSON.stringify(expected), 5000, 25);
 }
@@ -75,7 +75,7 @@ async function lastChange(p: ProjectKeys): Promise<any> {
 
 // ------------------------------------------------------------------------------------------------
 
-describe('holdouts (D37)', () => {
+describe('holdouts', () => {
   it('stores, returns and logs holdoutPercentage without creating a version; bad values are 400 naming the field', async () => {
     const p = await setupCatalog();
     const id = await insertTreatment(p, { holdoutPercentage: 12.5 });
@@ -94,7 +94,7 @@ describe('holdouts (D37)', () => {
       expect(r.status).toBe(400);
       expect(r.body.error.details.map((d: any) => d.field)).toContain('holdoutPercentage');
     }
-    // D1: snake_case input names are accepted for the new fields too
+    // snake_case input names are accepted for the new fields too
     const snake = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { holdout_percentage: 5, qa_user_ids: ['q'], is_fallback: true, frequency_cap: { max_count: 2, window_name: 'LAST_7D', count_of: 'VIEWED' } }));
     expect(snake.status).toBe(200);
     expect(snake.body.treatment).toMatchObject({ holdoutPercentage: 5, qaUserIds: ['q'], isFallback: true, frequencyCap: { maxCount: 2, windowName: 'LAST_7D', countOf: 'VIEWED' } });
@@ -103,7 +103,7 @@ describe('holdouts (D37)', () => {
     expect(r.body.error.details[0].field).toBe('holdoutPercentage');
   });
 
-  it('withholds the treatment from exactly the users D37 buckets, and the next one takes the place', async () => {
+  it('withholds the treatment from exactly the users the holdout hash buckets, and the next one takes the place', async () => {
     const p = await setupCatalog();
     const held = await insertTreatment(p, { holdoutPercentage: 50 });
     // pick users on both sides of the bucket line, computed independently
@@ -144,7 +144,7 @@ describe('holdouts (D37)', () => {
   });
 });
 
-describe('QA users (D39)', () => {
+describe('QA users', () => {
   it('a QA user sees a DRAFT while a normal user does not; qaUserIds is treatment-level and validated', async () => {
     const p = await setupCatalog();
     const id = await insertTreatment(p, { shouldPublish: false, qaUserIds: ['qa-ann'] });
@@ -172,7 +172,7 @@ describe('QA users (D39)', () => {
   });
 });
 
-describe('fallback (D42)', () => {
+describe('fallback', () => {
   it('appears exactly when nothing else qualifies; isFallback is treatment-level and validated', async () => {
     const p = await setupCatalog();
     const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
@@ -195,7 +195,7 @@ describe('fallback (D42)', () => {
   });
 });
 
-describe('PreviewTreatment and /v1/ExplainTreatments (D40)', () => {
+describe('PreviewTreatment and /v1/ExplainTreatments', () => {
   it('renders any version for any user as GetTreatments would, with the rule evaluation; nothing is counted', async () => {
     const p = await setupCatalog();
     const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;

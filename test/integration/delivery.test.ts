@@ -176,7 +176,7 @@ describe('GetTreatments over HTTP', () => {
   });
 });
 
-describe('the alternate address (D10)', () => {
+describe('the alternate address', () => {
   it('serves an ALT project on the alternate listener only; the base one answers 401 naming the address', async () => {
     const p = await setupCatalog('ALT');
     await insertTreatment(p);
@@ -282,7 +282,7 @@ describe('ExplainTreatments', () => {
   });
 });
 
-describe('ranking (D29)', () => {
+describe('ranking', () => {
   function interaction(p: ProjectKeys, treatmentId: string, interactionType: string): InteractionJob {
     return { kind: 'interaction', projectId: p.projectId, userId: 'x', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: '0', receivedAt: 0 };
   }

@@ -3,7 +3,7 @@ import { startTestService, projectWithKeys, type TestService, v1Calls } from '..
 import { waitUntil } from '../helpers/context.js';
 
 /**
- * D35 through HTTP against the whole service: event names get stable int64 ids when first seen
+ * Event schemas through HTTP against the whole service: event names get stable int64 ids when first seen
  * (InsertEventSchema, GetDataFields' eventSchemaName, LogEvents through the workers), and
  * `targetAction.eventId` must name one of them.
  */

@@ -3,7 +3,7 @@ import { startTestService, projectWithKeys, type TestService } from '../helpers/
 import { waitUntil } from '../helpers/context.js';
 
 /**
- * D43 through the whole service (queue, interactions worker, profile script): a VIEWED cap takes
+ * Frequency caps through the whole service (queue, interactions worker, profile script): a VIEWED cap takes
  * effect within a second of the capping interaction being accepted.
  */
 let s: TestService;

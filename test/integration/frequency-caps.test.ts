@@ -6,7 +6,7 @@ import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
- * D43 with a test clock: the VIEWED counters are written as the interactions worker writes them
+ * Frequency caps with a test clock: the VIEWED counters are written as the interactions worker writes them
  * (its op provider, applied by the profile script), RETURNED ones as the decision-log worker does.
  */
 const DAY = 86_400_000;
@@ -62,7 +62,7 @@ async function view(userId: string, treatmentId: string): Promise<void> {
   await t.ctx.profiles.applyEvents(p.projectId, userId, `job-${seq}`, [{ ts: t.clock.now, ops }]);
 }
 
-describe('frequency caps (D43)', () => {
+describe('frequency caps', () => {
   it('rejects bad caps with 400 naming the field', async () => {
     const cases: [unknown, string][] = [
       [{ maxCount: 0, windowName: 'LAST_7D', countOf: 'VIEWED' }, 'maxCount'],

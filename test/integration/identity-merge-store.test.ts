@@ -8,7 +8,7 @@ import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
 /**
- * D48's Redis steps against the real Redis, field kind by field kind: claim (first wins), the
+ * The identity merge's Redis steps against the real Redis, field kind by field kind: claim (first wins), the
  * marker-guarded merge of a pre-login profile into the user's, the clear down to the alias, and
  * jobs of the pre-login id applied to the user afterwards.
  */

@@ -8,7 +8,7 @@ import { ProfileStore } from '../../shared/profiles/profile.store.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 
 /**
- * D48 against the whole service (workers thread, embedded ClickHouse, real Redis): a signed-out
+ * Identity merge (preLoginTempUserId) against the whole service (workers thread, embedded ClickHouse, real Redis): a signed-out
  * user's events and interactions followed by a signed-in event carrying both ids give one
  * profile with the sum of both histories, applied once; GetTreatments for either id sees it;
  * later activity of the pre-login id goes to the user; a recompute from ClickHouse keeps the sum;
@@ -70,7 +70,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('identity merge (D48)', () => {
+describe('identity merge', () => {
   it('merges the signed-out history into the signed-in user once; both ids see it', async () => {
     const now = Date.now();
     // signed out: 2 purchases yesterday and 1 today, a newer tier, a click
@@ -123,7 +123,7 @@ describe('identity merge (D48)', () => {
     const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_30D' } } }] });
     await waitUntil(async () => (await profile('alice')).dataFields[f.dataFields[0].dataFieldId] === '5', 60_000, 100);
 
-    // D49 with D48: a decision made for the pre-login id agrees with the user it was merged into
+    // A decision made for the pre-login id agrees with the user it was merged into
     const g = await ok('GetTreatments', k.delivery, { userId: 'anon-1', surfaces: [{ surface: 'home' }] });
     const trackingId = g.userTreatments[0].treatmentTrackingId;
     await waitUntil(async () => (await ok('ListDecisions', k.management, { userId: 'anon-1' })).decisions.length > 0, 60_000, 100);

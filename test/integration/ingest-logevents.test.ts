@@ -149,7 +149,7 @@ describe('LogEvents end to end', () => {
   });
 });
 
-describe('LogEvents validation (D31) and auth (D9)', () => {
+describe('LogEvents validation and auth', () => {
   const valid = () => ({ projectId: keys.projectId, userId: 'u-v', events: [{ eventName: 'e', clientEventTimestamp: now() }] });
   const cases: [string, (b: any) => void, string][] = [
     ['missing userId', (b) => delete b.userId, 'userId'],

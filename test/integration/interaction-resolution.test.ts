@@ -3,9 +3,9 @@ import { startTestService, projectWithKeys, type TestService, v1Calls } from '..
 import { waitUntil } from '../helpers/context.js';
 
 /**
- * D49 against the whole service (workers thread, embedded ClickHouse): LogTreatmentInteraction
+ * Interactions sent without userId or surface, against the whole service (workers thread, embedded ClickHouse): LogTreatmentInteraction
  * with only `treatmentTrackingId` (plus type and time) is stored with the user and surface of its
- * decision (decision log, D36), counts in that user's profile, and survives a recompute from
+ * decision (decision log), counts in that user's profile, and survives a recompute from
  * ClickHouse (so the stored row has them too). One whose decision never appears is a dead letter
  * once the (here shortened) wait is over; a userId that disagrees with the decision is one too.
  */
@@ -41,7 +41,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('interactions by tracking id (D49)', () => {
+describe('interactions by tracking id', () => {
   it('resolves userId and surface from the decision log, counts in that user’s profile and in ClickHouse', async () => {
     const res = await ok('GetTreatments', k.delivery, { userId: 'alice', surfaces: [{ surface: 'home' }] });
     const served = res.userTreatments.find((u: any) => u.treatmentId === treatmentId);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
-/** LogTreatmentInteraction validation (D32) and queueing; storage is covered end to end elsewhere. */
+/** LogTreatmentInteraction validation and queueing; storage is covered end to end elsewhere. */
 let t: TestApp;
 let p: ProjectKeys;
 let inApp: string;
@@ -49,7 +49,7 @@ describe('LogTreatmentInteraction', () => {
     ['a tracking id without a response id', { treatmentTrackingId: `${'x'}` }, 'treatmentTrackingId'],
     ['a fractional interactionTimeMicros', { interactionTimeMicros: 1.5 }, 'interactionTimeMicros'],
     ['a negative interactionTimeMicros', { interactionTimeMicros: '-5' }, 'interactionTimeMicros'],
-    ['an empty surface (D49: an omitted one is read from the decision log)', { surface: '' }, 'surface'],
+    ['an empty surface (an omitted one is read from the decision log)', { surface: '' }, 'surface'],
     ['an unregistered surface', { surface: 'nowhere' }, 'surface'],
     ['a tracking id naming no treatment, treatmentId omitted', { treatmentId: undefined, treatmentTrackingId: '999999_r' }, 'treatmentTrackingId'],
   ];

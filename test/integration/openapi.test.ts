@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('GET /openapi.json', () => {
-  it('documents every operation with its request body, its answer and the D4 error body', () => {
+  it('documents every operation with its request body, its answer and the error body', () => {
     const paths = [...v1Operations.map((o) => `/v1/${o.operation}`), ...adminOperations.map((o) => `/admin/v1/${o.operation}`)];
     for (const path of paths) {
       const post = doc.paths[path]?.post;

@@ -14,7 +14,7 @@ import { startPubSubEmulator, type PubSubEmulator } from '../helpers/pubsub-emul
 import { startTestService, type TestService } from '../helpers/service.js';
 
 /**
- * Pub/Sub ingestion end to end (D33): the real emulator, the whole service in this process
+ * Pub/Sub ingestion end to end: the real emulator, the whole service in this process
  * (workers with their intake, embedded ClickHouse), messages encoded with the repository's .proto.
  * Each test registers its own project, so each has its own subscription.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
- * D41: a management change is visible to the process that made it before it answers. The next
+ * A management change is visible to the process that made it before it answers. The next
  * GetTreatments on the same process must never be served the plan compiled before the change,
  * even when a plan is already cached (other processes still take up to a second).
  */
@@ -26,7 +26,7 @@ const served = async (): Promise<string[]> => {
   return (r.body.userTreatments ?? []).map((u: { treatmentId: string }) => u.treatmentId);
 };
 
-describe('read your own writes (D41)', () => {
+describe('read your own writes', () => {
   it('a treatment inserted, paused or resumed is seen by the very next GetTreatments of the same process, with a plan already cached', async () => {
     await served(); // a cached plan exists from here on
     const ids: string[] = [];

@@ -124,7 +124,7 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
     }
   });
 
-  it('20 conflicts: 409 ABORTED in the D4 body, safe to retry', async () => {
+  it('20 conflicts: 409 ABORTED in the error body, safe to retry', async () => {
     const id = await treatment();
     const writer = withConflictingWriter(20);
     try {
@@ -142,7 +142,7 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
 });
 
 describe('a 500 leaks nothing', () => {
-  it('an unexpected error is the generic D4 INTERNAL body: no message, stack, path or class of the cause', async () => {
+  it('an unexpected error is the generic INTERNAL error body: no message, stack, path or class of the cause', async () => {
     const store = t.ctx.surfaces;
     const original = store.list.bind(store);
     store.list = async () => {
@@ -274,7 +274,7 @@ describe('through HTTP into ClickHouse', () => {
     expect(bare).toEqual({ insert_id: 'no-fields', ip_address: '', device_id: '', app_version_id: '', region: '', city: '', country: '', session_id: '', pre_login_temp_user_id: '' });
   }, 60_000);
 
-  it('snake_case spellings of the event fields are accepted too (D1)', async () => {
+  it('snake_case spellings of the event fields are accepted too', async () => {
     const ts = new Date().toISOString();
     const r = await post('LogEvents', k.logEvents, { user_id: 'snake-user', events: [{ event_name: 'opened', client_event_timestamp: ts, insert_id: 's1', ip_address: '198.51.100.1', device_id: 'd', app_version_id: 'v', session_id: 's', pre_login_temp_user_id: 'anon' }] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);

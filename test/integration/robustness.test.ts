@@ -4,7 +4,7 @@ import { adminOperations } from '../../api/admin.routes.js';
 import { ADMIN_TOKEN, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
- * Quality bar: whatever a client sends, the answer is a 4xx in the D4 format, never a 500, a
+ * Quality bar: whatever a client sends, the answer is a 4xx in the error body format, never a 500, a
  * crash or a hang. Every operation gets the same battery of hostile bodies with a valid key.
  */
 let t: TestApp;

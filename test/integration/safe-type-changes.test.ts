@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
-/** D50: a management change never leaves stored content invalid; clearEndTimestamp / clearTargetAction. */
+/** A management change never leaves stored content invalid; clearEndTimestamp / clearTargetAction. */
 
 let t: TestApp;
 let p: ProjectKeys;
@@ -72,7 +72,7 @@ async function storedType(id: string): Promise<any> {
   return all.treatmentTypes.find((x: { treatmentTypeId: string }) => x.treatmentTypeId === id);
 }
 
-describe('UpdateTreatmentType refuses changes that would invalidate stored content (D50)', () => {
+describe('UpdateTreatmentType refuses changes that would invalidate stored content', () => {
   it('removing a content field that a draft treatment stores a value for: 400 FAILED_PRECONDITION naming the treatment and field; nothing changes', async () => {
     const type = await insertType();
     const tid = await insertTreatment(type.name); // a DRAFT: not published
@@ -192,7 +192,7 @@ describe('UpdateTreatmentType refuses changes that would invalidate stored conte
   });
 });
 
-describe('concurrent treatment writes and type changes stay consistent (D50)', () => {
+describe('concurrent treatment writes and type changes stay consistent', () => {
   it('a shortening type change racing with writes of long content never leaves a value above the limit', async () => {
     for (let round = 0; round < 6; round++) {
       const type = await insertType();
@@ -217,7 +217,7 @@ describe('concurrent treatment writes and type changes stay consistent (D50)', (
   });
 });
 
-describe('UpdateTreatment clearEndTimestamp / clearTargetAction (D50)', () => {
+describe('UpdateTreatment clearEndTimestamp / clearTargetAction', () => {
   it('clearEndTimestamp removes the end in a new version; endTimestamp with it is 400', async () => {
     const type = await insertType();
     const tid = await insertTreatment(type.name, { shouldPublish: true, endTimestamp: '2099-01-01T00:00:00Z' });
@@ -237,7 +237,7 @@ describe('UpdateTreatment clearEndTimestamp / clearTargetAction (D50)', () => {
 
   it('clearTargetAction removes the target action in a new draft version; targetAction with it is 400', async () => {
     const type = await insertType();
-    // D35: a target action names an event schema of the project
+    // A target action names an event schema of the project
     const eventId = ok(await mgmt('InsertEventSchema', { eventName: 'purchase' })).eventSchema.eventId;
     const tid = await insertTreatment(type.name, { targetAction: { eventId } });
     expectError(await updateTreatment(tid, { clearTargetAction: true, targetAction: { eventId } }), 400, 'INVALID_ARGUMENT', 'clearTargetAction');
@@ -259,7 +259,7 @@ describe('UpdateTreatment clearEndTimestamp / clearTargetAction (D50)', () => {
     expectError(await updateTreatment(tid, { clearEndTimestamp: 'yes' }), 400, 'INVALID_ARGUMENT');
   });
 
-  it('snake_case spelling is accepted (D1)', async () => {
+  it('snake_case spelling is accepted', async () => {
     const type = await insertType();
     const tid = await insertTreatment(type.name, { endTimestamp: '2099-01-01T00:00:00Z' });
     const r = ok(await mgmt('UpdateTreatment', { treatment_id: tid, last_modified_by: 'x', clear_end_timestamp: true }));

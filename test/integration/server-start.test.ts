@@ -62,7 +62,7 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
       expect(service.apps).toHaveLength(2);
     } finally {
       const first = service.stop();
-      // Readiness goes 503 before anything else closes (conventions point 8).
+      // Readiness goes 503 before anything else closes.
       expect(service.platform.lifecycle.ready).toBe(false);
       const second = service.stop();
       expect(second).toBe(first);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
 
-/** D47: InsertSurface provisions the surface's interaction data fields; GetAllDataFields lists every field. */
+/** InsertSurface provisions the surface's interaction data fields; GetAllDataFields lists every field. */
 
 let s: TestService;
 let k: Awaited<ReturnType<typeof projectWithKeys>>;
@@ -34,7 +34,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('InsertSurface provisions the per-surface data fields (D47)', () => {
+describe('InsertSurface provisions the per-surface data fields', () => {
   it('creates the 9 interaction fields, answers them beside the surface, and records them in ListChanges', async () => {
     const r = await ok('InsertSurface', { name: 'home_banner' });
     expect(r.surface).toMatchObject({ projectId: k.projectId, name: 'home_banner', description: '' });
@@ -100,7 +100,7 @@ describe('InsertSurface provisions the per-surface data fields (D47)', () => {
   });
 });
 
-describe('GetAllDataFields (D47)', () => {
+describe('GetAllDataFields', () => {
   it('lists every field of the project in ascending id order, each in the shape it was made with', async () => {
     const named = (await ok('InsertDataField', { name: 'tier', userProperty: { dataType: 'INTEGER' } })).dataField;
     const resolved = await ok('GetDataFields', {

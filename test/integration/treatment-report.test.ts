@@ -7,7 +7,7 @@ import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js
 import { seededRandom } from '../helpers/seeded-random.js';
 
 /**
- * D38 on a simulated experiment: 20,000 users drawn by a seeded generator, 20 % held out by D37's
+ * GetTreatmentReport on a simulated experiment: 20,000 users drawn by a seeded generator, 20 % held out by the holdout
  * bucketing rule, true conversion 10 % (HOLDOUT) vs 12 % (TREATED). Decisions, interactions and
  * events go straight into the ClickHouse tables (as the workers would store them), with noise the
  * report must ignore: decisions outside the period, of another treatment and QA; later decisions
@@ -36,7 +36,7 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
 }
 
 
-/** D37: first 4 bytes of SHA-256 of `<projectId>:<treatmentId>:<userId>`, big-endian, mod 10,000. */
+/** First 4 bytes of SHA-256 of `<projectId>:<treatmentId>:<userId>`, big-endian, mod 10,000. */
 function heldOut(projectId: string, tid: string, userId: string, pct: number): boolean {
   return createHash('sha256').update(`${projectId}:${tid}:${userId}`, 'utf8').digest().readUInt32BE(0) % 10_000 < pct * 100;
 }
@@ -155,7 +155,7 @@ describe('GetTreatmentReport', () => {
     for (let i = 0; i < interactions.length; i += 20_000) await ch.insertLines('interactions', interactions.slice(i, i + 20_000));
     for (let i = 0; i < events.length; i += 20_000) await ch.insertLines('events', events.slice(i, i + 20_000));
 
-    // groups equal D37's bucketing exactly
+    // groups equal the holdout bucketing exactly
     expect(expected.HOLDOUT.users).toBeGreaterThan(USERS * 0.18);
     expect(expected.HOLDOUT.users).toBeLessThan(USERS * 0.22);
     const body = { treatmentId, startTimestamp: new Date(start).toISOString(), endTimestamp: new Date(end).toISOString(), attributionWindowDays: WINDOW_DAYS };
@@ -196,7 +196,7 @@ describe('GetTreatmentReport', () => {
     expect(report).toEqual({ treatmentId: plainTreatmentId, groups: [{ group: 'TREATED', users: 0, impressions: 0, clicks: 0 }, { group: 'HOLDOUT', users: 0, impressions: 0, clicks: 0 }], computeTime: expect.any(String) });
   });
 
-  it('rejects bad input with D4 errors', async () => {
+  it('rejects bad input with 400 errors', async () => {
     const bad = async (body: Record<string, unknown>, status: number, field?: string) => {
       const r = await s.post('/v1/GetTreatmentReport', { projectId: k.projectId, ...body }, { 'x-api-key': k.management });
       expect(r.status, JSON.stringify(body)).toBe(status);

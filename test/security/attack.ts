@@ -107,7 +107,7 @@ export async function underAttack<T>(url: string, attack: () => Promise<T>): Pro
   }
 }
 
-/** The attack answered a D4 4xx, and the process kept serving everyone else meanwhile. */
+/** The attack answered a 4xx error body, and the process kept serving everyone else meanwhile. */
 export function expectRejectedWithoutStall(r: Measured<Answer>, status = 400, field?: string | RegExp): void {
   const { result } = r;
   expect(result.status, result.text.slice(0, 500)).toBe(status);

@@ -13,7 +13,7 @@ import { ProfileStore } from '../../shared/profiles/profile.store.js';
 import { startIngestWorkers, type IngestWorkers } from '../../workers/ingestion/ingest-workers.js';
 
 /**
- * D45 backpressure: with INGEST_MAX_BACKLOG tiny and no workers, the queue fills, LogEvents and
+ * Ingestion backpressure: with INGEST_MAX_BACKLOG tiny and no workers, the queue fills, LogEvents and
  * LogTreatmentInteraction answer 429 RESOURCE_EXHAUSTED with Retry-After; once workers drain it
  * they answer 200 again, and every event accepted before is stored exactly once.
  */

@@ -4,7 +4,7 @@ import { call, createProjectWithKeys, createTestApp, type ProjectKeys, type Test
 import { MAX_CACHED_KEYS, MAX_UNKNOWN_KEYS } from '../../shared/projects/authenticator.service.js';
 import { MAX_ADDRESS_BUCKETS, MAX_KEY_BUCKETS, RequestLimits } from '../../shared/platform/limits/request-limits.js';
 
-/** D45 "no store grows without bound": the in-memory key caches under a flood of random key ids. */
+/** No store grows without bound: the in-memory key caches under a flood of random key ids. */
 let t: TestApp;
 let p: ProjectKeys;
 

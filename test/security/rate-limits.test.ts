@@ -4,7 +4,7 @@ import { ADMIN_TOKEN, createProjectWithKeys, createTestApp, type ProjectKeys, ty
 import { clientAddressKey } from '../../shared/platform/limits/client-address.js';
 
 /**
- * D45 request-rate limits: per API key (RATE_LIMIT_PER_KEY, burst 2×) and failed
+ * Request-rate limits: per API key (RATE_LIMIT_PER_KEY, burst 2×) and failed
  * authentications per client address (RATE_LIMIT_UNAUTHENTICATED), both 429 RESOURCE_EXHAUSTED
  * with Retry-After. Assertions allow for any slowness of the machine: the number admitted is
  * bounded by burst + rate × elapsed time, never by a wall-clock deadline.
@@ -46,7 +46,7 @@ describe('per API key (RATE_LIMIT_PER_KEY=5, burst 10)', () => {
 
   const surfaces = (key: string, projectId: string, app?: TestApp['app']) => post(t, '/v1/GetAllSurfaces', { 'x-api-key': key }, { projectId }, '127.0.0.1', app);
 
-  it('answers 429 with Retry-After and the D4 body past the burst, leaves other keys alone, and recovers', async () => {
+  it('answers 429 with Retry-After and the error body past the burst, leaves other keys alone, and recovers', async () => {
     const started = performance.now();
     let admitted = 0;
     let refused: Res | undefined;

@@ -5,7 +5,7 @@ import { CHANGE_ENTRY_MAX_BYTES } from '../../shared/projects/change-log.store.j
 import { INSERT_MARKER_TTL_SECONDS } from '../../shared/profiles/insert-markers.js';
 
 /**
- * D45: no request grows a store without bound. Redis cost of ingestion at steady state (markers
+ * No request grows a store without bound. Redis cost of ingestion at steady state (markers
  * and profiles), markers that outlive their jobs, profile TTL, ranking counters, change log.
  */
 const USERS = 1000;

@@ -5,8 +5,8 @@ import { messageOutcome, type ParseContext } from '../../workers/ingestion/pubsu
 import { attack, expectRejectedWithoutStall, listen } from './attack.js';
 
 /*
- * Attack class: timestamps. D3: one strict RFC 3339 parser everywhere (an impossible date is a
- * 400, not a roll-over into the next month). D45: the times that pick a ClickHouse partition
+ * Attack class: timestamps. One strict RFC 3339 parser everywhere (an impossible date is a
+ * 400, not a roll-over into the next month). The times that pick a ClickHouse partition
  * (tables are partitioned by month of the event's time) lie within [now − RETENTION_DAYS,
  * now + 24 h], so no request can create partitions by the hundred; times inside property values
  * are not partition keys and may be anything from 1900 to 2299.
@@ -58,7 +58,7 @@ function expect400(r: { status: number; body: any }, field: string): void {
   expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
 }
 
-describe('impossible dates are 400 on every path (D3)', () => {
+describe('impossible dates are 400 on every path', () => {
   const impossible = ['2026-02-30T00:00:00Z', '2025-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-06-15T24:00:00Z', '2026-06-15T23:59:60Z', '2026-06-15T12:00:00+24:00'];
 
   it.each(impossible)('LogEvents clientEventTimestamp %s (it was rolled over to March)', async (ts) => {
@@ -119,7 +119,7 @@ describe('impossible dates are 400 on every path (D3)', () => {
   });
 });
 
-describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h] (D45)', () => {
+describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h]', () => {
   it('LogEvents clientEventTimestamp and serverReceivedTimestamp: inside accepted, outside 400 naming the field', async () => {
     const now = Date.now();
     expect((await logEvents([event({ clientEventTimestamp: iso(now - 399 * DAY), serverReceivedTimestamp: iso(now + 23 * HOUR) })])).status).toBe(200);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { camelizeKeys, MAX_UNKNOWN_FIELDS, schemaFieldNames, snakeToCamel } from '../../shared/platform/http/camelize.js';
 import { InvalidArgumentError } from '../../shared/platform/errors.js';
 
-describe('snake_case input (D1)', () => {
+describe('snake_case input', () => {
   it('rewrites snake_case names to camelCase', () => {
     expect(snakeToCamel('project_id')).toBe('projectId');
     expect(snakeToCamel('client_event_timestamp')).toBe('clientEventTimestamp');
@@ -34,7 +34,7 @@ describe('snake_case input (D1)', () => {
     expect(body).toEqual(copy);
   });
 
-  it('with the schemas\' field names, stops at the first unknown name past the limit (D45)', () => {
+  it('with the schemas\' field names, stops at the first unknown name past the limit', () => {
     const known = schemaFieldNames([{ type: 'object', properties: { projectId: { type: 'string' }, events: { type: 'array', items: { type: 'object', properties: { eventName: {} } } } } }]);
     expect([...known].sort()).toEqual(['eventName', 'events', 'projectId']);
     const few = Object.fromEntries(Array.from({ length: MAX_UNKNOWN_FIELDS }, (_, i) => [`x_${i}`, 1]));

@@ -85,7 +85,7 @@ describe('argsToBody', () => {
     expect(schemaErrors(schemaOf('list-changes'), body)).toEqual([{ field: 'pageSize', description: expect.stringMatching(/integer/) }]);
   });
 
-  it('takes the whole body from --json (snake_case accepted, D1) and lets flags add to it', () => {
+  it('takes the whole body from --json (snake_case accepted) and lets flags add to it', () => {
     const s = schemaOf('create-api-key');
     expect(argsToBody(s, ['--json', '{"project_id":"p","permissions":["DELIVERY"]}'])).toEqual({ projectId: 'p', permissions: ['DELIVERY'] });
     expect(argsToBody(s, ['--json', '{"projectId":"p","description":"old"}', '--description', 'new'])).toEqual({ projectId: 'p', description: 'new' });

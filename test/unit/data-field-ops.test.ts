@@ -13,7 +13,7 @@ const LAST_7D = { dailyCountAggregation: { windowName: 'LAST_7D' } };
 const ev = (extra: object = {}, agg: object = LAST_7D) => ({ eventDataFieldParams: { eventSchemaName: 'buy', ...agg, ...extra } }) as DataFieldParams;
 const event = (e: Partial<EventPayload> = {}): EventPayload => ({ eventName: 'buy', clientEventTs: TS, ...e });
 
-describe('eventOps (D23)', () => {
+describe('eventOps', () => {
   it('counts a matching event on the UTC day of its clientEventTimestamp', () => {
     expect(eventOps([field('1', ev())], event())).toEqual([['inc', 'dc:1:20260311', 1]]);
   });
@@ -62,7 +62,7 @@ describe('propertyValuesEqual', () => {
   });
 });
 
-describe('interactionOps (D23)', () => {
+describe('interactionOps', () => {
   const job = (j: Partial<InteractionJob> = {}): InteractionJob => ({
     kind: 'interaction',
     projectId: 'p',

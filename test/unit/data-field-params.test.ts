@@ -26,7 +26,7 @@ function invalid(fn: () => unknown): ApiError {
 
 const key = (input: DataFieldParamsInput) => normalizeDataFieldParams(input, 'p').key;
 
-describe('parseWindowDays (D22)', () => {
+describe('parseWindowDays', () => {
   it.each([
     ['LAST_1D', 1],
     ['LAST_14D', 14],
@@ -146,7 +146,7 @@ describe('normalizeDataFieldParams: errors name the field', () => {
   });
 });
 
-describe('result types (D21)', () => {
+describe('result types', () => {
   it.each([
     [{ dailyCountAggregation: { windowName: 'LAST_30D' } }, 'INTEGER', 30],
     [{ firstTimestampAggregation: {} }, 'TIMESTAMP_SECONDS', undefined],

@@ -21,7 +21,7 @@ describe('utcDay', () => {
   });
 });
 
-describe('computeDataFieldValue: daily counts (D22)', () => {
+describe('computeDataFieldValue: daily counts', () => {
   const last7 = field('7', event({ dailyCountAggregation: { windowName: 'LAST_7D' } }));
 
   it('sums the last n UTC calendar days, today included', () => {
@@ -51,7 +51,7 @@ describe('computeDataFieldValue: daily counts (D22)', () => {
   });
 });
 
-describe('computeDataFieldValue: timestamps and days since (D21, D22)', () => {
+describe('computeDataFieldValue: timestamps and days since', () => {
   const ts = Date.parse('2026-03-07T16:00:00Z');
   const p = profile({ 'ft:1': String(ts), 'lt:2': String(ts), 'ft:3': String(ts), 'lt:4': String(ts) });
 

@@ -62,7 +62,7 @@ function runExplain(p: CatalogPlan, r: Partial<DeliveryRequest> = {}, opts: { pr
   return selectTreatments(p, req, opts.profile ?? NO_PROFILE, fixed(), opts.now ?? NOW, 'resp1', { explain: true });
 }
 
-/** D37's bucket, computed independently of the service's code. */
+/** The holdout bucket (first 4 bytes of SHA-256, big-endian, mod 10,000), computed independently of the service's code. */
 function bucketOf(key: string): number {
   return createHash('sha256').update(key, 'utf8').digest().readUInt32BE(0) % 10_000;
 }
@@ -84,8 +84,8 @@ describe('decisions', () => {
   });
 });
 
-describe('holdouts (D37)', () => {
-  it('buckets exactly as D37 says (fixed vectors)', () => {
+describe('holdouts', () => {
+  it('buckets by the first 4 bytes of SHA-256, mod 10,000 (fixed vectors)', () => {
     for (const [key, bucket] of [['p1:1:u1', 5270], ['p1:global:u1', 3502], ['p1:1:alice', 1864], ['p1:global:bob', 6074], ['p1:1:ü', 5962]] as const) {
       expect(holdoutBucket(key)).toBe(bucket);
       expect(bucketOf(key)).toBe(bucket);
@@ -152,7 +152,7 @@ describe('holdouts (D37)', () => {
   });
 });
 
-describe('QA users (D39)', () => {
+describe('QA users', () => {
   const draft = { publishTime: undefined };
   const rules = { eligibilityRules: [{ dataFieldId: '99', condition: 'EQUALS' as const, rhsValue: 'x', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' as const }] };
 
@@ -205,7 +205,7 @@ describe('QA users (D39)', () => {
   });
 });
 
-describe('fallback (D42)', () => {
+describe('fallback', () => {
   it('fills a surface only when nothing else would be returned there; obeys its own dates; logged RETURNED', () => {
     const p = plan([treatment('1', { isFallback: true }), treatment('2', { versionsIn: [{ removedSurfaces: ['inbox'] }] }), treatment('3', { isFallback: true, versionsIn: [{ startTimestamp: iso(NOW + HOUR) }] })]);
     const r = run(p, { surfaces: [{ surface: 'home' }, { surface: 'inbox' }] }, { scores: { '1': 5 } });
@@ -233,7 +233,7 @@ describe('fallback (D42)', () => {
   });
 });
 
-describe('frequency caps (D43)', () => {
+describe('frequency caps', () => {
   const DAY = 86_400_000;
   const today = Math.floor(NOW / DAY);
   const capped = (countOf: 'VIEWED' | 'RETURNED' = 'VIEWED') => treatment('1', { frequencyCap: { maxCount: 3, windowName: 'LAST_7D', countOf } });

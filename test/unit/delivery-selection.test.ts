@@ -30,7 +30,7 @@ describe('the response', () => {
   });
 });
 
-describe('counts (D28)', () => {
+describe('treatment counts per surface', () => {
   const three = plan([treatment('1'), treatment('2'), treatment('3')]);
   const ranking = fixed({ '1': 0.2, '2': 0.9, '3': 0.5 });
 
@@ -64,7 +64,7 @@ describe('counts (D28)', () => {
   });
 });
 
-describe('once per response and mutual exclusion (D28)', () => {
+describe('once per response and mutual exclusion', () => {
   it('returns a treatment only on the first requested surface where it is returned', () => {
     // both banner treatments are on home and inbox
     const p = plan([treatment('1'), treatment('2')]);
@@ -100,7 +100,7 @@ describe('once per response and mutual exclusion (D28)', () => {
   });
 });
 
-describe('status: only LIVE treatments are served (D25)', () => {
+describe('status: only LIVE treatments are served', () => {
   const p = plan([
     treatment('1', '1', { paused: true }),
     treatment('2', '1', { versions: [{ publishTime: undefined }] }),

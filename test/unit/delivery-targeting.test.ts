@@ -5,7 +5,7 @@ import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 import { NOW, PROJECT, content, treatment, rule, plan, NO_PROFILE, request, run, returned, explained, badRequest } from '../helpers/delivery-plan.js';
 
 /** Delivery's targeting: surfaces, language, placeholders, eligibility rules, contextual attributes and ranking. */
-describe('surfaces (D25, D28)', () => {
+describe('surfaces a treatment is served on', () => {
   it('never serves a treatment on a surface its served version removed', () => {
     const p = plan([treatment('1', '1', { versions: [{ removedSurfaces: ['home'] }] })]);
     expect(returned(p, { surfaces: [{ surface: 'home' }, { surface: 'inbox' }] })).toEqual(['inbox:1']);
@@ -29,7 +29,7 @@ describe('surfaces (D25, D28)', () => {
   });
 });
 
-describe('language (D26)', () => {
+describe('language', () => {
   const p = plan([treatment('1', '1', { versions: [{ content: content({ en: 'Hello', 'de-CH': 'Grüezi', de: 'Hallo' }) }] })]);
   const title = (languageCode?: string) => {
     const u = run(p, { languageCode }).response.userTreatments?.[0];
@@ -66,7 +66,7 @@ describe('language (D26)', () => {
   });
 });
 
-describe('placeholders (D30)', () => {
+describe('placeholders', () => {
   const p = plan([treatment('1', '1', { versions: [{ content: content({ en: 'Hi {{first_name|friend}}, {{ plan }} {{missing}}!' }, 'https://x/{{user_code}}') }] })]);
   const contentOf = (r: Partial<DeliveryRequest>, profile: StoredProfile = NO_PROFILE) => JSON.parse(run(p, r, { profile }).response.userTreatments![0].treatmentContent);
 
@@ -86,7 +86,7 @@ describe('placeholders (D30)', () => {
   });
 });
 
-describe('eligibility rules (D25, D27)', () => {
+describe('eligibility rules', () => {
   const adults = treatment('1', '1', { versions: [{ eligibilityRules: [rule('10', 'GREATER_THAN_OR_EQUALS', '18'), rule('11', 'EQUALS', 'gold')] }] });
   const p = plan([adults]);
   const profile = (age?: string, tier?: string): StoredProfile => ({
@@ -142,7 +142,7 @@ describe('eligibility rules (D25, D27)', () => {
   });
 });
 
-describe('contextual attributes (D26a)', () => {
+describe('contextual attributes', () => {
   const p = plan([treatment('1')]);
 
   it('rejects a duplicate key with 400', () => {

@@ -3,7 +3,7 @@ import { conversionRate, upliftOf, Z95, type GroupCounts } from '../../shared/im
 
 const g = (group: 'TREATED' | 'HOLDOUT', users: number, conversions: number): GroupCounts => ({ group, users, impressions: 0, clicks: 0, conversions });
 
-describe('report statistics (D38)', () => {
+describe('report statistics', () => {
   it('difference of proportions with the normal-approximation 95 % interval', () => {
     const u = upliftOf(g('TREATED', 1000, 120), g('HOLDOUT', 500, 50))!;
     expect(u.absolute).toBeCloseTo(0.02, 12);

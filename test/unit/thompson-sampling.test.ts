@@ -13,7 +13,7 @@ function winRate(policy: RankingPolicy, a: ArmStats, b: ArmStats, draws = 2000):
   return wins / draws;
 }
 
-describe('Thompson sampling (D29)', () => {
+describe('Thompson sampling', () => {
   it('ranks a clearly better arm first in most draws', () => {
     const policy = thompsonSampling(seededRandom(1));
     const good = { views: 1000, actions: 200 };

@@ -47,7 +47,7 @@ const withFields = (title: Partial<TreatmentType['contentFieldTypes'][number]>, 
   contentFieldTypes: [{ ...type.contentFieldTypes[0], ...title }, ...(keepLink ? [type.contentFieldTypes[1]] : [])],
 });
 
-describe('typeChangeConflicts (D50)', () => {
+describe('typeChangeConflicts', () => {
   it('no treatment of the type, or an unchanged type: nothing to report', () => {
     expect(typeChangeConflicts(type, withFields({ maximumLengthAllowed: 1 }, false), [treatment('9', [version(1, 'long title')], { treatmentTypeId: '2' })], NOW)).toEqual([]);
     expect(typeChangeConflicts(type, type, [treatment('1', [version(1, 'x'.repeat(50), published)])], NOW)).toEqual([]);
@@ -83,7 +83,7 @@ describe('typeChangeConflicts (D50)', () => {
   });
 });
 
-describe('surfaceDataFieldParams (D47)', () => {
+describe('surfaceDataFieldParams', () => {
   it('nine entries whose keys equal what GetDataFields makes of the same params', () => {
     const entries = surfaceDataFieldParams('home');
     expect(entries).toHaveLength(9);

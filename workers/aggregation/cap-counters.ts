@@ -10,7 +10,7 @@ const DAY_MS = 86_400_000;
 export type TreatmentLoader = (projectId: string) => Promise<TreatmentRecord[]>;
 
 /**
- * Per project, which treatments have a frequency cap counting VIEWED interactions (D43), cached
+ * Per project, which treatments have a frequency cap counting VIEWED interactions, cached
  * per process like the data fields (see ProjectCatalogCache).
  */
 export class ViewCapCache extends ProjectCatalogCache<ReadonlySet<string>> {

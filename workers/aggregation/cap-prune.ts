@@ -4,7 +4,7 @@ import { capCounterDay, capCounterPattern } from '../../shared/profiles/index.js
 
 const DAY_MS = 86_400_000;
 
-/** How long a cap counter's day is kept: the longest window a cap may name (D22: LAST_365D). */
+/** How long a cap counter's day is kept: the longest window a cap may name (LAST_365D). */
 export const CAP_COUNTER_KEEP_DAYS = 365;
 
 /**

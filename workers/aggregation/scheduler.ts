@@ -33,7 +33,7 @@ export interface ScheduleSpec {
 }
 
 /**
- * The schedule, reconciled at boot (conventions point 9). `recompute-all` runs at the start of
+ * The schedule, reconciled at boot (declared here, not added ad hoc). `recompute-all` runs at the start of
  * every UTC hour, 00:00 included, so each day is settled from ClickHouse right after it ends;
  * values themselves are computed at read time, so windows move at midnight without waiting for
  * it. `backfill-poll` makes a new aggregation fill from history within seconds.
@@ -180,7 +180,7 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number
     await queue.add('recompute', data, { ...RECOMPUTE_JOB_OPTS, priority: SCHEDULED_RECOMPUTE_PRIORITY, deduplication: { id: `recompute-${p.projectId}` } });
   }
   o.log.info({ projects: projects.length }, 'scheduled recompute enqueued per project');
-  // once a day (the 00:00 UTC run): cap counters older than any window are dropped (D43)
+  // once a day (the 00:00 UTC run): cap counters older than any window are dropped
   if (new Date(o.now()).getUTCHours() === 0) await pruneCapCounters(o.connection, o.keys.profile('*', '*'), o.now(), o.log);
   return projects.length;
 }

@@ -9,7 +9,7 @@ export interface DecisionsProcessorDeps {
   writer: ClickhouseBatchWriter;
   profiles: ProfileStore;
   now: () => number;
-  /** Deleted users (D44): decisions made before their user's deletion are dropped. */
+  /** Deleted users: decisions made before their user's deletion are dropped. */
   erased?: ErasedUsers;
 }
 
@@ -21,7 +21,7 @@ export function decisionLines(rec: DecisionRecord, ingest: string): string[] {
   return rec.decisions.map((d) => JSON.stringify([rec.projectId, rec.userId, rec.responseId, d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome, decide, ingest]));
 }
 
-/** The RETURNED frequency-cap counters of a record (D43): one per returned treatment and surface, on the decision's UTC day. */
+/** The RETURNED frequency-cap counters of a record: one per returned treatment and surface, on the decision's UTC day. */
 export function returnedCapOps(rec: DecisionRecord): ProfileOp[] {
   const day = Math.floor(rec.decideTimeMs / DAY_MS);
   return rec.decisions.filter((d) => d.outcome === 'RETURNED').map((d): ProfileOp => ['inc', capCounterField('RETURNED', d.treatmentId, day), 1]);
@@ -44,7 +44,7 @@ export function decisionsJobUnits(data: DecisionsJob | undefined, jobId: string)
 }
 
 /**
- * Same layering as events (D34): the rows first (a job completes only after the insert holding
+ * Same layering as events: the rows first (a job completes only after the insert holding
  * them succeeded; copies collapse on (project, response, treatment, surface)), then the RETURNED
  * cap counters through the profile script, guarded by the job's marker per user, so a retry
  * after a crash at any point counts each decision once.

@@ -5,7 +5,7 @@ import type { EventSchemaStore } from '../../shared/catalog/index.js';
 import type { EventOpsProvider } from './events.processor.js';
 
 /**
- * D35: the event names that workers store become event schemas. Cheap on the ingest path: a
+ * The event names that workers store become event schemas. Cheap on the ingest path: a
  * per-process cache of the names known per project (bounded, least recently used out), so an
  * event of a known name costs nothing and only a name this process has not seen costs a Redis
  * read (and, for a name new to the project, one atomic write). Contributes no profile ops; it is

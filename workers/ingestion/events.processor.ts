@@ -18,9 +18,9 @@ export interface EventsProcessorDeps {
   onApplied?: (applied: number, total: number) => void;
   /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
   deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
-  /** Deleted users (D44): a request accepted before its user's deletion is dropped. */
+  /** Deleted users: a request accepted before its user's deletion is dropped. */
   erased?: ErasedUsers;
-  /** D48: merges a pre-login id's activity into the user of an event that carries both. */
+  /** Merges a pre-login id's activity into the user of an event that carries both. */
   identity?: IdentityMerger;
 }
 
@@ -30,7 +30,7 @@ export interface ErasedUsers {
 }
 
 /**
- * D44: which of these requests were accepted before their user was deleted (they must not bring
+ * Which of these requests were accepted before their user was deleted (they must not bring
  * the user's rows or profile back). One round trip for all of them; none without deletions.
  */
 export async function acceptedBeforeDeletion(erased: ErasedUsers | undefined, refs: readonly { projectId: string; userId: string; receivedAt: number }[]): Promise<boolean[]> {
@@ -41,7 +41,7 @@ export async function acceptedBeforeDeletion(erased: ErasedUsers | undefined, re
 
 const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number => (typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0));
 
-/** Row lines of an events request; events without insertId are keyed by its id or message (D31, D33). */
+/** Row lines of an events request; events without insertId are keyed by its id or message. */
 export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
   const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
   const ingest = toClickhouseDateTime64(ingestMs);
@@ -68,8 +68,8 @@ export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsPro
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
   checkShape(data);
-  // D48: an id merged into another user stands for that user (its rows and profile go there);
-  // D44: a request accepted before its user's deletion is dropped
+  // An id merged into another user stands for that user (its rows and profile go there);
+  // A request accepted before its user's deletion is dropped
   const [[dropped], [r]] = await Promise.all([
     acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
     deps.profiles.resolveUnits([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
@@ -103,7 +103,7 @@ function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: numbe
 
 /** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
 async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
-  // D48: the first accepted event carrying userId U and preLoginTempUserId T merges T into U
+  // The first accepted event carrying userId U and preLoginTempUserId T merges T into U
   // (each step repeatable: a retry of this job merges once), before this job's own effects.
   if (deps.identity) {
     const temps = new Set<string>();
@@ -130,7 +130,7 @@ async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsPro
   if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
   const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
   const present = units.filter((u) => u !== undefined);
-  // D48: ids merged into another user stand for that user; D44: a request accepted before its
+  // Ids merged into another user stand for that user; a request accepted before its
   // user's deletion is skipped like one applied before
   const [done, dropped] = await Promise.all([deps.profiles.resolveUnits(present), acceptedBeforeDeletion(deps.erased, present)]);
   let k = 0;

@@ -56,11 +56,11 @@ export interface IngestWorkersOptions {
   interactionOps?: InteractionOpsProvider;
   /** Ranking counters of interactions, applied by their own marker-guarded script. */
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
-  /** Deleted users (D44): jobs accepted before their user's deletion are dropped for that user. */
+  /** Deleted users: jobs accepted before their user's deletion are dropped for that user. */
   erased?: ErasedUsers;
-  /** D49: the decision log, for interactions sent without userId or surface. @defaultValue the warehouse's decision log */
+  /** The decision log, for interactions sent without userId or surface. @defaultValue the warehouse's decision log */
   decisions?: DecisionLookup;
-  /** D49: how long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
+  /** How long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
   decisionWaitMs?: number;
   /** Counters for /metrics. */
   onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
@@ -160,7 +160,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     const stalledOut = err.message === STALLED_OUT;
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
-      // D49: an interaction waiting for its decision is expected to retry a few times: not a warning
+      // An interaction waiting for its decision is expected to retry a few times: not a warning
       o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn']({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
       return;
     }

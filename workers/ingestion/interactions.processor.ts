@@ -17,11 +17,11 @@ export interface InteractionsProcessorDeps {
   opsFor?: InteractionOpsProvider;
   /** The project-wide ranking counters and what an interaction adds to them. */
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
-  /** Deleted users (D44): an interaction accepted before its user's deletion is dropped. */
+  /** Deleted users: an interaction accepted before its user's deletion is dropped. */
   erased?: ErasedUsers;
-  /** D49: the decision log, for interactions sent without userId or surface. */
+  /** The decision log, for interactions sent without userId or surface. */
   decisions?: DecisionLookup;
-  /** D49: how long such an interaction waits for its decision (ms since it was received). @defaultValue 600000 */
+  /** How long such an interaction waits for its decision (ms since it was received). @defaultValue 600000 */
   decisionWaitMs?: number;
 }
 
@@ -31,7 +31,7 @@ export class DecisionNotYetStored extends Error {
 }
 
 /**
- * D49: fills in the userId and surface of an interaction sent without them, from the decision
+ * Fills in the userId and surface of an interaction sent without them, from the decision
  * log by the tracking id's response id. Not found: retried (the decision-log workers may not have
  * stored it yet) until `decisionWaitMs` after the interaction was received, then a dead letter
  * with the reason. A given userId or surface that disagrees with the decision is a dead letter.
@@ -48,7 +48,7 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
     }
     throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
   }
-  // a decision made for a pre-login id merged into the given user (D48) agrees with that user
+  // a decision made for a pre-login id merged into the given user agrees with that user
   if (typeof d.userId === 'string' && d.userId !== found.userId && (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))) {
     throw new UnrecoverableError(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
   }
@@ -83,8 +83,8 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
   }
   const jobId = job.id!;
   const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
-  // D48: an id merged into another user stands for that user (rows, profile, marker);
-  // D44: an interaction accepted before its user's deletion is dropped
+  // An id merged into another user stands for that user (rows, profile, marker);
+  // An interaction accepted before its user's deletion is dropped
   const [[dropped], [{ unit, applied: done }]] = await Promise.all([
     acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
     deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id: jobId }]),

@@ -11,7 +11,7 @@ import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/ind
 import { MAX_MESSAGE_BYTES, messageOutcome, type MessageOutcome } from './pubsub-messages.js';
 
 /*
- * Pub/Sub intake (spec "Publish/subscribe ingestion", D33). Each message becomes either a job on
+ * Pub/Sub intake (spec "Publish/subscribe ingestion"). Each message becomes either a job on
  * the events queue (the same queue and workers as LogEvents) or a dead letter, and is acked only
  * after that is durable. Anything else (Redis or ClickHouse down, a bug) nacks it, so it comes back.
  */
@@ -32,7 +32,7 @@ export interface PubSubIntakeDeps {
   sources: { list(): Promise<PubSubSource[]> };
   /** Resolves once the job is durably in Redis (EnqueueBatcher). */
   events: { enqueue(data: SingleEventsJob, opts: { jobId: string; weight?: number }): Promise<void> };
-  /** D45 backpressure: while it says so, messages are nacked (after `backlogNackDelayMs`) instead of queued. */
+  /** Ingestion backpressure: while it says so, messages are nacked (after `backlogNackDelayMs`) instead of queued. */
   backlog?: { overLimit(): boolean };
   /** Where messages that can never be queued go (acked once stored there). */
   deadLetters: Pick<DeadLetterSink, 'store'>;

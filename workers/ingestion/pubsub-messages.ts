@@ -116,7 +116,7 @@ const userAttribute: DataTypeHandler = {
     const body = payload as Static<typeof UserAttributePayload>;
     const details: ErrorDetail[] = [];
     const userProperties = normalizePropertyMap(body.userProperties, 'userProperties', details) ?? {};
-    // As for LogEvents (D31, D45): a far-future time would win every later update
+    // As for LogEvents: a far-future time would win every later update
     // (last-write-wins), and the time is the row's partition key.
     const updateTs = acceptedTimestamp(body.updateTimestamp, 'updateTimestamp', acceptedTimes(ctx.nowMs, ctx.retentionDays), details) ?? 0;
     if (details.length > 0) return { ok: false, reason: `invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}` };

@@ -3,14 +3,14 @@ import { LRUCache } from 'lru-cache';
 import type { ProfileStore } from '../../shared/profiles/index.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
-/** D48: merges a pre-login id's activity into the signed-in user's, exactly once. */
+/** Merges a pre-login id's activity into the signed-in user's, exactly once. */
 export interface IdentityMerger {
   merge(projectId: string, tempUserId: string, userId: string): Promise<void>;
 }
 
 /**
  * The steps, each safe to repeat, so a job retried after a crash at any point has the effect of
- * one merge (D34, D48), and no script touches two users (Redis Cluster):
+ * one merge, and no script touches two users (Redis Cluster):
  * (a) claim: `@alias` = U in T's profile (T's slot), first claim wins; a T already claimed by
  *     another user is a conflict, logged, and nothing else happens;
  * (b) T's rows in ClickHouse (events, interactions) are copied under U with the same

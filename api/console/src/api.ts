@@ -1,4 +1,4 @@
-// The console's only way to the service: the public /v1 and /admin/v1 operations (D46).
+// The console's only way to the service: the public /v1 and /admin/v1 operations.
 
 export interface ErrorDetail {
   field: string;
@@ -59,7 +59,7 @@ async function post<T>(path: string, body: unknown, headers: Record<string, stri
     parsed = {};
   }
   if (!res.ok) {
-    // D4: `code` is the HTTP status, `status` its name (NOT_FOUND, INVALID_ARGUMENT, ...).
+    // `code` is the HTTP status, `status` its name (NOT_FOUND, INVALID_ARGUMENT, ...).
     const e = (parsed as { error?: { status?: string; message?: string; details?: ErrorDetail[] } }).error;
     throw new ApiError(res.status, e?.status ?? 'ERROR', e?.message ?? `HTTP ${res.status}`, e?.details ?? []);
   }
@@ -123,7 +123,7 @@ export async function signOut(session: Session): Promise<void> {
   saveSession(null);
 }
 
-/** D46: every management change made here says so. */
+/** Every management change made here says so. */
 export function stamp(session: Session): { lastModifiedBy: string; modificationSource: 'TDS_CONSOLE' } {
   return { lastModifiedBy: session.operator, modificationSource: 'TDS_CONSOLE' };
 }

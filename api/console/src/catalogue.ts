@@ -78,7 +78,7 @@ const MEMBERSHIP = ['CONTAINS', 'DOES_NOT_CONTAIN'];
 const ONE_OF = ['ANY_OF', 'NOT_ANY_OF'];
 const OVERLAP = ['CONTAINS_ANY_OF', 'DOES_NOT_CONTAIN_ANY_OF'];
 
-/** The conditions each data field type allows (the service's own table, D27). */
+/** The conditions each data field type allows (the service's own table). */
 export const CONDITIONS_BY_TYPE: Record<string, string[]> = {
   INTEGER: [...ORDERING, ...EQUALITY, ...RELATIVE_TIME, ...ONE_OF],
   DOUBLE: [...ORDERING, ...EQUALITY, ...ONE_OF],

@@ -7,7 +7,7 @@ export function detailsFor(error: unknown, field: string): ErrorDetail[] {
   return error.details.filter((d) => d.field === field || d.field.startsWith(field + '.') || d.field.startsWith(field + '['));
 }
 
-/** A labelled control with its hint and the API's complaint about it (D4 `details`). */
+/** A labelled control with its hint and the API's complaint about it (the error's `details`). */
 export function Field(props: { label: string; error?: unknown; name?: string; hint?: ReactNode; children: (id: string, describedBy: string | undefined) => ReactNode; local?: string | null }) {
   const id = useId();
   const problems = props.name ? detailsFor(props.error, props.name).map((d) => d.description) : [];

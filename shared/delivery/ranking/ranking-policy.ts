@@ -1,5 +1,5 @@
 /**
- * The ranking policy of GetTreatments (D29): the one place that decides the order of the
+ * The ranking policy of GetTreatments: the one place that decides the order of the
  * treatments that qualified for a surface. It is a replaceable module: delivery only calls
  * `score` for each qualifying treatment and sorts by it (highest first), so another policy
  * (contextual bandit, fixed priorities, an external model) plugs in by implementing this
@@ -50,7 +50,7 @@ export function actionsField(surface: string, treatmentId: string): string {
 }
 
 /**
- * The counters of a raw hash as a view. Surface names may hold `:` (D12) but treatment ids are
+ * The counters of a raw hash as a view. Surface names may hold `:` but treatment ids are
  * digits, so the last `:` separates the two.
  */
 export function statsViewFromHash(raw: Record<string, string>): RankingStatsView {

@@ -1,5 +1,5 @@
 /**
- * The default ranking policy (D29): Bernoulli Thompson sampling. Each arm (treatment on a
+ * The default ranking policy: Bernoulli Thompson sampling. Each arm (treatment on a
  * surface) has a Beta(1 + actions, 1 + views − actions) posterior over its action rate, starting
  * from a uniform prior; every request draws one sample per qualifying arm and ranks by the draws.
  * An arm with a clearly higher rate wins most draws (exploitation), while an arm with little

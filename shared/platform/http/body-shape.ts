@@ -3,7 +3,7 @@ import { invalidField, type InvalidArgumentError } from '../errors.js';
 /**
  * Structural limits of every JSON request body (`/v1` and `/admin/v1`), checked right after
  * JSON parsing and before anything recursive (snake_case rewriting, schema validation, handlers)
- * walks the body, so no body can exhaust the stack or make a walk super-linear (D45).
+ * walks the body, so no body can exhaust the stack or make a walk super-linear.
  *
  * - Depth: the deepest legitimate body (InsertTreatment's content, a data field's property
  *   filter) nests about 6 levels; 32 leaves room for any future shape.

@@ -1,7 +1,7 @@
 import { invalidField } from '../errors.js';
 
 /**
- * D1: both camelCase and snake_case field names are accepted on input. Request bodies are
+ * Both camelCase and snake_case field names are accepted on input. Request bodies are
  * rewritten to camelCase before validation. Keys of user-data maps (event and user properties,
  * property filters) are the customer's own names and are kept as sent; their values are
  * PropertyValue objects whose member names are rewritten like any other.

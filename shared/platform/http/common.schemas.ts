@@ -1,10 +1,10 @@
 import { Type, type TSchema } from 'typebox';
 
-/** D2: an int64 on input is a JSON number (integer) or a decimal string. */
+/** An int64 on input is a JSON number (integer) or a decimal string. */
 export const Int64In = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]{1,19}$' })], { description: 'int64: JSON integer or decimal string' });
-/** D2: int64 values are JSON strings in responses. */
+/** int64 values are JSON strings in responses. */
 export const Int64Out = Type.String({ pattern: '^-?[0-9]+$', description: 'int64 as a decimal string' });
-/** D3: RFC 3339 with an offset on input; the shape only: `parseRfc3339` (shared/platform/rfc3339.ts) decides. */
+/** RFC 3339 with an offset on input; the shape only: `parseRfc3339` (shared/platform/rfc3339.ts) decides. */
 export const TimestampIn = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2})$',
   description: 'RFC 3339 timestamp with offset',
@@ -13,7 +13,7 @@ export const TimestampOut = Type.String({ description: 'RFC 3339 timestamp, UTC 
 export const ProjectId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 export const NonEmpty = (max = 1024) => Type.String({ minLength: 1, maxLength: max });
 
-/** Objects reject unknown fields (D1): every request schema goes through here. */
+/** Objects reject unknown fields: every request schema goes through here. */
 export function Strict<T extends Record<string, TSchema>>(props: T, opts: Record<string, unknown> = {}) {
   return Type.Object(props, { additionalProperties: false, ...opts });
 }

@@ -12,7 +12,7 @@ export const MAX_KEY_BUCKETS = 100_000;
 export const MAX_ADDRESS_BUCKETS = 20_000;
 
 /**
- * The request-rate limits of D45, per process (with N API processes a key may reach N times
+ * The request-rate limits (per key, and failed authentications per address), per process (with N API processes a key may reach N times
  * the limit). Both checks are synchronous, for the callback hooks of the request path.
  */
 export class RequestLimits {

@@ -20,7 +20,7 @@ export interface TokenBucketsOptions {
 
 /**
  * Token buckets by id, in this process. `take` is synchronous and allocates nothing for a known
- * id, so the request path can call it from a callback hook without a promise (D45 rate limits).
+ * id, so the request path can call it from a callback hook without a promise.
  * Memory is bounded by `maxBuckets` whatever ids are presented.
  */
 export class TokenBuckets {

@@ -4,7 +4,7 @@ import { FailedPreconditionError, invalidField, UnavailableError, type ApiError 
 
 /**
  * The Pub/Sub client of a process, and the subscription management the admin API and the
- * intake share (spec "Publish/subscribe ingestion", D33).
+ * intake share (spec "Publish/subscribe ingestion").
  */
 
 /** The full topic path an operator registers: `projects/<project>/topics/<topic>`. */

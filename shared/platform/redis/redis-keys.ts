@@ -18,7 +18,7 @@
  * - `{<project>:<user>}`: one user's profile, job markers, insertId markers and target-action views: the per-user state
  *   that outgrows one Redis, spread over the whole cluster; the ingest script touches one user.
  * - `{<project>}`: the project's ranking counters and their job markers (one ingest script), and
- *   its deleted users (D44: `deleted-users`, `pending-deletions`).
+ *   its deleted users (`deleted-users`, `pending-deletions`).
  * - BullMQ's keys: prefix `{<prefix>}:bull` on a cluster (see `bullPrefix`).
  * On a single Redis the tags change nothing; the layout is the same so one code path serves both.
  */
@@ -38,7 +38,7 @@ export interface RedisKeys {
   dataFields(projectId: string): string;
   dataFieldNames(projectId: string): string;
   dataFieldParams(projectId: string): string;
-  /** Event schemas (D35): event name → EventSchema JSON. */
+  /** Event schemas: event name → EventSchema JSON. */
   eventSchemas(projectId: string): string;
   /** Event schemas by id: eventId → event name. */
   eventSchemaIds(projectId: string): string;
@@ -56,11 +56,11 @@ export interface RedisKeys {
   rankingStats(projectId: string): string;
   /** Marker of a job whose ranking counter updates were applied (in the ranking hash's slot). */
   rankingJobMarker(projectId: string, jobId: string): string;
-  /** Every key of one user starts with this (the user's hash tag); DeleteUserData removes them all (D44). */
+  /** Every key of one user starts with this (the user's hash tag); DeleteUserData removes them all. */
   userKeyPrefix(projectId: string, userId: string): string;
-  /** Sorted set of the project's deleted users (member: user id, score: deletion time ms), in the project's slot (D44). */
+  /** Sorted set of the project's deleted users (member: user id, score: deletion time ms), in the project's slot. */
   deletedUsers(projectId: string): string;
-  /** Hash of deleted users whose ClickHouse rows may not be gone yet (user id → deletion time ms), in the project's slot (D44). */
+  /** Hash of deleted users whose ClickHouse rows may not be gone yet (user id → deletion time ms), in the project's slot. */
   pendingUserDeletions(projectId: string): string;
   /** Pub/Sub channel: a project's catalogue or keys changed (payload: JSON message). */
   invalidationChannel(): string;

@@ -2,7 +2,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { RedisNode } from '../config.js';
 
 /**
- * Two connection profiles (conventions point 4). Producers on the request path fail fast, so a
+ * Two connection profiles. Producers on the request path fail fast, so a
  * Redis outage is a prompt 503 and never a hung request; workers and background loops wait for
  * Redis to come back (`maxRetriesPerRequest: null`, as BullMQ requires for workers).
  */

@@ -96,7 +96,7 @@ export type ClickhouseErrorClass = 'retriable' | 'permanent';
 /**
  * ClickHouse errors that no retry of the same statement with the same data can fix: the statement
  * or the rows are wrong. Everything else is retriable, on purpose: a job whose rows cannot be
- * stored yet must be retried (D34: nothing that returned 200 may be lost), and a wrongly
+ * stored yet must be retried (nothing that returned 200 may be lost), and a wrongly
  * "retriable" error only costs bounded retries while a wrongly "permanent" one loses data.
  */
 const PERMANENT_ERRORS: Readonly<Record<string, number>> = {

@@ -71,7 +71,7 @@ export interface UserAttributeUpdateRow {
   ingest_ts: string;
 }
 
-/** One decision of the decision log (D36); see infra/clickhouse/migrations/0005_decisions.sql. */
+/** One decision of the decision log; see infra/clickhouse/migrations/0005_decisions.sql. */
 export interface DecisionRow {
   project_id: string;
   user_id: string;
@@ -99,7 +99,7 @@ const MIN_MS = Date.UTC(1900, 0, 1);
 const MAX_MS = Date.UTC(2300, 0, 1) - 1;
 
 function toEpochMs(value: number | string): number {
-  // one strict parser (D3): an offset is required (Date.parse would use the local time zone)
+  // one strict parser: an offset is required (Date.parse would use the local time zone)
   const ms = typeof value === 'number' ? value : parseRfc3339(value);
   if (ms === undefined || !Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
     throw new RangeError(`timestamp ${JSON.stringify(value)} is not an RFC 3339 time between 1900 and 2299`);
@@ -153,7 +153,7 @@ export function microsToClickhouseDateTime64(micros: number | string | bigint): 
 export type EventCarrier = { jobId: string } | { messageId: string };
 
 /**
- * D31/D33: the client's insertId when present; otherwise the carrier and the event's position.
+ * De-duplication key: the client's insertId when present; otherwise the carrier and the event's position.
  * The prefixes keep an insertId from ever equalling a derived key (the format the ingestion
  * workers write).
  */
