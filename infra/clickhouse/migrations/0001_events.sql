@@ -1,15 +1,15 @@
--- Store of record of every ingested event. Written by the ingestion workers only
+-- Store of record of every ingested event (D31, D33, D34). Written by the ingestion workers only
 -- after a job's rows are here does the job complete, so a job may be retried any number of times:
 -- the table must collapse the copies.
 --
 -- ORDER BY is the de-duplication key of a ReplacingMergeTree: rows with an equal sorting key are
--- collapsed into one (the one with the greatest ingest_ts) by merges and by FINAL.
--- (projectId, userId, insertId) is the identity of an event, so the key is
+-- collapsed into one (the one with the greatest ingest_ts) by merges and by FINAL. D31 makes
+-- (projectId, userId, insertId) the identity of an event, so the key is
 -- (project_id, user_id, dedup_key), where dedup_key is `i:<insertId>` when the client sent one and
 -- `j:<jobId>:<index>` / `m:<messageId>:<index>` otherwise (the workers derive it; the prefixes
 -- keep a client's insertId from ever equalling a derived key).
 -- event_name is deliberately NOT in the key: with an insertId, a client that re-sends the same
--- insertId under another name would otherwise be stored twice, while it is one event.
+-- insertId under another name would otherwise be stored twice, while D31 says it is one event.
 -- Per-user reads (the common case: one user's aggregations) are a prefix range of this key; a
 -- recompute GROUP BY (project_id, user_id) reads in key order (optimize_aggregation_in_order);
 -- reads by event name across users use the skip index below.
@@ -17,7 +17,7 @@
 -- PARTITION BY month of client_event_ts: ReplacingMergeTree only collapses rows inside one
 -- partition. That is safe here because a retried job, a redelivered message or a client retry
 -- carries the same clientEventTimestamp, so every copy lands in the same month. (A client that
--- reuses an insertId for an event in ANOTHER month is outside the de-duplication contract: the fast path drops
+-- reuses an insertId for an event in ANOTHER month is outside D31's contract: the fast path drops
 -- it for 7 days; after that both would be kept.) Because a duplicate can never span partitions,
 -- readers may add `SETTINGS do_not_merge_across_partitions_select_final = 1` to FINAL queries,
 -- which lets FINAL work one partition at a time (much cheaper on the full recompute).

@@ -1,4 +1,4 @@
--- Store of record of LogTreatmentInteraction calls. The spec allows the same
+-- Store of record of LogTreatmentInteraction calls (D32, D34). The spec allows the same
 -- treatmentTrackingId to be logged again for recurring interactions, so the natural identity of a
 -- row is the call, not (trackingId, type): dedup_key is `j:<jobId>` for an API call (the
 -- workers supply it), and ORDER BY (project_id, user_id, dedup_key) makes a retried job collapse

@@ -1,5 +1,5 @@
--- Messages that could not be ingested and must never be silently dropped nor redelivered for ever:
--- they are acknowledged and kept here with the reason, and with the raw payload so that
+-- Messages that could not be ingested and must never be silently dropped nor redelivered for ever
+-- (D33): they are acknowledged and kept here with the reason, and with the raw payload so that
 -- they can be replayed once the cause is fixed.
 --
 -- A redelivered message (the ack was lost) is the same dead letter: ORDER BY

@@ -1,7 +1,7 @@
 -- Pub/Sub `UserAttribute` messages (spec "Publish/subscribe ingestion"). LogEvents carries
 -- userProperties inside events (events.user_properties), but a UserAttribute message has no event,
 -- so without this table the Redis profile would be its only copy. With it, a profile can be
--- rebuilt last-write-wins by update_ts from ClickHouse alone.
+-- rebuilt last-write-wins by update_ts from ClickHouse alone (D31, D34).
 --
 -- dedup_key is `m:<messageId>` (or `j:<jobId>` when it came through another queue job); a redelivery
 -- collapses under ORDER BY (project_id, user_id, dedup_key). PARTITION BY month of update_ts is

@@ -1,4 +1,4 @@
--- The decision log: per GetTreatments response, one row per treatment returned or withheld
+-- The decision log (D36): per GetTreatments response, one row per treatment returned or withheld
 -- and surface. Written by the decision-log workers; a job completes only after its rows are here,
 -- so a job may be retried any number of times and the table collapses the copies.
 --

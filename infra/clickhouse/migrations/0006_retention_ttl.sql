@@ -1,4 +1,4 @@
--- RETENTION_DAYS: rows older than the retention are deleted by ClickHouse itself (TTL),
+-- RETENTION_DAYS (D44): rows older than the retention are deleted by ClickHouse itself (TTL),
 -- counted from the time the row is about (the event, the interaction, the decision, the update),
 -- the same clock that bounds what LogEvents accepts.
 --
