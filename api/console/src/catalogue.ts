@@ -134,7 +134,8 @@ const SCALAR: Record<string, { ok: (text: string) => boolean; expected: string; 
   TIMESTAMP_SECONDS: { ok: isTimestamp, expected: 'must be an RFC 3339 timestamp or a number of epoch seconds', items: 'RFC 3339 timestamps or epoch seconds' },
 };
 
-function splitCommaList(text: string): string[] {
+/** The items of a comma-separated input, trimmed, blanks dropped. */
+export function splitCommaList(text: string): string[] {
   return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 

@@ -104,6 +104,26 @@ export function useAction<A extends unknown[]>(run: (...args: A) => Promise<void
   return { busy, error, go, clear: () => setError(null) };
 }
 
+/** A table that scrolls sideways on narrow screens, reachable by keyboard; `children` are its rows. */
+export function ScrollTable({ headers, children, label = 'Table' }: { headers: string[]; children: ReactNode; label?: string }) {
+  return (
+    <div className="table-wrap" tabIndex={0} role="region" aria-label={`${label}, scrolls sideways on narrow screens`}>
+      <table>
+        <thead>
+          <tr>
+            {headers.map((h) => (
+              <th scope="col" key={h}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge status-${status.toLowerCase()}`}>{status}</span>;
 }

@@ -4,7 +4,7 @@ import type { PageProps } from '../App';
 import { describeField, fieldType, type DataField, type EventSchema, type MutualExclusionGroup, type Surface, type TreatmentType } from '../catalogue';
 import { Empty, ErrorBanner, formatTime, Loading, useLoad } from '../ui';
 import { NewAggregation, NewEventSchema, NewSurface, NewType, NewUserProperty } from './catalogue-forms';
-import type { Treatment } from './Treatments';
+import type { Treatment } from '../treatment';
 
 const BACKFILL: Record<NonNullable<DataField['backfillStatus']>, { text: string; className: string }> = {
   NOT_APPLICABLE: { text: 'none needed', className: '' },

@@ -3,7 +3,7 @@ import { admin, v1 } from '../api';
 import type { PageProps } from '../App';
 import { CONDITION_LABELS, describeField, type DataField, type Surface } from '../catalogue';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
-import type { Treatment } from './Treatments';
+import type { Treatment } from '../treatment';
 
 interface RuleExplanation {
   dataFieldId: string;

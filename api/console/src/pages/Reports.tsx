@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { v1 } from '../api';
 import type { PageProps } from '../App';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
-import type { Treatment } from './Treatments';
+import type { Treatment } from '../treatment';
 
 interface ReportGroup {
   group: 'TREATED' | 'HOLDOUT';
