@@ -113,7 +113,12 @@ describe('GetAllDataFields', () => {
     const ids = all.map((f: { dataFieldId: string }) => f.dataFieldId);
     expect(ids).toEqual([...ids].sort((a: string, b: string) => Number(a) - Number(b)));
     expect(new Set(ids).size).toBe(ids.length);
-    const byId = new Map(all.map((f: { dataFieldId: string }) => [f.dataFieldId, f]));
+    // every listed field carries its backfill status; user properties need none, aggregations
+    // report where their backfill is (timing-dependent here), and are otherwise as made
+    const statuses = new Map(all.map((f: { dataFieldId: string; backfillStatus: string }) => [f.dataFieldId, f.backfillStatus]));
+    const byId = new Map(all.map(({ backfillStatus: _, ...f }: { dataFieldId: string; backfillStatus: string }) => [f.dataFieldId, f]));
+    expect(statuses.get(named.dataFieldId)).toBe('NOT_APPLICABLE');
+    expect(['PENDING', 'RUNNING', 'COMPLETE']).toContain(statuses.get(resolved.dataFields[1].dataFieldId));
     expect(byId.get(named.dataFieldId)).toEqual({ dataFieldId: named.dataFieldId, projectId: k.projectId, name: 'tier', userProperty: { dataType: 'INTEGER' } });
     expect(byId.get(resolved.dataFields[0].dataFieldId)).toEqual({ dataFieldId: resolved.dataFields[0].dataFieldId, projectId: k.projectId, name: 'plan', userProperty: { dataType: 'STRING' } });
     expect(byId.get(resolved.dataFields[1].dataFieldId)).toEqual({
