@@ -12,7 +12,6 @@ import {
   splitStatements,
   type MigrationReport,
 } from '../../shared/platform/warehouse/migrations.js';
-import { applyRetentionTtl } from '../../shared/platform/warehouse/sql/user-data.js';
 import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
 import {
   eventDedupKey,
@@ -26,8 +25,18 @@ import {
 
 // chDB binds one data directory per process; vitest runs each test file in its own fork.
 const dataDir = mkdtempSync(join(tmpdir(), 'tds-ch-migrations-'));
-const NOW = Date.parse('2024-03-10T15:00:00.000Z');
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
+// The tables' RETENTION_DAYS TTL drops rows by the real clock: the times stored here are days old.
+/** Midnight UTC a week ago; the tests' "now" is 15:00 that day. */
+const DAY0 = Math.floor(Date.now() / DAY) * DAY - 7 * DAY;
+const NOW = DAY0 + 15 * HOUR;
+const iso = (ms: number) => new Date(ms).toISOString();
+/** `hours` into the day `days` after DAY0, as RFC 3339. */
+const at = (days: number, hours = 0) => iso(DAY0 + days * DAY + hours * HOUR);
+/** A DateTime64(3) as ClickHouse shows it (UTC), and a Date. */
+const shown = (ms: number) => iso(ms).slice(0, 23).replace('T', ' ');
+const dayOf = (ms: number) => iso(ms).slice(0, 10);
 
 let client: ClickHouseClient;
 let firstRun: MigrationReport;
@@ -35,9 +44,6 @@ let firstRun: MigrationReport;
 beforeAll(async () => {
   client = createClickhouse({ dataDir });
   firstRun = await runMigrations(client);
-  // These tests store fixed dates of 2024: keep them clear of the RETENTION_DAYS TTL of
-  // migration 0006 (400 days by default), as a deployment with a 10-year retention would.
-  await applyRetentionTtl(client, 3650);
 });
 
 afterAll(async () => {
@@ -121,7 +127,7 @@ function event(name: string, ts: string, extra: Partial<EventInput> = {}): Event
 
 describe('events', () => {
   it('stores a byte-identical retried insert once, even before any merge', async () => {
-    const batch = { projectId: 'p-retry', userId: 'u1', events: [event('open', '2024-03-01T10:00:00Z'), event('open', '2024-03-01T11:00:00Z')] };
+    const batch = { projectId: 'p-retry', userId: 'u1', events: [event('open', at(-9, 10)), event('open', at(-9, 11))] };
     const eventRows = toEventRows(batch, { jobId: '17' }, { source: 'api', ingestMs: NOW });
     expect(eventRows.map((r) => r.dedup_key)).toEqual(['j:17:0', 'j:17:1']);
     await insertRows(client, 'events', eventRows);
@@ -132,8 +138,8 @@ describe('events', () => {
   it('counts the same event (same dedup key) once with FINAL; the later ingest wins', async () => {
     await client.command({ query: 'SYSTEM STOP MERGES events' });
     try {
-      const first = { projectId: 'p-dup', userId: 'u1', events: [event('buy', '2024-03-05T10:00:00Z', { insertId: 'i-1', eventProperties: { plan: { stringValue: 'basic' } } }), event('buy', '2024-03-05T11:00:00Z')] };
-      const again = { projectId: 'p-dup', userId: 'u1', events: [event('buy', '2024-03-05T10:00:00Z', { insertId: 'i-1', eventProperties: { plan: { stringValue: 'pro' } } })] };
+      const first = { projectId: 'p-dup', userId: 'u1', events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'basic' } } }), event('buy', at(-5, 11))] };
+      const again = { projectId: 'p-dup', userId: 'u1', events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'pro' } } })] };
       await insertRows(client, 'events', toEventRows(first, { jobId: '1' }, { source: 'api', ingestMs: NOW }));
       await insertRows(client, 'events', toEventRows(again, { messageId: 'm-9' }, { source: 'pubsub', ingestMs: NOW + 1000 }));
       expect(await count("SELECT count() AS n FROM events WHERE project_id = 'p-dup'")).toBe(3);
@@ -155,11 +161,11 @@ describe('events', () => {
   });
 
   it('de-duplicates an insertId per project and user only; events without insertId never', async () => {
-    const same = (projectId: string, userId: string) => ({ projectId, userId, events: [event('open', '2024-03-02T09:00:00Z', { insertId: 'shared' })] });
+    const same = (projectId: string, userId: string) => ({ projectId, userId, events: [event('open', at(-8, 9), { insertId: 'shared' })] });
     for (const [i, b] of [same('p-scope', 'a'), same('p-scope', 'b'), same('p-scope-2', 'a')].entries()) {
       await insertRows(client, 'events', toEventRows(b, { jobId: `s${i}` }, { source: 'api', ingestMs: NOW }));
     }
-    const plain = { projectId: 'p-scope', userId: 'c', events: [event('open', '2024-03-02T09:00:00Z')] };
+    const plain = { projectId: 'p-scope', userId: 'c', events: [event('open', at(-8, 9))] };
     await insertRows(client, 'events', toEventRows(plain, { jobId: 'x1' }, { source: 'api', ingestMs: NOW }));
     await insertRows(client, 'events', toEventRows(plain, { jobId: 'x2' }, { source: 'api', ingestMs: NOW }));
     expect(await count("SELECT count() AS n FROM events FINAL WHERE project_id IN ('p-scope', 'p-scope-2')")).toBe(5);
@@ -167,17 +173,17 @@ describe('events', () => {
 
   it('counts one user per UTC day over a LAST_3D window, with first and latest timestamps', async () => {
     const events = [
-      event('view', '2024-03-07T23:59:59.999Z'), // the day before the window
-      event('view', '2024-03-08T00:00:00.000Z'),
-      event('view', '2024-03-09T01:00:00+02:00'), // 2024-03-08 23:00 UTC
-      event('view', '2024-03-09T12:00:00Z', { insertId: 'v-9' }),
-      event('view', '2024-03-10T14:59:00Z'),
-      event('click', '2024-03-10T10:00:00Z'),
+      event('view', iso(DAY0 - 2 * DAY - 1)), // the day before the window
+      event('view', at(-2)),
+      event('view', `${at(-1, 1).slice(0, 19)}+02:00`), // day −2, 23:00 UTC
+      event('view', at(-1, 12), { insertId: 'v-9' }),
+      event('view', iso(NOW - 60_000)),
+      event('click', at(0, 10)),
     ];
     await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u1', events }, { jobId: 'w1' }, { source: 'api', ingestMs: NOW }));
-    const retried = [event('view', '2024-03-09T12:00:00Z', { insertId: 'v-9' })];
+    const retried = [event('view', at(-1, 12), { insertId: 'v-9' })];
     await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u1', events: retried }, { jobId: 'w2' }, { source: 'api', ingestMs: NOW + 5 }));
-    await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u2', events: [event('view', '2024-03-10T09:00:00Z')] }, { jobId: 'w3' }, { source: 'api', ingestMs: NOW }));
+    await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u2', events: [event('view', at(0, 9))] }, { jobId: 'w3' }, { source: 'api', ingestMs: NOW }));
 
     const n = 3;
     const windowStart = Math.floor(NOW / DAY) * DAY - (n - 1) * DAY;
@@ -191,27 +197,28 @@ describe('events', () => {
       params,
     );
     expect(daily.map((d) => ({ day: d.day, n: Number(d.n) }))).toEqual([
-      { day: '2024-03-08', n: 2 },
-      { day: '2024-03-09', n: 1 },
-      { day: '2024-03-10', n: 1 },
+      { day: dayOf(DAY0 - 2 * DAY), n: 2 },
+      { day: dayOf(DAY0 - DAY), n: 1 },
+      { day: dayOf(DAY0), n: 1 },
     ]);
     const [span] = await rows<{ first: string; latest: string }>(
       `SELECT min(client_event_ts) AS first, max(client_event_ts) AS latest FROM events FINAL
        WHERE project_id = {p:String} AND user_id = {u:String} AND event_name = {e:String}`,
       params,
     );
-    expect(span).toEqual({ first: '2024-03-07 23:59:59.999', latest: '2024-03-10 14:59:00.000' });
+    expect(span).toEqual({ first: shown(DAY0 - 2 * DAY - 1), latest: shown(NOW - 60_000) });
   });
 });
 
 describe('interactions', () => {
   it('stores a retried job once and counts by type, treatment, surface and distinct tracking id', async () => {
     const base = { projectId: 'p-int', userId: 'u1', treatmentId: '1', treatmentTrackingId: '1_a', surface: 'home', interactionType: 'VIEWED' };
+    const noon = BigInt(DAY0 + 12 * HOUR) * 1000n; // epoch micros
     const calls = [
-      { job: 'j1', input: { ...base, interactionTimeMicros: '1710072000123456' } },
-      { job: 'j2', input: { ...base, interactionTimeMicros: 1710072060000000 } }, // recurring view
-      { job: 'j3', input: { ...base, interactionType: 'CLICKED', interactionTimeMicros: '1710072070000000', actionName: 'cta' } },
-      { job: 'j4', input: { ...base, treatmentId: '2', treatmentTrackingId: '2_b', surface: 'inbox', interactionTimeMicros: '1710072080000000' } },
+      { job: 'j1', input: { ...base, interactionTimeMicros: String(noon + 123_456n) } },
+      { job: 'j2', input: { ...base, interactionTimeMicros: Number(noon + 60_000_000n) } }, // recurring view
+      { job: 'j3', input: { ...base, interactionType: 'CLICKED', interactionTimeMicros: String(noon + 70_000_000n), actionName: 'cta' } },
+      { job: 'j4', input: { ...base, treatmentId: '2', treatmentTrackingId: '2_b', surface: 'inbox', interactionTimeMicros: String(noon + 80_000_000n) } },
     ];
     for (const c of calls) await insertRows(client, 'interactions', [toInteractionRow(c.input, `j:${c.job}`, NOW)]);
     await insertRows(client, 'interactions', [toInteractionRow(calls[0].input, 'j:j1', NOW + 1000)]);
@@ -227,7 +234,7 @@ describe('interactions', () => {
       total: 4, viewed: 3, viewed_home: 2, viewed_t2: 1, viewed_distinct: 2,
     });
     const [first] = await rows<{ t: string }>("SELECT min(interaction_time) AS t FROM interactions WHERE project_id = 'p-int'");
-    expect(first.t).toBe('2024-03-10 12:00:00.123456');
+    expect(first.t).toBe(`${shown(DAY0 + 12 * HOUR).slice(0, 19)}.123456`);
   });
 });
 
@@ -241,8 +248,8 @@ describe('dead letters', () => {
       "SELECT message_id, receive_time, payload_base64 FROM dead_letters FINAL WHERE project_id = 'p-dl' ORDER BY message_id",
     );
     expect(stored).toEqual([
-      { message_id: 'm-1', receive_time: '2024-03-10 15:01:00.000', payload_base64: '/wAB' },
-      { message_id: 'm-2', receive_time: '2024-03-10 15:00:00.000', payload_base64: '/wAB' },
+      { message_id: 'm-1', receive_time: shown(NOW + 60_000), payload_base64: '/wAB' },
+      { message_id: 'm-2', receive_time: shown(NOW), payload_base64: '/wAB' },
     ]);
   });
 });

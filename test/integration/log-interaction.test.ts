@@ -30,13 +30,15 @@ afterAll(async () => {
   await t?.close();
 });
 
-const body = (over: Record<string, unknown> = {}) => ({ projectId: p.projectId, userId: 'u1', treatmentId: inApp, treatmentTrackingId: `${inApp}_r1`, surface: 's', interactionType: 'CLICKED', interactionTimeMicros: '1795000000000000', ...over });
+/** An hour ago in epoch micros: the service accepts interaction times within [now − RETENTION_DAYS, now + 24 h] of the real clock. */
+const hourAgoMicros = () => (Date.now() - 3_600_000) * 1000;
+const body = (over: Record<string, unknown> = {}) => ({ projectId: p.projectId, userId: 'u1', treatmentId: inApp, treatmentTrackingId: `${inApp}_r1`, surface: 's', interactionType: 'CLICKED', interactionTimeMicros: String(hourAgoMicros()), ...over });
 
 describe('LogTreatmentInteraction', () => {
   it('queues a valid interaction and answers {} (int64 as number or string, optional actionName)', async () => {
     const before = (await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
     expect(await call(t, 'LogTreatmentInteraction', p.delivery, body())).toEqual({ status: 200, body: {} });
-    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ interactionTimeMicros: 1795000000000000, actionName: 'buy' }))).status).toBe(200);
+    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ interactionTimeMicros: hourAgoMicros(), actionName: 'buy' }))).status).toBe(200);
     expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: email, treatmentTrackingId: `${email}_r2`, interactionType: 'DELIVERED' }))).status).toBe(200);
     expect((await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting).toBe(before + 3);
   });
