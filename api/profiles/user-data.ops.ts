@@ -12,32 +12,35 @@ export const DeleteUserDataBody = Strict({
 export const DeleteUserDataResponse = Type.Object({});
 
 /**
- * Erases one user. Answers once (1) the tombstone is recorded (in-flight jobs of the user and
- * running recomputes from now on leave the user alone), (2) every Redis key of the user is gone
- * (profile with its counters, insertId marker sets, job markers), (3) the ClickHouse deletion is
- * queued as a durable job that the workers retry until its mutations have finished, and (4) the
- * change log has an entry naming the user by a SHA-256 digest only. Idempotent: repeating the
- * call repeats the erasure (a later deletion time).
+ * Erases one user, and with it every pre-login id merged into the user (identity merge), each
+ * such id exactly like the user. Answers once (1) the tombstones are recorded (in-flight jobs
+ * and running recomputes from now on leave those ids alone), (2) every Redis key of each id is
+ * gone (profile with its counters, alias, insertId marker sets, job markers), (3) the ClickHouse
+ * deletion is queued as a durable job that the workers retry until its mutations have finished,
+ * and (4) the change log has an entry naming the user by a SHA-256 digest only. Idempotent:
+ * repeating the call repeats the erasure (a later deletion time).
  */
 export async function deleteUserData(ctx: Pick<ApiServices, 'userDeletions' | 'redis' | 'config' | 'now' | 'log'>, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
   const { projectId, userId } = body;
   const store = ctx.userDeletions;
   const deletedAtMs = ctx.now();
-  await store.tombstone(projectId, userId, deletedAtMs);
-  // Jobs of the user that passed their tombstone check before it was written and are still being
+  // the merged ids are found through the user's profile, so before its keys go
+  const userIds = await store.tombstoneWithMerged(projectId, userId, deletedAtMs);
+  const mergedIds = userIds.slice(1);
+  // Jobs of the users that passed their tombstone check before it was written and are still being
   // processed: looked for after the tombstone and before the keys go, so a job whose profile
   // script could run after the deletion of the keys is among them (the deletion job waits for
   // them and erases again).
-  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userId);
-  const keysDeleted = await store.deleteKeys(projectId, userId, deletedAtMs);
+  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userIds);
+  const keysDeleted = await store.deleteKeys(projectId, userIds, deletedAtMs);
   // Rows are deleted up to now, not up to the tombstone: a job that completed in between wrote
   // its rows (with its own ingest time) before its profile script, which the keys' deletion removed.
   const rowsUpToMs = ctx.now();
-  await store.setRowsCutoff(projectId, userId, rowsUpToMs);
-  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
+  await store.setRowsCutoff(projectId, userIds, rowsUpToMs);
+  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, ...(mergedIds.length > 0 ? { mergedIds } : {}), deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
   await store.recordChange(projectId, userId, deletedAtMs, actor);
   // never the user id in a log line
-  ctx.log.info({ projectId, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');
+  ctx.log.info({ projectId, mergedIds: mergedIds.length, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');
   return {};
 }
 

@@ -127,6 +127,25 @@ export class ProfileStore {
     return user;
   }
 
+  /**
+   * The pre-login ids merged into the user (its `merged:<id>` markers) that still stand for it:
+   * their alias, followed, leads to the user. A marker outlives an expired alias, after which the
+   * id may have started anew or been merged into someone else: such an id is not the user's.
+   */
+  async mergedIds(projectId: string, userId: string): Promise<string[]> {
+    const prefix = PROFILE_FIELDS.merged;
+    const ids = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.keys.profile(projectId, userId), cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      for (let i = 0; i < flat.length; i += 2) ids.add(flat[i].slice(prefix.length));
+    } while (cursor !== '0');
+    const candidates = [...ids].filter((id) => id !== userId);
+    const owners = await Promise.all(candidates.map((id) => this.canonicalUser(projectId, id)));
+    return candidates.filter((_, i) => owners[i] === userId);
+  }
+
   /** Identity merge (a): claims `tempUserId` for `userId`; returns the owner (the first claim's user) and whether the merge is still to be finished. */
   async claimAlias(projectId: string, tempUserId: string, userId: string): Promise<{ owner: string; pending: boolean }> {
     const args = [userId, this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.done];

@@ -16,13 +16,15 @@ export interface UserDeletionJob {
   kind: 'deleteUser';
   projectId: string;
   userId: string;
+  /** The pre-login ids merged into the user, erased with it (absent: none). */
+  mergedIds?: string[];
   /** Rows ingested up to this time (epoch ms) are deleted; later rows belong to a new profile. */
   deletedAtMs: number;
   /**
-   * Ingestion jobs of the user that were being processed when the tombstone was written: they
-   * had passed their tombstone check already, so their profile changes and rows may land after
-   * the erasure. The deletion job waits for them to finish, then erases the user's Redis keys
-   * again and deletes the rows up to that moment.
+   * Ingestion jobs of the user (or of its merged ids) that were being processed when the
+   * tombstone was written: they had passed their tombstone check already, so their profile
+   * changes and rows may land after the erasure. The deletion job waits for them to finish, then
+   * erases the Redis keys again and deletes the rows up to that moment.
    */
   inFlight?: InFlightJob[];
 }
@@ -61,12 +63,12 @@ function queueHandle(connection: Redis, redisPrefix: string, name: string): Queu
   return q;
 }
 
-/** The ingestion jobs of the user being processed right now (active). */
-export async function inFlightJobsOf(connection: Redis, redisPrefix: string, projectId: string, userId: string): Promise<InFlightJob[]> {
+/** The ingestion jobs of any of these users being processed right now (active). */
+export async function inFlightJobsOf(connection: Redis, redisPrefix: string, projectId: string, userIds: readonly string[]): Promise<InFlightJob[]> {
   const out: InFlightJob[] = [];
   for (const queue of INGEST_QUEUES) {
     const active = await queueHandle(connection, redisPrefix, queue).getActive();
-    for (const job of active) if (job?.id !== undefined && jobConcernsUser(job.data, projectId, userId)) out.push({ queue, jobId: job.id });
+    for (const job of active) if (job?.id !== undefined && userIds.some((u) => jobConcernsUser(job.data, projectId, u))) out.push({ queue, jobId: job.id });
   }
   return out;
 }

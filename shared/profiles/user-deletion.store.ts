@@ -6,9 +6,11 @@ import { INSERT_MARKER_DAYS, JOB_MARKER_TTL_SECONDS } from './insert-markers.js'
 import { redisScript } from '../platform/redis/script-loader.js';
 import { changeFields } from '../projects/index.js';
 import { CHANGE_LOG_MAX_ENTRIES } from '../platform/redis/atomic-write.js';
+import { ProfileStore } from './profile.store.js';
 
 /**
- * A user's data erased on request, and never brought back.
+ * A user's data erased on request, and never brought back: the user's own, and that of the
+ * pre-login ids merged into the user (identity merge), each id like a user of its own.
  *
  * Two records per project, in the project's slot `{<project>}`:
  * - `deleted-users`, a sorted set user id → deletion time (ms): the tombstones. An ingestion job
@@ -45,33 +47,59 @@ export interface UserRef {
 }
 
 export class UserDeletionStore {
+  /** Reads merge markers and aliases only (no profile lifetime involved). */
+  private readonly profiles: ProfileStore;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.profiles = new ProfileStore(redis, keys);
+  }
 
   /**
-   * The tombstone: from now on jobs of the user accepted up to `deletedAtMs` are dropped, and
-   * recomputes leave out the user's rows ingested up to `rowsUpToMs` (default: the same time).
-   * Idempotent; a later call moves the times forward.
+   * The tombstones: from now on jobs of these users accepted up to `deletedAtMs` are dropped, and
+   * recomputes leave out their rows ingested up to `rowsUpToMs` (default: the same time).
+   * Idempotent; a later call moves the times forward. One transaction (the project's slot).
    */
-  async tombstone(projectId: string, userId: string, deletedAtMs: number, rowsUpToMs = deletedAtMs): Promise<void> {
+  async tombstone(projectId: string, userIds: readonly string[], deletedAtMs: number, rowsUpToMs = deletedAtMs): Promise<void> {
     const tomb = this.keys.deletedUsers(projectId);
     const pending = this.keys.pendingUserDeletions(projectId);
-    await this.redis
-      .multi()
-      .zadd(tomb, String(deletedAtMs), userId)
+    const m = this.redis.multi();
+    for (const userId of userIds) m.zadd(tomb, String(deletedAtMs), userId).hset(pending, userId, String(rowsUpToMs));
+    await m
       .zremrangebyscore(tomb, '-inf', String(deletedAtMs - TOMBSTONE_TTL_SECONDS * 1000))
       .expire(tomb, TOMBSTONE_TTL_SECONDS)
-      .hset(pending, userId, String(rowsUpToMs))
       .expire(pending, TOMBSTONE_TTL_SECONDS)
       .exec();
   }
 
-  /** Moves the recompute's cut-off of a pending deletion (the rows the ClickHouse job deletes). */
-  async setRowsCutoff(projectId: string, userId: string, rowsUpToMs: number): Promise<void> {
+  /**
+   * Tombstones the user, then the pre-login ids merged into it (see `ProfileStore.mergedIds`)
+   * and the `known` ones (found by an earlier erasure, whose markers are gone). Returns every id
+   * to erase, the user first.
+   */
+  async tombstoneWithMerged(projectId: string, userId: string, deletedAtMs: number, known: readonly string[] = []): Promise<string[]> {
+    await this.tombstone(projectId, [userId], deletedAtMs);
+    const merged = new Set([...known, ...(await this.profiles.mergedIds(projectId, userId))]);
+    merged.delete(userId);
+    if (merged.size > 0) await this.tombstone(projectId, [...merged], deletedAtMs);
+    return [userId, ...merged];
+  }
+
+  /** Moves the recompute's cut-off of pending deletions (the rows the ClickHouse job deletes). */
+  async setRowsCutoff(projectId: string, userIds: readonly string[], rowsUpToMs: number): Promise<void> {
     const pending = this.keys.pendingUserDeletions(projectId);
-    await this.redis.multi().hset(pending, userId, String(rowsUpToMs)).expire(pending, TOMBSTONE_TTL_SECONDS).exec();
+    const m = this.redis.multi();
+    for (const userId of userIds) m.hset(pending, userId, String(rowsUpToMs));
+    await m.expire(pending, TOMBSTONE_TTL_SECONDS).exec();
+  }
+
+  /** Deletes every key of each of these users (see `deleteUserKeys`), user by user: each its own slot. */
+  async deleteKeys(projectId: string, userIds: readonly string[], nowMs: number): Promise<number> {
+    let deleted = 0;
+    for (const userId of userIds) deleted += await this.deleteUserKeys(projectId, userId, nowMs);
+    return deleted;
   }
 
   /**
@@ -79,7 +107,7 @@ export class UserDeletionStore {
    * arrival days that can still exist) and then whatever else carries the user's prefix (job
    * markers), found by SCAN on each primary (all of them are in one slot).
    */
-  async deleteKeys(projectId: string, userId: string, nowMs: number): Promise<number> {
+  private async deleteUserKeys(projectId: string, userId: string, nowMs: number): Promise<number> {
     const computed = [this.keys.profile(projectId, userId)];
     // marker sets of arrival days: today (and tomorrow, for a clock ahead) back to the oldest that can still exist
     const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
@@ -89,10 +117,10 @@ export class UserDeletionStore {
     return deleted + (await this.deleteMatching(this.keys.userKeyPrefix(projectId, userId)));
   }
 
-  /** Tombstone, then every key of the user (see `tombstone` and `deleteKeys`). */
-  async erase(projectId: string, userId: string, deletedAtMs: number): Promise<{ keysDeleted: number }> {
-    await this.tombstone(projectId, userId, deletedAtMs);
-    return { keysDeleted: await this.deleteKeys(projectId, userId, deletedAtMs) };
+  /** Tombstones, then every key of the user and of its merged pre-login ids (see `tombstoneWithMerged` and `deleteKeys`). */
+  async erase(projectId: string, userId: string, deletedAtMs: number, known: readonly string[] = []): Promise<{ userIds: string[]; keysDeleted: number }> {
+    const userIds = await this.tombstoneWithMerged(projectId, userId, deletedAtMs, known);
+    return { userIds, keysDeleted: await this.deleteKeys(projectId, userIds, deletedAtMs) };
   }
 
   /**
@@ -166,10 +194,10 @@ export class UserDeletionStore {
     return new Map(Object.entries(raw).map(([u, ms]) => [u, Number(ms)]));
   }
 
-  /** The deletion's rows are gone: removes its pending entry, unless a later deletion of the user replaced it. */
-  async finished(projectId: string, userId: string, deletedAtMs: number): Promise<void> {
+  /** The deletion's rows are gone: removes the users' pending entries, except those a later deletion replaced. */
+  async finished(projectId: string, userIds: readonly string[], deletedAtMs: number): Promise<void> {
     const key = this.keys.pendingUserDeletions(projectId);
-    await HDEL_IF_EQUAL.run(this.redis, [key], [userId, String(deletedAtMs)]);
+    for (const userId of userIds) await HDEL_IF_EQUAL.run(this.redis, [key], [userId, String(deletedAtMs)]);
   }
 }
 

@@ -68,4 +68,30 @@ describe('DeleteUserData on a Redis Cluster', () => {
       await queue.close();
     }
   }, 60_000);
+
+  it('erases the pre-login ids merged into the user too, each in its own slot', async () => {
+    const p = await createProjectWithKeys(t);
+    const [user, temp] = ['signed-in{a}', 'pre-login{b}'];
+    const { profiles, keys } = t.ctx;
+    for (const u of [user, temp]) await profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: `i:${u}`, ts: Date.now(), ops: [['inc', 'n', 1]] }]);
+    // the identity merge's Redis steps (its ClickHouse copy needs workers)
+    await profiles.claimAlias(p.projectId, temp, user);
+    await profiles.mergeProfile(p.projectId, temp, user);
+    await profiles.clearMerged(p.projectId, temp);
+    expect(await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, user))).not.toBe(await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, temp)));
+    expect((await profiles.get(p.projectId, user)).mergedFrom).toEqual([temp]);
+    expect(await userKeys(p.projectId, temp)).not.toEqual([]);
+
+    expect(await call(t, 'DeleteUserData', p.management, { projectId: p.projectId, userId: user })).toEqual({ status: 200, body: {} });
+    for (const u of [user, temp]) expect(await userKeys(p.projectId, u)).toEqual([]);
+    const store = new UserDeletionStore(t.ctx.redis, keys);
+    expect([...(await store.pending(p.projectId)).keys()].sort()).toEqual([temp, user].sort());
+    const queue = new Queue(QUEUE.userDeletions, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix, t.ctx.redis) });
+    try {
+      const job = (await queue.getWaiting()).find((j) => j.data.projectId === p.projectId);
+      expect(job?.data).toMatchObject({ userId: user, mergedIds: [temp] });
+    } finally {
+      await queue.close();
+    }
+  }, 60_000);
 });

@@ -156,6 +156,47 @@ describe('DeleteUserData', () => {
     expect(JSON.stringify(entry)).not.toContain('al*ce');
   }, 240_000);
 
+  it('erases the pre-login ids merged into the user with it; a late job of one brings nothing back', async () => {
+    const user = 'merged-u';
+    const temp = 'anon*{t}'; // another slot, and characters that matter in a SCAN pattern
+    const stranger = 'anon-s';
+    await populate(temp);
+    await populate(user);
+    await waitForRows(temp);
+    await waitForRows(user);
+    await logPurchases(stranger, ['s1']);
+    await waitUntil(async () => (await purchases(stranger)) === 1, 60_000, 100);
+    // the user signs in: the pre-login id's history merges into the user's
+    await ok('LogEvents', k.logEvents, { userId: user, events: [{ eventName: 'purchase', insertId: 'u-in', clientEventTimestamp: new Date().toISOString(), preLoginTempUserId: temp }] });
+    await waitUntil(async () => (await s.ctx.profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100); // the same insertIds collapse
+    expect(await s.ctx.redis.hget(s.ctx.keys.profile(k.projectId, temp), '@alias')).toBe(user);
+    // a merge marker whose id does not stand for the user (an alias expired, the id started anew) erases nothing of that id
+    await s.ctx.redis.hset(s.ctx.keys.profile(k.projectId, user), `merged:${stranger}`, String(Date.now()));
+
+    const deletedAt = Date.now();
+    expect(await v1('DeleteUserData', k.management, { userId: user })).toEqual({ status: 200, body: {} });
+    expect(await userKeys(user)).toEqual([]);
+    expect(await userKeys(temp)).toEqual([]);
+    expect((await s.admin('GetUserProfile', { projectId: k.projectId, userId: temp })).body.profile.mergedInto).toBeUndefined();
+    expect(await purchases(stranger)).toBe(1);
+    const none = JSON.stringify(Object.fromEntries(TABLES.map((t) => [t, 0])));
+    let last: unknown;
+    const gone = async () => JSON.stringify((last = [await rowsByTable(user), await rowsByTable(temp)])) === JSON.stringify([JSON.parse(none), JSON.parse(none)]);
+    await waitUntil(gone, 60_000, 200).catch(() => expect(last).toEqual([JSON.parse(none), JSON.parse(none)]));
+    await waitUntil(async () => (await deadLetters(`dl-${temp}`)) + (await deadLetters(`dl-${user}`)) === 0, 60_000, 200);
+    expect(await rowsOf('events', stranger)).toBe(1);
+    expect((await new UserDeletionStore(s.ctx.redis, s.ctx.keys).pending(k.projectId)).has(temp)).toBe(false);
+
+    // jobs accepted before the deletion and run after it, of the pre-login id and of the user signing in again with it
+    const late = (userId: string, extra: Record<string, string>) => s.ctx.ingest.eventsQueue.add('events', { kind: 'events', projectId: k.projectId, userId, events: [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob, INGEST_JOB_OPTIONS);
+    const jobs = [await late(temp, {}), await late(user, { preLoginTempUserId: temp })];
+    for (const job of jobs) await waitUntil(async () => (await job.getState()) === 'completed', 60_000, 100);
+    expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
+    expect(await userKeys(temp)).toEqual([]);
+    expect(await userKeys(user)).toEqual([]);
+    expect([await rowsByTable(user), await rowsByTable(temp)]).toEqual([JSON.parse(none), JSON.parse(none)]);
+  }, 240_000);
+
   it('a recompute skips rows whose deletion has not reached ClickHouse yet', async () => {
     const bob = 'bob';
     await populate(bob);
@@ -179,7 +220,7 @@ describe('DeleteUserData', () => {
     expect(await rowsOf('events', carol)).toBe(0);
   }, 120_000);
 
-  it('a job in flight at the deletion: the deletion waits for it, then erases again and deletes its rows', async () => {
+  it('a job in flight at the deletion: the deletion waits for it, then erases again (the merged ids too) and deletes its rows', async () => {
     const { ctx } = s;
     const prefix = bullPrefix(ctx.config.redisPrefix, ctx.redis);
     // a job held by a (manual) worker stands for an ingestion job being processed at the deletion
@@ -192,15 +233,19 @@ describe('DeleteUserData', () => {
       expect(held).toBeDefined();
       const deletedAtMs = Date.now();
       await new UserDeletionStore(ctx.redis, ctx.keys).erase(k.projectId, 'frank', deletedAtMs);
-      await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: k.projectId, userId: 'frank', deletedAtMs, inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }] });
+      await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: k.projectId, userId: 'frank', mergedIds: ['frank-t'], deletedAtMs, inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }] });
       // what the racing job does after the erasure: its rows, then its profile script
       const now = toClickhouseDateTime64(Date.now());
       await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank' }, { eventName: 'purchase', insertId: 'f1' }, Date.now(), undefined, 'i:f1', now, 'api')]);
       await ctx.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
+      // and of the merged pre-login id the deletion named (its merge marker in frank's profile is gone by now)
+      await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank-t' }, { eventName: 'purchase', insertId: 'ft1' }, Date.now(), undefined, 'i:ft1', now, 'api')]);
+      await ctx.profiles.applyEvents(k.projectId, 'frank-t', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       expect(await userKeys('frank')).not.toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
       await held!.moveToCompleted('done', token, false);
-      await waitUntil(async () => (await userKeys('frank')).length === 0 && (await rowsOf('events', 'frank')) === 0, 60_000, 100);
+      const erased = async (u: string) => (await userKeys(u)).length === 0 && (await rowsOf('events', u)) === 0;
+      await waitUntil(async () => (await erased('frank')) && (await erased('frank-t')), 60_000, 100);
     } finally {
       await holder.close();
       await probe.obliterate({ force: true }).catch(() => undefined);

@@ -25,22 +25,23 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
     USER_DELETION_QUEUE,
     async (job: Job<UserDeletionJob>) => {
       const { projectId, userId, inFlight } = job.data;
-      let { deletedAtMs } = job.data;
+      let { deletedAtMs, mergedIds = [] } = job.data;
       const started = performance.now();
       if (inFlight && inFlight.length > 0) {
-        // Jobs of the user that were being processed at the deletion may have changed the profile
-        // and written rows after it: once they are done, erase again, and delete rows up to now.
+        // Jobs of the user (or of its merged ids) that were being processed at the deletion may
+        // have changed profiles, merged one more pre-login id and written rows after it: once
+        // they are done, erase again (ids merged since included), and delete rows up to now.
         const finished = await waitUntilInactive(o.connection, o.redisPrefix, inFlight, IN_FLIGHT_WAIT_MS);
         deletedAtMs = Date.now();
-        await o.store.tombstone(projectId, userId, deletedAtMs);
-        await o.store.deleteKeys(projectId, userId, deletedAtMs);
-        await job.updateData({ ...job.data, deletedAtMs, inFlight: [] });
+        mergedIds = (await o.store.erase(projectId, userId, deletedAtMs, mergedIds)).userIds.slice(1);
+        await job.updateData({ ...job.data, mergedIds, deletedAtMs, inFlight: [] });
         o.log.info({ jobId: job.id, projectId, inFlight: inFlight.length, finished }, 'user erased again after the jobs in flight at its deletion');
       }
-      await o.warehouse.deleteUserRows(projectId, userId, deletedAtMs);
-      await o.store.finished(projectId, userId, deletedAtMs);
+      const userIds = [userId, ...mergedIds];
+      await o.warehouse.deleteUserRows(projectId, userIds, deletedAtMs);
+      await o.store.finished(projectId, userIds, deletedAtMs);
       // no user id in logs: the job id names the deletion
-      o.log.info({ jobId: job.id, projectId, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse');
+      o.log.info({ jobId: job.id, projectId, mergedIds: mergedIds.length, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse');
     },
     { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection), concurrency: 2, settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) } },
   );

@@ -49,8 +49,8 @@ export class ClickhouseWarehouse implements Warehouse {
     return copyUserRows(this.ch, projectId, fromUserId, toUserId);
   }
 
-  deleteUserRows(projectId: string, userId: string, deletedAtMs: number): Promise<void> {
-    return deleteUserRows(this.ch, projectId, userId, deletedAtMs);
+  deleteUserRows(projectId: string, userIds: readonly string[], deletedAtMs: number): Promise<void> {
+    return deleteUserRows(this.ch, projectId, userIds, deletedAtMs);
   }
 
   applyRetentionTtl(days: number, log?: Logger): Promise<string[]> {

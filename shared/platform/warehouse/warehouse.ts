@@ -120,8 +120,8 @@ export interface Warehouse extends WarehouseReads {
   findDecision: DecisionLookup;
   /** Copies a pre-login id's events and interactions under the signed-in user, keys unchanged (a repeat collapses). */
   copyUserRows(projectId: string, fromUserId: string, toUserId: string): Promise<void>;
-  /** Deletes the user's rows ingested up to `deletedAtMs`, waiting for the mutations to finish. */
-  deleteUserRows(projectId: string, userId: string, deletedAtMs: number): Promise<void>;
+  /** Deletes the rows of these users ingested up to `deletedAtMs`, waiting for the mutations to finish. */
+  deleteUserRows(projectId: string, userIds: readonly string[], deletedAtMs: number): Promise<void>;
   /** Sets RETENTION_DAYS as the per-user tables' TTL where it differs; returns the tables changed. */
   applyRetentionTtl(days: number, log?: Logger): Promise<string[]>;
   /** The days of a table's TTL as its definition states it, or undefined. */

@@ -49,27 +49,30 @@ async function alterTarget(ch: ClickHouseClient, table: string): Promise<AlterTa
 export const DEAD_LETTER_SOURCES_OF_ONE_USER = ['log_events', 'log_treatment_interaction'] as const;
 
 /**
- * Deletes the user's rows ingested up to the deletion time from every per-user table, and waits
+ * Deletes the users' rows ingested up to the deletion time from every per-user table, and waits
  * for the mutations to finish (mutations_sync), so the job completes only when the rows are gone.
- * Rows ingested later belong to the user's new profile and stay. Idempotent (a retry re-issues
- * the same deletes). `ALTER TABLE … DELETE` rather than the lightweight `DELETE FROM`: it works
- * on every MergeTree variant and version (and on a cluster's Replicated tables) alike.
+ * Rows ingested later belong to a new profile and stay. Idempotent (a retry re-issues the same
+ * deletes). One mutation per table for all the ids (a user and its merged pre-login ids): each
+ * mutation rewrites the parts holding matching rows. `ALTER TABLE … DELETE` rather than the
+ * lightweight `DELETE FROM`: it works on every MergeTree variant and version (and on a
+ * cluster's Replicated tables) alike.
  */
-export async function deleteUserRows(ch: ClickHouseClient, projectId: string, userId: string, deletedAtMs: number): Promise<void> {
+export async function deleteUserRows(ch: ClickHouseClient, projectId: string, userIds: readonly string[], deletedAtMs: number): Promise<void> {
+  if (userIds.length === 0) return;
   for (const { table } of USER_TABLES) {
     const t = await alterTarget(ch, table);
     await ch.command({
-      query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String} AND user_id = {userId:String}
+      query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String} AND has({userIds:Array(String)}, user_id)
               AND ingest_ts <= fromUnixTimestamp64Milli({deletedAtMs:Int64}, 'UTC') SETTINGS mutations_sync = ${t.sync}`,
-      query_params: { projectId, userId, deletedAtMs },
+      query_params: { projectId, userIds, deletedAtMs },
     });
   }
   const t = await alterTarget(ch, 'dead_letters');
   await ch.command({
     query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String} AND source IN {sources:Array(String)}
             AND receive_time <= fromUnixTimestamp64Milli({deletedAtMs:Int64}, 'UTC')
-            AND position(tryBase64Decode(payload_base64), {needle:String}) > 0 SETTINGS mutations_sync = ${t.sync}`,
-    query_params: { projectId, sources: [...DEAD_LETTER_SOURCES_OF_ONE_USER], deletedAtMs, needle: `"userId":${JSON.stringify(userId)}` },
+            AND arrayExists(n -> position(tryBase64Decode(payload_base64), n) > 0, {needles:Array(String)}) SETTINGS mutations_sync = ${t.sync}`,
+    query_params: { projectId, sources: [...DEAD_LETTER_SOURCES_OF_ONE_USER], deletedAtMs, needles: userIds.map((u) => `"userId":${JSON.stringify(u)}`) },
   });
 }
 
