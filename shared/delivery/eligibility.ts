@@ -13,8 +13,6 @@ import { containsAnyMatcher } from '../platform/substring-search.js';
 import { TYPE_OF_KIND, type RuleValue } from './rule-values.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
-export type { ContextualAttribute, RuleValue } from './rule-values.js';
-export { ruleValueFromContextualAttribute, ruleValueFromJson } from './rule-values.js';
 
 
 export type RuleReason =

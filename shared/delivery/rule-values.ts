@@ -17,7 +17,6 @@ export type RuleValue =
   | { kind: 'double_list'; value: number[] }
   | { kind: 'string_list'; value: string[] };
 
-export type { ContextualAttribute } from './delivery.schemas.js';
 
 /** The data field type each kind of value belongs to. */
 export const TYPE_OF_KIND: Record<RuleValue['kind'], DataFieldType> = {
