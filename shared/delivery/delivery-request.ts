@@ -8,7 +8,6 @@ import { servedPlannedVersion, type CatalogPlan, type PlannedTreatment } from '.
 import { ruleValueFromContextualAttribute } from './rule-values.js';
 import type { ContextualAttribute, DeliveryRequest } from './delivery.schemas.js';
 
-export type { DeliveryRequest, SurfaceRequest } from './delivery.schemas.js';
 import { canonicalizeLanguageTag } from '../treatments/index.js';
 
 export const DEFAULT_LANGUAGE = 'en';

@@ -11,21 +11,19 @@ import type { StoredProfile } from '../profiles/index.js';
 import { type Decision, type DecisionOutcome } from '../impact/index.js';
 import { compareIds, plannedVersionStatus, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
 import { renderContent } from './content-render.js';
-import { prepareRequest, type DeliveryRequest, type PreparedRequest, type PreparedSurface } from './delivery-request.js';
+import { prepareRequest, type PreparedRequest, type PreparedSurface } from './delivery-request.js';
 import { ruleValueFromContextualAttribute } from './rule-values.js';
-import { type ContextualAttribute } from './delivery.schemas.js';
 import { plainValue } from '../ingestion/index.js';
 import type { RankingPolicy, RankingStatsView } from './ranking/ranking-policy.js';
 import { assessor, type Assessment, type Verdict, eligibilityReasons, heldOutFor, holdoutBucket, pickLanguage } from './assessment.js';
 import { explainSurface, plainRuleValue, type DeliveryExplanation } from './explanation.js';
-import type { UserTreatment } from './delivery.schemas.js';
+import type { ContextualAttribute, DeliveryRequest, UserTreatment } from './delivery.schemas.js';
 
 // ---------------------------------------------------------------------------------------------
 // Request (checked in delivery-request.ts) and response
 
 export * from './delivery-request.js';
 
-export type { UserTreatment };
 
 export interface DeliveryResponse {
   responseId: string;

@@ -4,9 +4,9 @@ import type { StoredProfile } from '../profiles/index.js';
 import { plannedVersionStatus, type CatalogPlan } from './catalog-plan.js';
 import { prepareAttributes, prepareLanguage, type PreparedRequest } from './delivery-request.js';
 import { evaluateRule } from './eligibility.js';
-import { type ContextualAttribute } from './delivery.schemas.js';
+import type { ContextualAttribute, UserTreatment } from './delivery.schemas.js';
 import { capCount, type RuleCheck, type RuleInput, type Verdict, heldOutFor, holdoutBucket, pickLanguage, ruleInput } from './assessment.js';
-import { present, type UserTreatment } from './delivery.js';
+import { present } from './delivery.js';
 import { explainRule, type RuleExplanation } from './explanation.js';
 
 // ---------------------------------------------------------------------------------------------
