@@ -20,10 +20,7 @@ import { explainSurface, plainRuleValue, type DeliveryExplanation } from './expl
 import type { ContextualAttribute, DeliveryRequest, UserTreatment } from './delivery.schemas.js';
 
 // ---------------------------------------------------------------------------------------------
-// Request (checked in delivery-request.ts) and response
-
-export * from './delivery-request.js';
-
+// Response (the request is checked in delivery-request.ts)
 
 export interface DeliveryResponse {
   responseId: string;
