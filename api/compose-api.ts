@@ -40,11 +40,11 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const treatments = createTreatments({ redis, keys, now });
   const aggregation = createAggregation({ redis, keys, now });
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
-  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log });
+  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
-  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, ...impact, ...delivery };
+  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled, ...delivery };
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {

@@ -84,6 +84,19 @@ export interface Config {
   ingestMaxBacklog: number;
   /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
   apiProcesses: number;
+  /**
+   * The decision log (`DECISION_LOG=on|off`): off, GetTreatments records nothing, ListDecisions
+   * and GetTreatmentReport answer 400, and interactions must name their user, treatment and
+   * surface. @defaultValue true
+   */
+  decisionLog: boolean;
+  /** Decisions (responses) waiting in the decisions queue beyond which new ones are dropped and counted. @defaultValue 1000000 */
+  decisionLogMaxBacklog: number;
+  /**
+   * How long an API process gathers decisions before it sends them as one job (ms; a job is also
+   * sent when it holds 500 responses). Longer: fewer jobs; shorter: decisions readable sooner. @defaultValue 100
+   */
+  decisionLogFlushMs: number;
 }
 
 export class ConfigError extends Error {
@@ -123,6 +136,14 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   if (['1', 'true', 'yes'].includes(v.toLowerCase())) return true;
   if (['0', 'false', 'no'].includes(v.toLowerCase())) return false;
   throw new ConfigError(name, `expected true or false, got "${v}"`);
+}
+
+function onOff(env: Env, name: string, dflt: boolean): boolean {
+  const v = optional(env, name);
+  if (v === undefined) return dflt;
+  if (v.toLowerCase() === 'on') return true;
+  if (v.toLowerCase() === 'off') return false;
+  throw new ConfigError(name, `expected on or off, got "${v}"`);
 }
 
 function roles(env: Env): Set<Role> {
@@ -206,6 +227,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
     apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
+    decisionLog: onOff(env, 'DECISION_LOG', true),
+    decisionLogMaxBacklog: int(env, 'DECISION_LOG_MAX_BACKLOG', 1_000_000, 1000, 1_000_000_000),
+    decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
