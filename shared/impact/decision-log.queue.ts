@@ -59,8 +59,8 @@ export class DecisionLogProducer implements DecisionSink {
   private dropped = 0;
   /** Records in the queue at the last poll, plus those sent since. */
   private backlog = 0;
-  /** Records per job this process sent lately: the queue counts jobs, the bound is on records. */
-  private recordsPerJob = 1;
+  /** Records per job this process sent lately (0: none sent yet): the queue counts jobs, the bound is on records. */
+  private recordsPerJob = 0;
   private readonly maxRecordsPerJob: number;
   private readonly lingerMs: number;
   private readonly maxPending: number;
@@ -142,7 +142,8 @@ export class DecisionLogProducer implements DecisionSink {
       // fact succeeded is a no-op in BullMQ (and the rows would collapse in ClickHouse anyway).
       await Promise.race([this.queue.addBulk(jobs), timeout]);
       this.backlog += records;
-      this.recordsPerJob = 0.9 * this.recordsPerJob + 0.1 * (records / jobs.length);
+      const perJob = records / jobs.length;
+      this.recordsPerJob = this.recordsPerJob === 0 ? perJob : 0.8 * this.recordsPerJob + 0.2 * perJob;
       this.opts.onMetric?.('decisionsQueued', records);
     } catch (err) {
       if (this.closed) {
@@ -169,7 +170,7 @@ export class DecisionLogProducer implements DecisionSink {
     try {
       const counts = await this.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
       const jobs = Object.values(counts).reduce((a, b) => a + b, 0);
-      this.backlog = Math.round(jobs * this.recordsPerJob);
+      this.backlog = Math.round(jobs * (this.recordsPerJob || 1));
     } catch {
       // Redis is down: the sends fail and are held in memory, bounded by maxPending
     }
