@@ -27,6 +27,8 @@ export interface BuildAppOptions {
 export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: ctx.log.child({ listener: opts.listener }) as FastifyBaseLogger,
+    // overload is refused before Fastify sees the request (api/http/load-shedder.ts)
+    serverFactory: ctx.overload.serverFactory(),
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

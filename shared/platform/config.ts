@@ -97,6 +97,13 @@ export interface Config {
    * sent when it holds 500 responses). Longer: fewer jobs; shorter: decisions readable sooner. @defaultValue 100
    */
   decisionLogFlushMs: number;
+  /**
+   * Event-loop lag (ms) beyond which an API process answers new public requests at once with 503
+   * and `Retry-After` instead of queueing them; 0 turns the check off. @defaultValue 30
+   */
+  overloadMaxLagMs: number;
+  /** Public requests in flight in an API process beyond which new ones get 503 (0: no limit). @defaultValue 1000 */
+  overloadMaxInFlight: number;
 }
 
 export class ConfigError extends Error {
@@ -230,6 +237,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     decisionLog: onOff(env, 'DECISION_LOG', true),
     decisionLogMaxBacklog: int(env, 'DECISION_LOG_MAX_BACKLOG', 1_000_000, 1000, 1_000_000_000),
     decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
+    overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
+    overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 1000, 0, 1_000_000),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
