@@ -84,6 +84,12 @@ export interface Config {
   ingestMaxBacklog: number;
   /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
   apiProcesses: number;
+  /**
+   * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
+   * into its signed-in user. `off` for apps whose user ids are all signed-in ids: nothing is
+   * merged (ids merged before stay merged). @defaultValue on
+   */
+  identityMerge: boolean;
 }
 
 export class ConfigError extends Error {
@@ -123,6 +129,14 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   if (['1', 'true', 'yes'].includes(v.toLowerCase())) return true;
   if (['0', 'false', 'no'].includes(v.toLowerCase())) return false;
   throw new ConfigError(name, `expected true or false, got "${v}"`);
+}
+
+function onOff(env: Env, name: string, dflt: boolean): boolean {
+  const v = optional(env, name);
+  if (v === undefined) return dflt;
+  if (v.toLowerCase() === 'on') return true;
+  if (v.toLowerCase() === 'off') return false;
+  throw new ConfigError(name, `expected on or off, got "${v}"`);
 }
 
 function roles(env: Env): Set<Role> {
@@ -206,6 +220,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
     apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
+    identityMerge: onOff(env, 'IDENTITY_MERGE', true),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
