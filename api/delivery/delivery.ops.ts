@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
+import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
 import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
 import type { Decision } from '../../shared/impact/index.js';
-import type { StoredProfile } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
-
-
-const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
 
 /**
  * The request path costs at most one Redis round trip, the user's profile (HGETALL), and none
  * when no treatment that could be served has rules or placeholders: the key, the project and
  * the plan come from memory, and ranking counters from a snapshot refreshed in the background.
+ * A pre-login id merged into a user is decided and logged as that user (`resolveRequestUser`:
+ * the profile read follows the merge; without one, the alias is read only when a holdout or a
+ * QA list makes the answer depend on who the user is).
  */
 export const getTreatments = defineOperation({
   operation: 'GetTreatments',
@@ -27,15 +26,12 @@ export const getTreatments = defineOperation({
     const plan = await ctx.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
-    const [profile, stats] = await Promise.all([
-      requestNeedsProfile(plan, prepared, nowMs) ? ctx.profiles.get(body.projectId, body.userId) : NO_PROFILE,
-      ctx.rankingStats.view(body.projectId),
-    ]);
-    const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared });
+    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles), ctx.rankingStats.view(body.projectId)]);
+    const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.decisionLog.record({ projectId: body.projectId, userId: body.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
+    ctx.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
     return response;
   },
 });

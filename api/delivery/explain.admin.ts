@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
-import { selectTreatments } from '../../shared/delivery/index.js';
+import { canonicalUserOf, selectTreatments } from '../../shared/delivery/index.js';
 import { greedy } from '../../shared/delivery/index.js';
 import type { ApiServices } from '../compose-api.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
@@ -65,7 +65,9 @@ export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: Pi
     ctx.profiles.get(body.projectId, body.userId),
     ctx.rankingStats.read(body.projectId),
   ]);
-  const result = selectTreatments(plan, body, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
+  // a merged pre-login id is explained as the user it stands for, as GetTreatments decides it
+  const request = { ...body, userId: canonicalUserOf(body.userId, profile) };
+  const result = selectTreatments(plan, request, profile, { policy: greedy(), stats }, ctx.now(), randomUUID(), { explain: true });
   return { response: result.response, explanation: result.explanation! };
 }
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { compileCatalogPlan } from '../../shared/delivery/index.js';
+import { canonicalUserOf, compileCatalogPlan } from '../../shared/delivery/index.js';
 import { previewTreatment } from '../../shared/delivery/index.js';
 import { NotFoundError } from '../../shared/platform/errors.js';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
@@ -48,7 +48,9 @@ async function preview(body: { projectId: string; treatmentId: string; userId?: 
   ]);
   if (record === undefined) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${projectId}`);
   const plan = compileCatalogPlan({ projectId, treatments: [record], types, surfaces: [], dataFields, globalHoldoutPercentage: project?.globalHoldoutPercentage });
-  return previewTreatment(plan, body as never, profile, ctx.now());
+  // holdouts of a merged pre-login id are its user's, as GetTreatments decides them
+  const userId = body.userId === undefined ? undefined : canonicalUserOf(body.userId, profile);
+  return previewTreatment(plan, { ...body, userId } as never, profile, ctx.now());
 }
 
 const PreviewTreatmentResponse = Type.Object({ userTreatment: UserTreatmentOut, eligibility: EligibilityOut });

@@ -4,13 +4,14 @@ import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyEx
 import { validateContent } from '../../shared/treatments/index.js';
 import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentUpdate, type VersionFields } from '../../shared/treatments/index.js';
 import { filterTreatments } from '../../shared/treatments/index.js';
-import { presentTreatment } from '../../shared/treatments/index.js';
+import { presentPublicTreatment, presentTreatment } from '../../shared/treatments/index.js';
 import type { TreatmentRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import type { TreatmentTransition } from '../../shared/treatments/index.js';
 import {
   GetAllTreatmentsRequest,
   GetTreatmentRequest,
+  GetTreatmentResponse,
   InsertTreatmentRequest,
   PAUSE_DELETE_FIELDS,
   TreatmentResponse,
@@ -223,16 +224,19 @@ export const updateTreatmentOperation = defineOperation({
 
 export const getTreatmentOperation = defineOperation({
   operation: 'GetTreatment',
-  summary: 'Read one treatment with every version',
+  summary:
+    'Read one treatment. A TREATMENT_MANAGEMENT key reads the whole record with every version; a DELIVERY key (a public key) reads what an app may show: ids, name, type, status and the LIVE or SCHEDULED versions without their rules',
   permissions: ['DELIVERY', 'TREATMENT_MANAGEMENT'],
   keyParam: 'api_key',
   alt: true,
   body: GetTreatmentRequest,
-  response: TreatmentResponse,
-  handler: async (body, _auth, ctx) => {
+  response: GetTreatmentResponse,
+  handler: async (body, auth, ctx) => {
     const t = await ctx.treatments.get(body.projectId, body.treatmentId);
     if (!t) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${body.projectId}`);
-    return { treatment: await present(ctx, t) };
+    if (auth.key.permissions.includes('TREATMENT_MANAGEMENT')) return { treatment: await present(ctx, t) };
+    const type = await ctx.treatmentTypes.get(t.projectId, t.treatmentTypeId);
+    return { treatment: presentPublicTreatment(t, type ?? undefined, ctx.now()) };
   },
 });
 

@@ -243,4 +243,18 @@ export function plannedTreatmentStatus(t: PlannedTreatment, nowMs: number): Trea
   return 'ARCHIVED';
 }
 
+/**
+ * Archived or deleted, whatever a pause or a newer draft says: a version was published and none
+ * is LIVE or SCHEDULED (they ended by time, or a deletion ended them). QA users get nothing of it.
+ */
+export function plannedTreatmentArchived(t: PlannedTreatment, nowMs: number): boolean {
+  let published = false;
+  for (const v of t.versions) {
+    const status = plannedVersionStatus(v, nowMs);
+    if (status === 'LIVE' || status === 'SCHEDULED') return false;
+    published ||= status === 'ARCHIVED';
+  }
+  return published;
+}
+
 export { compareIds };

@@ -9,7 +9,7 @@
  */
 import type { StoredProfile } from '../profiles/index.js';
 import { type Decision, type DecisionOutcome } from '../impact/index.js';
-import { compareIds, plannedVersionStatus, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
+import { compareIds, plannedTreatmentArchived, plannedVersionStatus, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
 import { renderContent } from './content-render.js';
 import { prepareRequest, type PreparedRequest, type PreparedSurface } from './delivery-request.js';
 import { ruleValueFromContextualAttribute } from './rule-values.js';
@@ -168,14 +168,15 @@ const NO_VERDICTS: Verdict[] = [];
 const NO_IDS: ReadonlySet<string> = new Set();
 const NO_TREATMENTS: readonly PlannedTreatment[] = [];
 
-/** The treatments listing this QA user whose newest version serves the surface, whatever its status but ARCHIVED. */
+/** The treatments listing this QA user whose newest version serves the surface, whatever its status, unless it or the treatment is ARCHIVED (ended or deleted). */
 function qaVerdicts(treatments: readonly PlannedTreatment[], surface: string, language: string, nowMs: number): Verdict[] {
   const out: Verdict[] = [];
   for (const t of treatments) {
     const version = t.newestVersion!;
     if (!t.type!.surfaces.has(surface) || version.removedSurfaces.has(surface)) continue;
-    // a deleted treatment's versions all end: ARCHIVED like those that ran out
-    if (plannedVersionStatus(version, nowMs) === 'ARCHIVED') continue;
+    // a deleted treatment's versions all end: ARCHIVED like those that ran out; a draft edited
+    // after that does not bring the treatment back for QA users
+    if (plannedVersionStatus(version, nowMs) === 'ARCHIVED' || plannedTreatmentArchived(t, nowMs)) continue;
     const lang = pickLanguage(t, version, language);
     if (lang === null) continue;
     out.push({ t, a: { version, language: lang, rules: [], rulesPass: undefined }, reasons: [], label: 'QA' });

@@ -12,5 +12,6 @@ export * from './preview.js';
 export * from './ranking-stats.store.js';
 export * from './ranking/ranking-policy.js';
 export * from './ranking/thompson-sampling.js';
+export * from './request-user.js';
 export * from './rule-values.js';
 export * from './target-action-views.store.js';

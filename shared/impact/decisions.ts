@@ -21,6 +21,11 @@ export interface DecisionRecord {
   responseId: string;
   decideTimeMs: number;
   decisions: Decision[];
+  /**
+   * True when delivery knew who `userId` stands for (it read the user's profile or alias at
+   * decision time, following an identity merge); otherwise the workers look it up.
+   */
+  userResolved?: boolean;
 }
 
 /**
@@ -36,7 +41,7 @@ export const NO_DECISION_LOG: DecisionSink = { record: () => undefined };
 
 /** A decision as it travels in a job: positional, so a batch of hundreds serialises and parses cheaply. */
 export type PackedDecision = [treatmentId: string, versionNumber: number, surface: string, rank: number, outcome: DecisionOutcome];
-export type PackedDecisionRecord = [projectId: string, userId: string, responseId: string, decideTimeMs: number, decisions: PackedDecision[]];
+export type PackedDecisionRecord = [projectId: string, userId: string, responseId: string, decideTimeMs: number, decisions: PackedDecision[], userResolved?: 1];
 
 /**
  * GetTreatments responses, each with its decisions, batched by the producer. Identity of a stored
@@ -50,7 +55,8 @@ export interface DecisionsJob {
 }
 
 export function packDecisionRecord(r: DecisionRecord): PackedDecisionRecord {
-  return [r.projectId, r.userId, r.responseId, r.decideTimeMs, r.decisions.map((d) => [d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome])];
+  const decisions = r.decisions.map((d): PackedDecision => [d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome]);
+  return r.userResolved === true ? [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions, 1] : [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions];
 }
 
 const OUTCOMES: ReadonlySet<string> = new Set<DecisionOutcome>(['RETURNED', 'HOLDOUT', 'GLOBAL_HOLDOUT', 'QA']);
@@ -66,14 +72,14 @@ function isRecord(r: unknown): r is DecisionRecord {
 }
 
 function unpack(p: unknown): DecisionRecord | undefined {
-  if (!Array.isArray(p) || p.length !== 5 || !Array.isArray(p[4])) return undefined;
-  const [projectId, userId, responseId, decideTimeMs, packed] = p as PackedDecisionRecord;
+  if (!Array.isArray(p) || p.length < 5 || p.length > 6 || !Array.isArray(p[4])) return undefined;
+  const [projectId, userId, responseId, decideTimeMs, packed, userResolved] = p as PackedDecisionRecord;
   const decisions: Decision[] = [];
   for (const d of packed) {
     if (!Array.isArray(d)) return undefined;
     decisions.push({ treatmentId: d[0], versionNumber: d[1], surface: d[2], rank: d[3], outcome: d[4] });
   }
-  const rec = { projectId, userId, responseId, decideTimeMs, decisions };
+  const rec: DecisionRecord = userResolved === 1 ? { projectId, userId, responseId, decideTimeMs, decisions, userResolved: true } : { projectId, userId, responseId, decideTimeMs, decisions };
   return isRecord(rec) ? rec : undefined;
 }
 

@@ -104,6 +104,12 @@ export interface Config {
   overloadMaxLagMs: number;
   /** Public requests in flight in an API process beyond which new ones get 503 (0: no limit). @defaultValue 1000 */
   overloadMaxInFlight: number;
+  /**
+   * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
+   * into its signed-in user. `off` for apps whose user ids are all signed-in ids: nothing is
+   * merged (ids merged before stay merged). @defaultValue on
+   */
+  identityMerge: boolean;
 }
 
 export class ConfigError extends Error {
@@ -239,6 +245,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 1000, 0, 1_000_000),
+    identityMerge: onOff(env, 'IDENTITY_MERGE', true),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);

@@ -7,7 +7,7 @@ import { METRIC_PREFIX, registerStatsCounters, type CacheStats, type DecisionLog
 export { METRIC_PREFIX } from './metrics-stats.js';
 export type { CacheStats, DecisionLogStats, DeliveryStats, OverloadStats } from './metrics-stats.js';
 
-export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters';
+export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters' | 'identityMergesRefused';
 export type PubsubAckOutcome = 'queued' | 'dead_letter';
 export type JobOutcome = 'completed' | 'failed';
 
@@ -165,6 +165,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     eventsWritten: new Counter({ name: `${P}ingest_events_written_total`, help: 'Events stored by the ingest workers', registers }),
     duplicatesDropped: new Counter({ name: `${P}ingest_duplicates_dropped_total`, help: 'Events dropped as duplicates (same insertId or redelivery)', registers }),
     deadLetters: new Counter({ name: `${P}ingest_dead_letters_total`, help: 'Ingestion jobs or requests that failed for good and were stored as dead letters', registers }),
+    identityMergesRefused: new Counter({
+      name: `${P}identity_merges_refused_total`,
+      help: 'Events whose preLoginTempUserId was not merged: the id is a signed-in user of its own, or was merged into another user first (once per pair and process)',
+      registers,
+    }),
   };
   const received = new Counter({ name: `${P}pubsub_messages_received_total`, help: 'Pub/Sub messages received, by project', labelNames: ['project'], registers });
   const acked = new Counter({ name: `${P}pubsub_messages_acked_total`, help: 'Pub/Sub messages acknowledged, by project and outcome', labelNames: ['project', 'outcome'], registers });

@@ -31,6 +31,11 @@ export const PROFILE_FIELDS = {
   alias: '@alias',
   /** Present once the merge of this pre-login id is finished. */
   done: '@done',
+  /**
+   * This id has been the signed-in side of a merge (value: first time, ms): it is a user of its
+   * own and is never merged into another one. Written before each claim the user makes.
+   */
+  signedIn: '@signedIn',
 } as const;
 
 export function userPropertyField(name: string): string {
@@ -107,14 +112,14 @@ export interface StoredProfile {
 
 /** A profile hash as read (HGETALL) in its parts; bookkeeping fields are left out. */
 export function parseProfile(raw: Record<string, string>): StoredProfile {
-  const { userProperty, userPropertyTime, merged, alias, done } = PROFILE_FIELDS;
+  const { userProperty, userPropertyTime, merged, alias, done, signedIn } = PROFILE_FIELDS;
   const userProperties: Record<string, PropertyValue> = {};
   const fields: Record<string, string> = {};
   let mergedFrom: string[] | undefined;
   for (const [k, v] of Object.entries(raw)) {
     if (k.startsWith(userProperty)) userProperties[k.slice(userProperty.length)] = JSON.parse(v) as PropertyValue;
     else if (k.startsWith(merged)) (mergedFrom ??= []).push(k.slice(merged.length));
-    else if (!k.startsWith(userPropertyTime) && k !== alias && k !== done) fields[k] = v;
+    else if (!k.startsWith(userPropertyTime) && k !== alias && k !== done && k !== signedIn) fields[k] = v;
   }
   return mergedFrom ? { userProperties, fields, mergedFrom: mergedFrom.sort() } : { userProperties, fields };
 }

@@ -10,6 +10,7 @@ import { applyArgs, type ProfileEvent } from './profile-ops.js';
 // The field names the scripts write come from the profile layout, as arguments.
 const APPLY = redisScript('apply-events');
 const CLAIM = redisScript('claim-alias');
+const MARK_SIGNED_IN = redisScript('mark-signed-in');
 const MERGE = redisScript('merge-profile');
 const CLEAR = redisScript('clear-merged');
 
@@ -30,6 +31,12 @@ export interface AppliedUnit {
   userId: string;
   id: string;
 }
+
+/** Why a pre-login id cannot be claimed: it is a user of its own. */
+export type AliasRefusal = 'signed-in' | 'has-merged-ids';
+
+/** The outcome of an identity merge's claim (step (a)). */
+export type AliasClaim = { owner: string; pending: boolean } | { refused: AliasRefusal };
 
 export class ProfileStore {
   private readonly profileTtl: number;
@@ -146,10 +153,25 @@ export class ProfileStore {
     return candidates.filter((_, i) => owners[i] === userId);
   }
 
-  /** Identity merge (a): claims `tempUserId` for `userId`; returns the owner (the first claim's user) and whether the merge is still to be finished. */
-  async claimAlias(projectId: string, tempUserId: string, userId: string): Promise<{ owner: string; pending: boolean }> {
-    const args = [userId, this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.done];
-    const [owner, left] = (await CLAIM.run(this.redis, [this.keys.profile(projectId, tempUserId)], args)) as [string, number];
+  /**
+   * Identity merge, before (a): records that the user is the signed-in side of a merge, so no
+   * later claim makes it another user's pre-login id. Returns the user it is an alias of instead
+   * when it was merged into one (a race with another merge; nothing is marked then).
+   */
+  async markSignedIn(projectId: string, userId: string): Promise<string | undefined> {
+    const alias = await MARK_SIGNED_IN.run(this.redis, [this.keys.profile(projectId, userId)], [this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.signedIn, this.wallClock()]);
+    return typeof alias === 'string' ? alias : undefined;
+  }
+
+  /**
+   * Identity merge (a): claims `tempUserId` for `userId`; returns the owner (the first claim's
+   * user) and whether the merge is still to be finished, or why the id is not claimable: it has
+   * been the signed-in side of a merge, or has merged ids of its own (a user, not a pre-login id).
+   */
+  async claimAlias(projectId: string, tempUserId: string, userId: string): Promise<AliasClaim> {
+    const args = [userId, this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.done, PROFILE_FIELDS.signedIn, PROFILE_FIELDS.merged];
+    const [owner, left, refused] = (await CLAIM.run(this.redis, [this.keys.profile(projectId, tempUserId)], args)) as [string, number, string?];
+    if (refused !== undefined) return { refused: refused as AliasRefusal };
     return { owner, pending: Number(left) > 0 };
   }
 

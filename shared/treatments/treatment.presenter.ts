@@ -1,4 +1,4 @@
-import type { TreatmentVersionWire, TreatmentWire } from './treatment.schemas.js';
+import type { PublicTreatmentWire, PublishedVersionWire, TreatmentVersionWire, TreatmentWire } from './treatment.schemas.js';
 import { treatmentStatus, versionStatus } from './treatment-status.js';
 import type { ContentFieldType, MutualExclusionGroup, TreatmentType } from '../catalog/index.js';
 import type { TreatmentRecord, TreatmentVersionRecord } from './types.js';
@@ -38,6 +38,39 @@ export function presentTreatment(
     qaUserIds: [...(t.qaUserIds ?? [])],
     isFallback: t.isFallback === true,
     ...(t.frequencyCap !== undefined ? { frequencyCap: { ...t.frequencyCap } } : {}),
+  };
+}
+
+/**
+ * The public form (GetTreatment with a DELIVERY key), built member by member from what an app
+ * may show, never by removing members from the whole record: a member added to the record later
+ * stays out until it is added here. Published versions only (LIVE or SCHEDULED), newest first.
+ */
+export function presentPublicTreatment(t: TreatmentRecord, type: TreatmentType | undefined, nowMs: number): PublicTreatmentWire {
+  const versions: PublishedVersionWire[] = [];
+  for (const v of [...t.versions].sort((a, b) => b.versionNumber - a.versionNumber)) {
+    const status = versionStatus(v, t, nowMs);
+    if (status !== 'LIVE' && status !== 'SCHEDULED') continue;
+    versions.push({
+      versionNumber: v.versionNumber,
+      status,
+      tags: v.tags.map((name) => ({ name })),
+      startTimestamp: v.startTimestamp,
+      ...(v.endTimestamp !== undefined ? { endTimestamp: v.endTimestamp } : {}),
+      content: structuredClone(v.content),
+      removedSurfaces: { surfaces: v.removedSurfaces.map((name) => ({ name })) },
+      ...(v.targetActionEventId !== undefined ? { targetAction: { eventId: v.targetActionEventId } } : {}),
+      publishTime: v.publishTime!,
+    });
+  }
+  return {
+    projectId: t.projectId,
+    treatmentId: t.treatmentId,
+    ...(t.externalTreatmentId !== undefined ? { externalTreatmentId: t.externalTreatmentId } : {}),
+    treatmentType: presentType(t, type),
+    name: t.name,
+    status: treatmentStatus(t, nowMs),
+    versions,
   };
 }
 

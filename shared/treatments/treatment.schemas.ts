@@ -225,4 +225,51 @@ export type TreatmentWire = Static<typeof TreatmentOut>;
 export type TreatmentVersionWire = Static<typeof TreatmentVersionOut>;
 
 export const TreatmentResponse = Type.Object({ treatment: TreatmentOut });
+
+/** A published version as a DELIVERY key reads it: no eligibility rules. */
+export const PublishedVersionOut = Type.Object(
+  {
+    versionNumber: Type.Integer(),
+    status: Type.Union([Type.Literal('LIVE'), Type.Literal('SCHEDULED')]),
+    tags: Type.Array(NameOut),
+    startTimestamp: TimestampOut,
+    endTimestamp: Type.Optional(TimestampOut),
+    content: ContentOut,
+    removedSurfaces: Type.Object({ surfaces: Type.Array(NameOut) }),
+    targetAction: Type.Optional(Type.Object({ eventId: Int64Out })),
+    publishTime: TimestampOut,
+  },
+  { title: 'PublishedTreatmentVersion', description: 'A LIVE or SCHEDULED version without its eligibility rules' },
+);
+
+/**
+ * A treatment as a DELIVERY key (a public key, shipped in apps) reads it: what an app may show.
+ * Its ids, name, type and status, and only its published versions (LIVE or SCHEDULED), newest
+ * first, without rules; drafts, ended versions, QA users, holdout and the other delivery controls,
+ * the description and who changed it are left out.
+ */
+export const PublicTreatmentOut = Type.Object(
+  {
+    projectId: Type.String(),
+    treatmentId: Type.String(),
+    externalTreatmentId: Type.Optional(Type.String()),
+    treatmentType: TreatmentTypeDeliveryOut,
+    name: Type.String(),
+    status: Type.Enum(TREATMENT_STATUSES),
+    versions: Type.Array(PublishedVersionOut),
+  },
+  { title: 'PublicTreatment', description: 'GetTreatment with a DELIVERY key (without TREATMENT_MANAGEMENT)' },
+);
+export type PublicTreatmentWire = Static<typeof PublicTreatmentOut>;
+export type PublishedVersionWire = Static<typeof PublishedVersionOut>;
+
+/**
+ * GetTreatment: the whole record for a key with TREATMENT_MANAGEMENT, the public form for a
+ * DELIVERY key. The serialiser writes the first form the answer satisfies, member by member of
+ * that form only: a public answer lacks the whole record's required members (every version its
+ * rules), so it is written as the public form and nothing else can pass.
+ */
+export const GetTreatmentResponse = Type.Object({
+  treatment: Type.Union([Type.Object(TreatmentOut.properties, { title: 'Treatment', description: 'with a TREATMENT_MANAGEMENT key: the whole record' }), PublicTreatmentOut]),
+});
 export const TreatmentsResponse = Type.Object({ treatments: Type.Array(TreatmentOut) });

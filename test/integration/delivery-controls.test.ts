@@ -161,9 +161,17 @@ describe('QA users', () => {
     expect((await lastChange(p)).after.qaUserIds).toEqual(['qa-ann', 'qa-bob']);
     await update(p, id, { content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'v2' }] } });
     await waitUntil(async () => (await getTreatments(p, { userId: 'qa-bob' })).body.userTreatments?.[0]?.treatmentContent === JSON.stringify({ title: 'v2' }), 5000, 25);
-    // deleting it ends QA delivery too
+    // deleting it ends QA delivery too, and an edit after the deletion (a new draft) does not bring it back
     await ok('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: id, lastModifiedBy: 'bob', shouldDelete: true });
     await until(p, { userId: 'qa-ann' }, []);
+    const edited = await update(p, id, { name: 'edited after delete', content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'after delete' }] } });
+    expect(edited.status).toBe('ARCHIVED');
+    expect(edited.versions[0].status).toBe('DRAFT');
+    const explained = async () => (await ok('ExplainTreatments', p.management, { projectId: p.projectId, userId: 'qa-ann', surfaces: [{ surface: 'home' }] })).explanation.surfaces[0].treatments[0];
+    // the plan has the edit (its new name) before the QA user is asked
+    await waitUntil(async () => (await explained()).name === 'edited after delete', 5000, 25);
+    expect((await explained()).returned).toBe(false);
+    expect(await returnedIds(p, { userId: 'qa-ann' })).toEqual([]);
     for (const qaUserIds of [Array.from({ length: 101 }, (_, i) => `u${i}`), [''], ['x'.repeat(257)], 'qa-ann']) {
       const bad = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { qaUserIds }));
       expect(bad.status).toBe(400);

@@ -83,4 +83,26 @@ describe('ProfileStore identity merge steps', () => {
     expect(await store.canonicalUser('p', 'T')).toBe('U');
     expect(await store.canonicalUser('p', 'U')).toBe('U');
   });
+
+  it('never claims a user of its own: one marked as a signed-in side, or one with merged ids (profiles from before the mark)', async () => {
+    // the mark is durable in the profile, with the profile's TTL, and is no field of the profile's data
+    expect(await store.markSignedIn('p', 'S')).toBeUndefined();
+    expect(await store.markSignedIn('p', 'S')).toBeUndefined();
+    expect(Object.keys(await raw('S'))).toEqual(['@signedIn']);
+    expect(await redis.ttl(keys.profile('p', 'S'))).toBeGreaterThan(0);
+    expect((await store.get('p', 'S')).fields).toEqual({});
+    expect(await store.claimAlias('p', 'S', 'V')).toEqual({ refused: 'signed-in' });
+    expect(await raw('S')).not.toHaveProperty('@alias');
+    // merged ids without the mark: refused as well
+    await apply('M', [{ ts: 1, ops: [['inc', 'dc:f:20260101', 1]] }]);
+    await redis.hset(keys.profile('p', 'M'), 'merged:old-anon', '1');
+    expect(await store.claimAlias('p', 'M', 'V')).toEqual({ refused: 'has-merged-ids' });
+    expect(await raw('M')).not.toHaveProperty('@alias');
+    // an id already claimed reports its owner, whatever asks (a retry of the merge stays exactly-once)
+    expect(await store.claimAlias('p', 'A', 'S')).toEqual({ owner: 'S', pending: true });
+    expect(await store.claimAlias('p', 'A', 'V')).toEqual({ owner: 'S', pending: true });
+    // an alias is not marked: the caller is told whom it stands for
+    expect(await store.markSignedIn('p', 'A')).toBe('S');
+    expect(await raw('A')).not.toHaveProperty('@signedIn');
+  });
 });

@@ -123,10 +123,12 @@ describe('identity merge', () => {
     const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_30D' } } }] });
     await waitUntil(async () => (await profile('alice')).dataFields[f.dataFields[0].dataFieldId] === '5', 60_000, 100);
 
-    // A decision made for the pre-login id agrees with the user it was merged into
+    // A decision made for the pre-login id is the user's: logged under the user it was merged into
     const g = await ok('GetTreatments', k.delivery, { userId: 'anon-1', surfaces: [{ surface: 'home' }] });
     const trackingId = g.userTreatments[0].treatmentTrackingId;
-    await waitUntil(async () => (await ok('ListDecisions', k.management, { userId: 'anon-1' })).decisions.length > 0, 60_000, 100);
+    const decided = async (userId: string) => (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.some((d: { responseId: string }) => d.responseId === g.responseId);
+    await waitUntil(() => decided('alice'), 60_000, 100);
+    expect(await decided('anon-1')).toBe(false);
     await ok('LogTreatmentInteraction', k.delivery, { userId: 'alice', treatmentTrackingId: trackingId, interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
     await waitUntil(async () => (await profile('alice')).dataFields[clicks] === '3', 60_000, 100);
   }, 240_000);

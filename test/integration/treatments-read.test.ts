@@ -1,8 +1,10 @@
+import Fastify from 'fastify';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createProjectWithKeys } from '../helpers/context.js';
-import { T0, MINUTE, content, insertBody, statuses, expectInvalid, useTreatmentApp, type Catalog } from '../helpers/treatment-catalog.js';
+import { admin, createProjectWithKeys } from '../helpers/context.js';
+import { T0, MINUTE, HOUR, iso, content, insertBody, statuses, expectInvalid, useTreatmentApp, type Catalog } from '../helpers/treatment-catalog.js';
+import { GetTreatmentResponse } from '../../shared/treatments/index.js';
 
-/** GetAllTreatments filters and GetTreatment, its 404s and permissions. */
+/** GetAllTreatments filters and GetTreatment, its 404s, permissions and what a public key reads. */
 const { app, send, setupCatalog, insert, update, get, getAll } = useTreatmentApp();
 
 describe('GetAllTreatments', () => {
@@ -122,11 +124,97 @@ describe('GetTreatment, 404s and permissions', () => {
     const altTr = await insert(alt);
     const viaHeader = await send('GetTreatment', alt.delivery, { projectId: alt.projectId, treatmentId: altTr.treatmentId }, app().alt);
     expect(viaHeader.status).toBe(200);
-    expect(viaHeader.body.treatment).toEqual(altTr);
+    // a draft: a DELIVERY key reads no version of it
+    expect(viaHeader.body.treatment).toEqual({ projectId: alt.projectId, treatmentId: altTr.treatmentId, treatmentType: altTr.treatmentType, name: altTr.name, status: 'DRAFT', versions: [] });
     const viaParam = await app().alt.inject({ method: 'POST', url: `/v1/GetTreatment?api_key=${encodeURIComponent(alt.delivery)}`, payload: { projectId: alt.projectId, treatmentId: altTr.treatmentId } });
     expect(viaParam.statusCode).toBe(200);
     expect((await send('GetTreatment', alt.delivery, { projectId: alt.projectId, treatmentId: altTr.treatmentId })).status).toBe(401);
     expect((await send('GetTreatment', p.delivery, { projectId: p.projectId, treatmentId: tr.treatmentId }, app().alt)).status).toBe(401);
     expect((await send('InsertTreatment', alt.management, insertBody(alt), app().alt)).status).toBe(404);
+  });
+});
+
+describe('GetTreatment with a DELIVERY key (a public key shipped in apps)', () => {
+  let p: Catalog;
+  let tr: any;
+  const SECRET = 'unreleased-secret';
+  const QA = 'qa-user-4711';
+  const rules = (p: Catalog) => ({ rules: [{ dataFieldId: p.dataFields.age, condition: 'GREATER_THAN', rhsValue: '17' }] });
+
+  beforeAll(async () => {
+    app().clock.set(T0);
+    p = await setupCatalog();
+    // v1 LIVE, then v2 published to start in an hour (v1 ends: ARCHIVED; v2 SCHEDULED), then a draft v3
+    const group = 'promos';
+    const created = await insert(p, {
+      externalTreatmentId: 'ext-1',
+      shouldPublish: true,
+      eligibilityRules: rules(p),
+      qaUserIds: [QA],
+      holdoutPercentage: 10,
+      isFallback: false,
+      frequencyCap: { maxCount: 3, windowName: 'LAST_7D', countOf: 'VIEWED' },
+      mutualExclusionGroup: group,
+      targetAction: { eventId: p.purchaseEventId },
+    });
+    await update(p, { treatmentId: created.treatmentId, content: content('v2'), startTimestamp: iso(T0 + HOUR), shouldPublish: true, lastModifiedBy: 'operator-bob' });
+    tr = await update(p, { treatmentId: created.treatmentId, content: content(SECRET), lastModifiedBy: 'operator-bob' });
+    expect(statuses(tr)).toEqual([[3, 'DRAFT'], [2, 'SCHEDULED'], [1, 'ARCHIVED']]);
+  });
+
+  const read = async (key: string, at = T0) => {
+    app().clock.set(at);
+    const r = await send('GetTreatment', key, { projectId: p.projectId, treatmentId: tr.treatmentId });
+    expect(r.status).toBe(200);
+    return r.body.treatment;
+  };
+
+  it('reads ids, name, type, status and the published versions without rules; nothing else', async () => {
+    const pub = await read(p.delivery);
+    expect(Object.keys(pub).sort()).toEqual(['externalTreatmentId', 'name', 'projectId', 'status', 'treatmentId', 'treatmentType', 'versions']);
+    expect(pub).toMatchObject({ projectId: p.projectId, treatmentId: tr.treatmentId, externalTreatmentId: 'ext-1', name: 'Welcome', status: 'SCHEDULED', treatmentType: tr.treatmentType });
+    expect(pub.versions).toHaveLength(1);
+    expect(pub.versions[0]).toMatchObject({ versionNumber: 2, status: 'SCHEDULED', content: content('v2'), targetAction: { eventId: p.purchaseEventId } });
+    expect(pub.versions[0]).not.toHaveProperty('eligibilityRules');
+    const text = JSON.stringify(pub);
+    for (const hidden of [SECRET, QA, 'operator-bob', 'alice', 'qaUserIds', 'holdoutPercentage', 'frequencyCap', 'isFallback', 'mutualExclusionGroup', 'eligibilityRules', 'lastModified', 'description', 'first screen']) {
+      expect(text, hidden).not.toContain(hidden);
+    }
+    // once the scheduled version starts it is the LIVE one; the ended and the draft versions stay hidden
+    const later = await read(p.delivery, T0 + 2 * HOUR);
+    expect(later.status).toBe('LIVE');
+    expect(later.versions.map((v: any) => [v.versionNumber, v.status])).toEqual([[2, 'LIVE']]);
+  });
+
+  it('a management key, alone or with DELIVERY, reads the whole record', async () => {
+    const both = (await admin(app(), 'CreateApiKey', { projectId: p.projectId, permissions: ['DELIVERY', 'TREATMENT_MANAGEMENT'] })).body.key as string;
+    for (const key of [p.management, both]) {
+      const full = await read(key);
+      expect(full).toEqual(tr);
+      expect(full).toMatchObject({ qaUserIds: [QA], holdoutPercentage: 10, lastModifiedBy: 'operator-bob', description: 'first screen' });
+      expect(full.versions[0].content).toEqual(content(SECRET));
+      expect(full.versions[2].eligibilityRules.rules).toHaveLength(1);
+    }
+  });
+
+  it('the answer schema serialises a public answer as the public form only, whatever the handler puts in it', async () => {
+    const pub = await read(p.delivery);
+    const leaky = { ...pub, qaUserIds: [QA], lastModifiedBy: 'operator-bob', description: 'first screen', versions: pub.versions.map((v: any) => ({ ...v, eligibilityRules: rules(p) })) };
+    const probe = Fastify();
+    probe.get('/', { schema: { response: { 200: GetTreatmentResponse } } }, async () => ({ treatment: leaky }));
+    const res = await probe.inject({ method: 'GET', url: '/' });
+    await probe.close();
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ treatment: pub });
+  });
+
+  it('is described in the API document: both forms of the answer', async () => {
+    const doc = (await app().app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const schema = doc.paths['/v1/GetTreatment'].post.responses['200'].content['application/json'].schema;
+    const forms = schema.properties.treatment.anyOf;
+    expect(forms.map((f: any) => f.title)).toEqual(['Treatment', 'PublicTreatment']);
+    expect(forms[0].required).toEqual(expect.arrayContaining(['qaUserIds', 'lastModifiedBy', 'versions']));
+    expect(Object.keys(forms[1].properties)).not.toContain('qaUserIds');
+    expect(Object.keys(forms[1].properties.versions.items.properties)).not.toContain('eligibilityRules');
   });
 });

@@ -150,6 +150,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ ROLE: 'workers', OPS_PORT: '8080' }).opsPort).toBe(8080);
   });
 
+  it('IDENTITY_MERGE: on (default) or off, any case; anything else names the variable', () => {
+    expect(loadConfig({}).identityMerge).toBe(true);
+    expect(loadConfig({ IDENTITY_MERGE: '' }).identityMerge).toBe(true);
+    expect(loadConfig({ IDENTITY_MERGE: 'on' }).identityMerge).toBe(true);
+    expect(loadConfig({ IDENTITY_MERGE: 'off' }).identityMerge).toBe(false);
+    expect(loadConfig({ IDENTITY_MERGE: 'OFF' }).identityMerge).toBe(false);
+    for (const bad of ['no', 'disabled', '0']) {
+      const err = configErrorOf({ IDENTITY_MERGE: bad });
+      expect(err.variable).toBe('IDENTITY_MERGE');
+      expect(err.message).toContain('on or off');
+    }
+  });
+
   it('REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster, validated', () => {
     expect(loadConfig({}).redisClusterNodes).toBeUndefined();
     expect(loadConfig({ REDIS_CLUSTER_NODES: '' }).redisClusterNodes).toBeUndefined();

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
 import { holdoutBucket, selectTreatments, type DeliveryRequest } from '../../shared/delivery/index.js';
-import type { Content, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import { applyUpdate, deleteTreatment, treatmentStatus, type Content, type TreatmentRecord, type TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 import { fixed, HOUR, iso, NOW, PROJECT, SURFACES, version } from '../helpers/delivery-plan.js';
@@ -184,6 +184,24 @@ describe('QA users', () => {
     expect(r.response.userTreatments!.map((u) => u.treatmentId)).toEqual(['1', '2', '3']);
     expect(r.decisions.every((d) => d.outcome === 'QA')).toBe(true);
     expect(run(p, { userId: 'someone', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] }).response.userTreatments).toBeUndefined();
+  });
+
+  it('serves no ARCHIVED treatment to QA users, even when its newest version is a draft edited after it was deleted or ran out', () => {
+    const live = treatment('1', { qaUserIds: ['qa'] });
+    // deleted (every version ended), then edited: the edit is a new draft, the treatment stays ARCHIVED
+    const deleted = applyUpdate(deleteTreatment(live, 't', NOW - HOUR), { lastModifiedBy: 't', content: content('after delete') }, NOW - HOUR / 2).treatment;
+    expect(deleted.versions.map((v) => v.publishTime === undefined)).toEqual([false, true]);
+    expect(treatmentStatus(deleted, NOW)).toBe('ARCHIVED');
+    // ran out by time, then edited
+    const ended = applyUpdate(treatment('2', { qaUserIds: ['qa'], versionsIn: [{ endTimestamp: iso(NOW - HOUR) }] }), { lastModifiedBy: 't', content: content('after end') }, NOW - HOUR / 2).treatment;
+    expect(treatmentStatus(ended, NOW)).toBe('ARCHIVED');
+    // a draft added to a LIVE treatment is still served to QA users (the control)
+    const edited = applyUpdate(treatment('3', { qaUserIds: ['qa'] }), { lastModifiedBy: 't', content: content('draft of a live one') }, NOW - HOUR / 2).treatment;
+    const p = plan([deleted, ended, edited]);
+    const r = run(p, { userId: 'qa', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
+    expect(r.response.userTreatments!.map((u) => [u.treatmentId, u.treatmentContent])).toEqual([['3', JSON.stringify({ title: 'draft of a live one' })]]);
+    const e = runExplain(p, { userId: 'qa', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] }).explanation!;
+    expect(e.surfaces[0]!.treatments.filter((t) => t.returned).map((t) => t.treatmentId)).toEqual(['3']);
   });
 
   it('ignores rules, holdouts, caps and mutual exclusion for QA users; respects surfaces and removed surfaces', () => {

@@ -49,6 +49,9 @@ const NO_CAPS: ReadonlySet<string> = new Set();
  * them succeeded; copies collapse on (project, response, treatment, surface)), then the RETURNED
  * cap counters through the profile script, guarded by the job's marker per user, so a retry
  * after a crash at any point counts each decision once. Returns the records stored.
+ * A decision of an id merged into another user is that user's: records delivery did not resolve
+ * are re-addressed to the user their id stands for before anything is written (one round trip),
+ * and a merge that lands while the job runs redirects the user's rows with its counters.
  */
 export async function processDecisionsJob(job: Job<DecisionsJob>, deps: DecisionsProcessorDeps): Promise<number> {
   const all = decisionRecordsOf(job.data);
@@ -56,9 +59,10 @@ export async function processDecisionsJob(job: Job<DecisionsJob>, deps: Decision
   const dropped = await acceptedBeforeDeletion(deps.erased, all.map((r) => ({ projectId: r.projectId, userId: r.userId, receivedAt: r.decideTimeMs })));
   const records = all.filter((_, i) => !dropped[i]);
   if (records.length === 0) return 0;
+  await readdressToMergedUsers(records, job.id!, deps.profiles);
   const ingest = toClickhouseDateTime64(deps.now());
   await deps.writer.write('decisions', records.flatMap((r) => decisionLines(r, ingest)));
-  const units = await applyCapCounters(job.id!, records, deps);
+  const units = await applyCapCounters(job.id!, records, ingest, deps);
   if (units.length > 0) {
     // the job is done with these markers once it completes; a duplicate execution still finds them for the grace
     await deps.profiles.expireJobMarkers(units, [], deps.markerGraceSeconds ?? 300).catch(() => undefined);
@@ -67,21 +71,43 @@ export async function processDecisionsJob(job: Job<DecisionsJob>, deps: Decision
 }
 
 /** One script per user of the job (the marker is per job and user): its records' counters together. */
-async function applyCapCounters(jobId: string, records: DecisionRecord[], deps: DecisionsProcessorDeps): Promise<AppliedUnit[]> {
+async function applyCapCounters(jobId: string, records: DecisionRecord[], ingest: string, deps: DecisionsProcessorDeps): Promise<AppliedUnit[]> {
   if (deps.returnedCaps === undefined) return [];
   const capsOf = new Map<string, ReadonlySet<string>>();
   for (const rec of records) if (!capsOf.has(rec.projectId)) capsOf.set(rec.projectId, NO_CAPS);
   await Promise.all([...capsOf.keys()].map(async (p) => capsOf.set(p, await deps.returnedCaps!(p))));
-  const byUser = new Map<string, { projectId: string; userId: string; events: ProfileEvent[] }>();
+  const byUser = new Map<string, { projectId: string; userId: string; records: DecisionRecord[]; events: ProfileEvent[] }>();
   for (const rec of records) {
     const ops = returnedCapOps(rec, capsOf.get(rec.projectId)!);
     if (ops.length === 0) continue;
     const key = JSON.stringify([rec.projectId, rec.userId]);
     let entry = byUser.get(key);
-    if (!entry) byUser.set(key, (entry = { projectId: rec.projectId, userId: rec.userId, events: [] }));
+    if (!entry) byUser.set(key, (entry = { projectId: rec.projectId, userId: rec.userId, records: [], events: [] }));
+    entry.records.push(rec);
     entry.events.push({ ts: rec.decideTimeMs, ops });
   }
-  const users = [...byUser.values()];
-  await Promise.all(users.map((u) => deps.profiles.applyEvents(u.projectId, u.userId, jobId, u.events)));
-  return users.map((u) => ({ projectId: u.projectId, userId: u.userId, id: jobId }));
+  return Promise.all(
+    [...byUser.values()].map(async (u): Promise<AppliedUnit> => {
+      // merged since the records were re-addressed: their rows go to the user too, before the marker commits there
+      const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) => deps.writer.write('decisions', u.records.flatMap((r) => decisionLines({ ...r, userId: to }, ingest))));
+      return { projectId: u.projectId, userId, id: jobId };
+    }),
+  );
+}
+
+/**
+ * Each record delivery did not resolve gets, as its user, the user its id stands for (an identity
+ * merge's alias, followed), in place. A user whose marker for this job exists was applied by an
+ * earlier attempt: it stays where that attempt put it. Delivery resolves every request whose
+ * profile it read (nearly all: rules and placeholders need it), so this costs a read only for the
+ * others.
+ */
+async function readdressToMergedUsers(records: DecisionRecord[], jobId: string, profiles: ProfileStore): Promise<void> {
+  const users = new Map<string, AppliedUnit>();
+  for (const r of records) if (r.userResolved !== true) users.set(JSON.stringify([r.projectId, r.userId]), { projectId: r.projectId, userId: r.userId, id: jobId });
+  if (users.size === 0) return;
+  const keys = [...users.keys()];
+  const resolved = await profiles.resolveUnits([...users.values()]);
+  const to = new Map(keys.map((k, i) => [k, resolved[i].unit.userId]));
+  for (const r of records) if (r.userResolved !== true) r.userId = to.get(JSON.stringify([r.projectId, r.userId]))!;
 }

@@ -15,7 +15,7 @@ import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvid
 import { asPermanent } from './permanent-errors.js';
 import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
-import type { Metrics } from '../../shared/platform/metrics.js';
+import type { IngestMetric, Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { identityMerger } from '../profiles/identity-merge.js';
 
@@ -64,8 +64,13 @@ export interface IngestWorkersOptions {
   decisions?: DecisionLookup;
   /** How long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
   decisionWaitMs?: number;
+  /**
+   * IDENTITY_MERGE: an event carrying `preLoginTempUserId` merges that pre-login id into its user.
+   * false: never (every user id is a signed-in id); aliases made before still resolve. @defaultValue true
+   */
+  identityMerge?: boolean;
   /** Counters for /metrics. */
-  onMetric?: (name: 'eventsWritten' | 'duplicatesDropped' | 'deadLetters', n: number) => void;
+  onMetric?: (name: IngestMetric, n: number) => void;
   /** Insert latency, job durations and retries for /metrics. */
   metrics?: JobMetrics & Pick<Metrics, 'observeInsert'>;
 }
@@ -107,7 +112,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const deadLetters = o.deadLetters ?? new DeadLetterSink(o.warehouse, o.now);
   const eventDeps = {
     ...deps,
-    identity: identityMerger({ warehouse: o.warehouse, profiles: o.profiles, log: o.log }),
+    identity: o.identityMerge === false ? undefined : identityMerger({ warehouse: o.warehouse, profiles: o.profiles, log: o.log, onRefused: () => o.onMetric?.('identityMergesRefused', 1) }),
     opsFor: o.eventOps,
     // applied = events new to this user; the rest were duplicates by insertId
     onApplied: (applied: number, total: number) => {
