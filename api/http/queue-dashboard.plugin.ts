@@ -6,6 +6,7 @@ import { ApiError, errorBody, ResourceExhaustedError } from '../../shared/platfo
 import { openQueueHandles } from '../../shared/platform/metrics.js';
 import type { ApiServices } from '../compose-api.js';
 import { guardAdminToken } from './admin-operation.js';
+import { pageSecurityHeaders } from './security-headers.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -42,8 +43,8 @@ function guard(ctx: Pick<ApiServices, 'config' | 'limits'>) {
 
 /**
  * bull-board at `/admin/queues` for every queue (failed jobs with their reasons, retry),
- * behind the admin token. Its Queue handles share the request-path connection, so a Redis
- * outage answers promptly instead of hanging the page.
+ * behind the admin token, never framed by another page. Its Queue handles share the
+ * request-path connection, so a Redis outage answers promptly instead of hanging the page.
  */
 export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' | 'redis'>): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
@@ -64,6 +65,7 @@ export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' 
 
     // The encapsulated scope keeps the guard off every other route of the app.
     await app.register(async (scope) => {
+      scope.addHook('onRequest', pageSecurityHeaders);
       scope.addHook('onRequest', guard(ctx));
       await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
     });
