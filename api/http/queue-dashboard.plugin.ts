@@ -10,8 +10,6 @@ import { pageSecurityHeaders } from './security-headers.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
-type BoardServerAdapter = Parameters<typeof createBullBoard>[0]['serverAdapter'];
-
 /**
  * The admin token may come as `Bearer <token>` or, because a browser cannot send a Bearer
  * header to a page it navigates to, as the password of HTTP Basic auth (any user name).
@@ -57,9 +55,7 @@ export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' 
     serverAdapter.setBasePath(DASHBOARD_PATH);
     createBullBoard({
       queues: queues.map((q) => new BullMQAdapter(q)),
-      // @bull-board/fastify 9.10.1 types itself against its own copy of @bull-board/api 9.10.1; the
-      // two copies differ only in private members, and the adapter uses nothing of the api at run time.
-      serverAdapter: serverAdapter as unknown as BoardServerAdapter,
+      serverAdapter,
       options: { uiConfig: { boardTitle: 'TDS queues' } },
     });
 
