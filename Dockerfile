@@ -1,10 +1,16 @@
 # Treatment Delivery Service: the supervisor (npm start's topology) or one role per container
 # (ROLE=api|workers|scheduler, as compose.yaml runs it), as plain node on the compiled JavaScript.
 # glibc base: the embedded ClickHouse (chDB's @chdb/lib-linux-x64-gnu) needs it; with
-# CLICKHOUSE_URL set the engine library is never loaded.
+# CLICKHOUSE_URL set the engine library is never loaded. Node 24, the current LTS (package.json's
+# engines: 20.19+, 22, 24; 20 is past its end of life).
+#
+# Stopping: the supervisor's ordered stop may take up to 28 s (API processes, then the background
+# process's batches and ClickHouse, each with its own deadline), longer than `docker stop`'s
+# default 10 s before SIGKILL: run it with `docker run --stop-timeout 30` (compose:
+# `stop_grace_period: 30s`; Kubernetes: `terminationGracePeriodSeconds: 30`).
 
 # --- build: all dependencies, TypeScript compiled to dist/ ---
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -15,7 +21,7 @@ COPY shared ./shared
 RUN npm run build
 
 # --- runtime: production dependencies, dist/ and the files read at run time ---
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     OPS_HOST=0.0.0.0 \
@@ -36,8 +42,12 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080 8081 9464
-HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.OPS_PORT||9464)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# healthy when every supervised process answers /readyz on its own ops port (the background
+# process on OPS_PORT, API process i on OPS_PORT + i, as ROLE and API_PROCESSES say); compose
+# runs one process per container and probes its port itself
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "dist/api/healthcheck.js"]
 # node as PID 1 (no npm, no shell): SIGTERM from docker stop reaches the supervisor, which stops
-# its children in order and exits 0
+# its children in order and exits 0 (given the time: --stop-timeout 30, see the top)
+STOPSIGNAL SIGTERM
 CMD ["node", "dist/api/supervisor.js"]

@@ -11,6 +11,7 @@ import { v1Operations } from './v1.routes.js';
 import { adminOperations, registerAdminRoutes } from './admin.routes.js';
 import { registerHealthRoutes } from './http/health.route.js';
 import { registerConsoleRoutes } from './console/console.route.js';
+import { pageSecurityHeaders } from './http/security-headers.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -95,7 +96,11 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
         },
       },
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    // A scope of its own, so the headers reach every route of the UI, its static files included.
+    await app.register(async (scope) => {
+      scope.addHook('onRequest', pageSecurityHeaders);
+      await scope.register(swaggerUi, { routePrefix: '/docs' });
+    });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   }
 

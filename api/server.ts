@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { loadConfigOrExit, type Config } from '../shared/platform/config.js';
 import { createLogger, type Logger } from '../shared/platform/logger.js';
+import { installCrashHandlers } from '../shared/platform/crash-handlers.js';
 import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../shared/platform/redis/redis.js';
 import { closePlatform, createPlatform, type Platform } from '../shared/platform/platform.js';
@@ -165,11 +166,14 @@ async function main(): Promise<void> {
   // group's signal and the supervisor's may both arrive, and a second one must not kill the
   // process in the middle of its ordered stop.
   let started: Promise<RunningService> | undefined;
-  let signalled = false;
-  const onSignal = (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    log.info({ signal }, 'shutting down');
+  let stopping = false;
+  // 0 after a signal; 1 once anything failed (a crash, a failed stop), even after the stop began.
+  let exitCode = 0;
+  const shutdown = (reason: string, code: number) => {
+    exitCode = Math.max(exitCode, code);
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: reason }, 'shutting down');
     const timer = setTimeout(() => {
       log.error('shutdown deadline passed; exiting');
       process.exit(1);
@@ -178,15 +182,20 @@ async function main(): Promise<void> {
     (started ?? Promise.reject(new Error('not started')))
       .then((service) => service.stop())
       .then(
-        () => process.exit(0),
+        () => {
+          log.info({ exitCode }, 'stopped');
+          process.exit(exitCode);
+        },
         (err) => {
           log.error({ err }, 'shutdown failed');
           process.exit(1);
         },
       );
   };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+  // An uncaught exception or unhandled rejection: logged, the same ordered stop, exit 1.
+  installCrashHandlers(log, (reason) => shutdown(reason, 1));
   started = startService(config, log);
   try {
     await started;

@@ -1,14 +1,15 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadConfigOrExit, type Config } from '../shared/platform/config.js';
+import { loadConfigOrExit, ROLES, type Config } from '../shared/platform/config.js';
 import { createLogger, type Logger } from '../shared/platform/logger.js';
+import { installCrashHandlers } from '../shared/platform/crash-handlers.js';
 import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 
 /**
  * `npm start`: a small supervisor. It starts `API_PROCESSES` API processes (they share the
  * listeners through node:cluster) and one background process running the workers and the
- * scheduler, which alone opens the embedded ClickHouse. SIGTERM or SIGINT stops them in order
+ * scheduler, which alone opens the embedded ClickHouse (`ROLE` narrows this: see `childSpecs`). SIGTERM or SIGINT stops them in order
  * (API processes first: they stop accepting and finish their requests; then the background
  * process: it finishes its batches and closes ClickHouse; then a Redis this supervisor started)
  * and exits 0 when every child stopped cleanly. A child that dies unexpectedly is restarted
@@ -26,13 +27,21 @@ export interface ChildSpec {
   env: Record<string, string>;
 }
 
-/** The children of a configuration: background first (it migrates ClickHouse), then the API processes. */
+/**
+ * The children of a configuration, honouring `ROLE`: API processes when it includes `api`, the
+ * background process (with the other roles of `ROLE`) when it includes `workers` or `scheduler`;
+ * `all` (or no `ROLE`) runs both. Background first (it migrates ClickHouse). The ops ports do not
+ * depend on `ROLE`: the background process always has `OPS_PORT`, API process i `OPS_PORT + i`.
+ */
 export function childSpecs(config: Readonly<Config>): ChildSpec[] {
-  // Each process has an ops listener of its own (metrics are per process): OPS_PORT for the
-  // background process, the next ports for the API processes (0: each picks a free port).
+  // Each process has an ops listener of its own (metrics are per process); 0: each picks a free port.
   const opsPort = (i: number) => String(config.opsPort === 0 ? 0 : config.opsPort + i);
-  const specs: ChildSpec[] = [{ name: 'background', env: { ROLE: 'workers,scheduler', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) } }];
-  for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) } });
+  const specs: ChildSpec[] = [];
+  const background = ROLES.filter((r) => r !== 'api' && config.roles.has(r));
+  if (background.length > 0) specs.push({ name: 'background', env: { ROLE: background.join(','), AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) } });
+  if (config.roles.has('api')) {
+    for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) } });
+  }
   return specs;
 }
 
@@ -52,7 +61,12 @@ function serverEntry(): string {
   return self.replace(/supervisor\.(ts|js)$/, (_m, ext: string) => `server.${ext}`);
 }
 
-export async function runSupervisor(config: Readonly<Config>, log: Logger): Promise<void> {
+export interface Supervisor {
+  /** The ordered stop of SIGTERM; exits `exitCode` when every child stopped cleanly, else 1. Idempotent. */
+  stop(reason: string, exitCode?: number): Promise<void>;
+}
+
+export async function runSupervisor(config: Readonly<Config>, log: Logger): Promise<Supervisor> {
   const redisChild: ChildProcess | undefined = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
   cluster.setupPrimary({ exec: serverEntry(), execArgv: process.execArgv, silent: false });
   const slots: Slot[] = childSpecs(config).map((spec) => ({ spec, startedAt: 0, failures: 0 }));
@@ -84,7 +98,7 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
   };
   // The background process first: it applies the ClickHouse migrations the others rely on.
   for (const slot of slots) start(slot);
-  log.info({ children: slots.map((s) => s.spec.name), pid: process.pid }, 'supervisor started');
+  log.info({ roles: [...config.roles], children: slots.map((s) => s.spec.name), pid: process.pid }, 'supervisor started');
 
   const stopSlot = async (slot: Slot): Promise<boolean> => {
     const w = slot.worker;
@@ -103,7 +117,9 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
     return code === 0;
   };
 
-  const stop = async (signal: string) => {
+  let exitCode = 0;
+  const stop = async (signal: string, code = 0) => {
+    exitCode = Math.max(exitCode, code);
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping: API processes, then the background process, then Redis');
@@ -126,18 +142,23 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
     }
     clearTimeout(deadline);
     log.info({ clean: apiOk && bgOk }, 'supervisor stopped');
-    process.exit(apiOk && bgOk ? 0 : 1);
+    process.exit(apiOk && bgOk ? exitCode : 1);
   };
   // `on`, not `once`: a process group signal and npm's forwarded signal may both arrive.
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  return { stop };
 }
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger(config.logLevel).child({ role: 'supervisor' });
+  // A fault nothing caught: logged, then the children's ordered stop, and exit 1 (at once when
+  // it happens before any child was started).
+  let supervisor: Supervisor | undefined;
+  installCrashHandlers(log, (reason) => (supervisor ? void supervisor.stop(reason, 1) : process.exit(1)));
   try {
-    await runSupervisor(config, log);
+    supervisor = await runSupervisor(config, log);
   } catch (err) {
     log.fatal({ err }, 'supervisor start-up failed');
     process.exit(1);

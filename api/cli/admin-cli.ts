@@ -2,6 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { pino, type Logger } from 'pino';
 import { Value } from 'typebox/value';
 import { ConfigError, loadConfig } from '../../shared/platform/config.js';
+import { createLogger } from '../../shared/platform/logger.js';
+import { installCrashHandlers } from '../../shared/platform/crash-handlers.js';
 import { ensureLocalRedis } from '../../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
 import { openApiServices } from '../compose-api.js';
@@ -36,9 +38,9 @@ function findOperation(command: string): AdminOperation {
   return op;
 }
 
-/** Logs never go to stdout, which carries only the JSON answer. */
+/** Logs never go to stdout, which carries only the JSON answer; secrets are scrubbed as in the service's log. */
 function cliLogger(env: Env, level: string): Logger {
-  return pino({ name: 'tds-admin', level: env.LOG_LEVEL ? level : 'warn' }, pino.destination({ dest: 2, sync: true }));
+  return createLogger(env.LOG_LEVEL ? level : 'warn', 'tds-admin', { destination: pino.destination({ dest: 2, sync: true }) });
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
@@ -102,14 +104,27 @@ export async function runAdminCli(argv: readonly string[], env: Env, io: CliIo):
   }
 }
 
+/** A command cut short by a crash exits 1 after this, whatever it was doing. */
+const CRASH_GRACE_MS = 2000;
+
 async function main(): Promise<void> {
-  const code = await runAdminCli(process.argv.slice(2), process.env, {
+  // A fault nothing caught (an error event without a listener, a stray rejection): logged on
+  // stderr, exit 1. The command's own clean-up (connections, a Redis it started) gets a short
+  // grace to run.
+  let crashed = false;
+  installCrashHandlers(cliLogger(process.env, 'warn'), () => {
+    crashed = true;
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), CRASH_GRACE_MS).unref();
+  });
+  const result = await runAdminCli(process.argv.slice(2), process.env, {
     out: (t) => process.stdout.write(`${t}\n`),
     err: (t) => process.stderr.write(`${t}\n`),
   });
-  process.exitCode = code;
-  // A client that failed to close must not keep the command hanging.
-  setTimeout(() => process.exit(code), 2000).unref();
+  process.exitCode = crashed ? 1 : result;
+  // A client that failed to close must not keep the command hanging (exit with process.exitCode:
+  // a crash after this point still makes it 1).
+  setTimeout(() => process.exit(), 2000).unref();
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

@@ -3,9 +3,14 @@ import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { NotFoundError } from '../../shared/platform/errors.js';
+import { repoFile } from '../../shared/platform/repo-root.js';
 
-/** Where `npm run build:console` writes the web console (git-ignored). */
-export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console', import.meta.url));
+/**
+ * Where `npm run build:console` writes the web console (git-ignored): `dist/console` under the
+ * directory of `package.json`, found the same way from the TypeScript sources (`api/console/`) and
+ * from the compiled JavaScript (`dist/api/console/`, one directory deeper).
+ */
+export const CONSOLE_DIR = fileURLToPath(repoFile('dist/console'));
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -6,10 +6,9 @@ import { ApiError, errorBody, ResourceExhaustedError } from '../../shared/platfo
 import { openQueueHandles } from '../../shared/platform/metrics.js';
 import type { ApiServices } from '../compose-api.js';
 import { guardAdminToken } from './admin-operation.js';
+import { pageSecurityHeaders } from './security-headers.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
-
-type BoardServerAdapter = Parameters<typeof createBullBoard>[0]['serverAdapter'];
 
 /**
  * The admin token may come as `Bearer <token>` or, because a browser cannot send a Bearer
@@ -42,8 +41,8 @@ function guard(ctx: Pick<ApiServices, 'config' | 'limits'>) {
 
 /**
  * bull-board at `/admin/queues` for every queue (failed jobs with their reasons, retry),
- * behind the admin token. Its Queue handles share the request-path connection, so a Redis
- * outage answers promptly instead of hanging the page.
+ * behind the admin token, never framed by another page. Its Queue handles share the
+ * request-path connection, so a Redis outage answers promptly instead of hanging the page.
  */
 export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' | 'redis'>): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
@@ -56,14 +55,13 @@ export function queueDashboardPlugin(ctx: Pick<ApiServices, 'config' | 'limits' 
     serverAdapter.setBasePath(DASHBOARD_PATH);
     createBullBoard({
       queues: queues.map((q) => new BullMQAdapter(q)),
-      // @bull-board/fastify 9.10.1 types itself against its own copy of @bull-board/api 9.10.1; the
-      // two copies differ only in private members, and the adapter uses nothing of the api at run time.
-      serverAdapter: serverAdapter as unknown as BoardServerAdapter,
+      serverAdapter,
       options: { uiConfig: { boardTitle: 'TDS queues' } },
     });
 
     // The encapsulated scope keeps the guard off every other route of the app.
     await app.register(async (scope) => {
+      scope.addHook('onRequest', pageSecurityHeaders);
       scope.addHook('onRequest', guard(ctx));
       await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
     });

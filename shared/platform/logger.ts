@@ -1,4 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
+import { isColorSupported, prettyFactory } from 'pino-pretty';
 
 /** Paths that may hold secrets; pino replaces them before a line is written. */
 const REDACT = [
@@ -77,13 +78,36 @@ function serializeRequest(req: unknown): unknown {
 export interface LoggerOptions {
   /** Where lines go (tests capture them); stdout by default. */
   destination?: DestinationStream;
+  /** Human-readable lines instead of JSON; by default when standard output is a terminal (`prettyWanted`). */
+  pretty?: boolean;
+}
+
+/**
+ * Whether a process writes human-readable log lines: when its standard output is a terminal
+ * (`npm start` in a shell), and JSON lines otherwise (a pipe, a file, a container's log driver, a
+ * log collector), where the lines are read by programs.
+ */
+export function prettyWanted(stdout: { isTTY?: boolean } = process.stdout): boolean {
+  return stdout.isTTY === true;
+}
+
+/**
+ * pino-pretty inside the process (no pipe to another process, which would sit between a signal
+ * and the service): each JSON line is formatted synchronously and written to standard output,
+ * which Node writes synchronously to a terminal, so a line logged just before `process.exit` is
+ * not lost.
+ */
+export function prettyDestination(write: (s: string) => void = (s) => void process.stdout.write(s)): DestinationStream {
+  const format = prettyFactory({ colorize: isColorSupported, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  return { write: (line: string) => write(format(line)) };
 }
 
 /**
  * The process logger. Errors go through a serializer that keeps no command arguments and no
  * secrets (however deep: causes, aggregated errors), and strings are cleared of API keys and
  * bearer credentials, so a 5xx log line never carries a user id in a Redis key name, a key
- * record's `secretHash` in a script argument, or a key given in a query string.
+ * record's `secretHash` in a script argument, or a key given in a query string. Lines are JSON,
+ * or pretty-printed when standard output is a terminal (see `prettyWanted`).
  */
 export function createLogger(level: string, name = 'tds', opts: LoggerOptions = {}): Logger {
   const options = {
@@ -92,7 +116,8 @@ export function createLogger(level: string, name = 'tds', opts: LoggerOptions = 
     redact: { paths: REDACT, censor: CENSOR },
     serializers: { err: serializeError, error: serializeError, cause: serializeError, req: serializeRequest },
   };
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  const destination = opts.destination ?? ((opts.pretty ?? prettyWanted()) ? prettyDestination() : undefined);
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type { Logger };

@@ -34,7 +34,7 @@ async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: bo
   const port = await freePort();
   // ops listeners: the background process on opsPort, API process i on opsPort + i
   const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
-  const prefix = uniquePrefix('sup');
+  const prefix = env.REDIS_PREFIX ?? uniquePrefix('sup');
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true, // its own process group, so a test can signal the group as systemd does
@@ -202,6 +202,27 @@ describe('npm start (the supervisor)', () => {
     const { code } = await s.exited;
     expect(code, s.output()).toBe(0);
     expect(s.output()).not.toMatch(/did not stop cleanly|deadline passed/);
+  });
+
+  it('honours ROLE: ROLE=api beside ROLE=workers runs one engine, no restarts, reads through the workers process', { timeout: 120_000 }, async () => {
+    const shared = { DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-roles-')), REDIS_PREFIX: uniquePrefix('sup-roles') };
+    const workers = await startNpm({ ...shared, ROLE: 'workers' }, { waitReady: false });
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${workers.opsPort}/readyz`).catch(() => undefined))?.status === 200, 60_000, 200);
+    const api = await startNpm({ ...shared, ROLE: 'api' });
+    const servers = (s: Started) => descendants(s.npm.pid!).filter((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/server.ts'));
+    expect(servers(api).map(roleOf)).toEqual(['api']);
+    expect(servers(workers).map(roleOf)).toEqual(['workers']);
+    expect(api.output()).toMatch(/"children":\["api-1"\]/);
+    expect(workers.output()).toMatch(/"children":\["background"\]/);
+    // the API process's ClickHouse reads are answered by the other supervisor's background process
+    expect((await admin(api, 'CreateProject', { projectId: 'roles' })).status).toBe(200);
+    expect(await admin(api, 'ListDeadLetters', { projectId: 'roles' })).toMatchObject({ status: 200, body: { deadLetters: [] } });
+    await new Promise((r) => setTimeout(r, 2000));
+    for (const s of [api, workers]) expect(s.output()).not.toMatch(/died unexpectedly|restarting it/);
+    process.kill(api.npm.pid!, 'SIGTERM');
+    expect((await within(api.exited, 60_000, 'api exits')).code, api.output()).toBe(0);
+    process.kill(workers.npm.pid!, 'SIGTERM');
+    expect((await within(workers.exited, 60_000, 'workers exit')).code, workers.output()).toBe(0);
   });
 
   it('restarts a child that died unexpectedly', async () => {
