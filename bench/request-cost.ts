@@ -56,7 +56,8 @@ async function main(): Promise<void> {
     const [api] = svc.sampler.pids('api');
     const [bg] = svc.sampler.pids('background');
     await measure('service', svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
-    await run.stopService(svc);
+    const peaks = await run.stopService(svc);
+    progress(`peak RSS: api ${peaks.apiMb.toFixed(0)} MB, background ${peaks.backgroundMb.toFixed(0)} MB (ready: api ${svc.readyRss.apiMb.toFixed(0)} MB)`);
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
     await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
     await base.stop();

@@ -12,21 +12,37 @@ export interface LoadShedderOptions {
   stats: OverloadStats;
 }
 
+/**
+ * The operations a client key calls on every page view and every event: what overload is made
+ * of. Management, admin, health and console requests are few and always admitted, so an
+ * operator can act on an overloaded service.
+ */
+const CLIENT_OPERATIONS = new Set(['/v1/GetTreatments', '/v1/GetTreatment', '/v1/LogEvents', '/v1/LogTreatmentInteraction']);
+
+function isClientOperation(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  const q = url.indexOf('?');
+  return CLIENT_OPERATIONS.has(q < 0 ? url : url.slice(0, q));
+}
+
 const REFUSAL = JSON.stringify(errorBody(new UnavailableError('the service is overloaded; retry the request after the time in Retry-After')));
 const REFUSAL_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(REFUSAL), 'retry-after': '1' };
 
 /**
  * Overload is refused, not queued. A process that takes requests faster than it can answer them
  * builds a queue in its event loop that grows without bound, and every request waits seconds.
- * Instead, while the event loop lags behind a timer by more than `maxEventLoopLagMs`, or more
- * than `maxInFlight` public requests are being answered, a new public request (`/v1/...`) is
- * answered at once with 503 UNAVAILABLE and `Retry-After: 1`, before anything parses it: a
- * refusal costs a few microseconds, so the process keeps answering the requests it admits at
- * their usual latency, and the client (or the load balancer) retries or goes elsewhere. Health,
- * admin and console requests are always admitted; the ops listener is another server.
+ * Instead, while the event loop lags behind a timer by more than `maxEventLoopLagMs` (two samples
+ * in a row), or more than `maxInFlight` client requests are being answered, a new client request
+ * (delivery and ingestion, `CLIENT_OPERATIONS`) is answered at once with 503 UNAVAILABLE and
+ * `Retry-After: 1`, before anything parses it: a refusal costs a few microseconds, so the process
+ * keeps answering the requests it admits at their usual latency, and the client (or the load
+ * balancer) retries or goes elsewhere. Management, admin, health and console requests are always
+ * admitted; the ops listener is another server.
  */
 export class LoadShedder {
   private lagMs = 0;
+  /** The lag of the sample before: one late sample (a GC pause, the process descheduled) is not overload. */
+  private previousLagMs = 0;
   private inFlight = 0;
   private expected = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -41,6 +57,7 @@ export class LoadShedder {
     this.expected = performance.now() + this.sampleMs;
     this.timer = setInterval(() => {
       const now = performance.now();
+      this.previousLagMs = this.lagMs;
       this.lagMs = Math.max(0, now - this.expected);
       this.expected = now + this.sampleMs;
     }, this.sampleMs);
@@ -53,19 +70,19 @@ export class LoadShedder {
     this.timer = undefined;
   }
 
-  /** The event loop's lag at the last sample (ms). */
+  /** The event loop's lag over the last two samples (ms): the lower of the two, so a single pause does not count. */
   get lag(): number {
-    return this.lagMs;
+    return Math.min(this.lagMs, this.previousLagMs);
   }
 
   get overloaded(): boolean {
-    return (this.opts.maxEventLoopLagMs > 0 && this.lagMs > this.opts.maxEventLoopLagMs) || (this.opts.maxInFlight > 0 && this.inFlight >= this.opts.maxInFlight);
+    return (this.opts.maxEventLoopLagMs > 0 && this.lag > this.opts.maxEventLoopLagMs) || (this.opts.maxInFlight > 0 && this.inFlight >= this.opts.maxInFlight);
   }
 
   /** Wraps a request listener (Fastify's): refuses public requests while overloaded, counts the rest in flight. */
   guard(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
     return (req, res) => {
-      if (!req.url?.startsWith('/v1/')) return handler(req, res);
+      if (!isClientOperation(req.url)) return handler(req, res);
       if (this.overloaded) {
         this.opts.stats.shed++;
         // the unread body is discarded by node once the answer is sent, so the connection stays usable

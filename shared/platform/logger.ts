@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
-import { isColorSupported, prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
 
 /** Paths that may hold secrets; pino replaces them before a line is written. */
 const REDACT = [
@@ -98,6 +98,8 @@ export function prettyWanted(stdout: { isTTY?: boolean } = process.stdout): bool
  * not lost.
  */
 export function prettyDestination(write: (s: string) => void = (s) => void process.stdout.write(s)): DestinationStream {
+  // loaded only for a terminal: a process logging JSON (production) never holds it
+  const { isColorSupported, prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   const format = prettyFactory({ colorize: isColorSupported, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
   return { write: (line: string) => write(format(line)) };
 }

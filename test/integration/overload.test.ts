@@ -67,17 +67,26 @@ describe('load shedding', () => {
     const h = await open();
     const request = { projectId: k.projectId, userId: 'u1', surfaces: [{ surface: 'nowhere' }] };
     const before = t.ctx.metrics.overload.shed;
-    const refused = answer(a);
-    const health = answer(h);
-    post(a, '/v1/GetTreatments', k.delivery, request);
-    h.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    // both requests are in the kernel's buffers; the process is now busy for 200 ms
-    block(200);
-    const r = await refused;
+    // the process is kept busy 40 ms of every turn of its event loop: a sustained lag (a single
+    // late sample is a pause, not overload)
+    const busy = setInterval(() => block(40), 1);
+    let r: Awaited<ReturnType<typeof answer>>;
+    let healthAnswer: Promise<Awaited<ReturnType<typeof answer>>>;
+    try {
+      await new Promise((res) => setTimeout(res, 150));
+      const refused = answer(a);
+      healthAnswer = answer(h);
+      post(a, '/v1/GetTreatments', k.delivery, request);
+      h.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      r = await refused;
+      await healthAnswer;
+    } finally {
+      clearInterval(busy);
+    }
     expect(r.status).toBe(503);
     expect(r.headers['retry-after']).toBe('1');
     expect(JSON.parse(r.body)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
-    expect((await health).status).toBe(200);
+    expect((await healthAnswer).status).toBe(200);
     expect(t.ctx.metrics.overload.shed).toBe(before + 1);
     expect(await t.ctx.metrics.render()).toMatch(new RegExp(`tds_http_requests_shed_total ${before + 1}\\b`));
 
