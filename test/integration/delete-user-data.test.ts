@@ -305,5 +305,11 @@ describe('RETENTION_DAYS as ClickHouse TTL', () => {
     expect(await ch.applyRetentionTtl(RETENTION_DAYS + 1)).toEqual(TABLES);
     for (const t of TABLES) expect(await ch.ttlDays(t), t).toBe(RETENTION_DAYS + 1);
     await ch.applyRetentionTtl(RETENTION_DAYS);
+    // dead letters: 30 days, or RETENTION_DAYS when shorter (they hold user data too)
+    expect(await ch.ttlDays('dead_letters')).toBe(30);
+    expect(await ch.applyRetentionTtl(7)).toEqual([...TABLES, 'dead_letters']);
+    expect(await ch.ttlDays('dead_letters')).toBe(7);
+    expect(await ch.applyRetentionTtl(RETENTION_DAYS)).toEqual([...TABLES, 'dead_letters']);
+    expect(await ch.ttlDays('dead_letters')).toBe(30);
   }, 60_000);
 });
