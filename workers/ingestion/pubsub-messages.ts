@@ -84,19 +84,20 @@ const eventData: DataTypeHandler = {
     } catch (err) {
       return decodeFailure('EventData', err);
     }
-    const userIds = namedUsers(payload);
-    if (payload.projectId !== '' && payload.projectId !== ctx.sourceProjectId) return { ok: false, reason: otherProject(payload.projectId, ctx), userIds };
+    // only a refused payload's users are looked up (a valid message costs no walk)
+    const refuse = (reason: string): ParseResult => ({ ok: false, reason, userIds: namedUsers(payload) });
+    if (payload.projectId !== '' && payload.projectId !== ctx.sourceProjectId) return refuse(otherProject(payload.projectId, ctx));
     // Before the schema walk: like LogEvents, 1 to 1,000 events (a 1 MiB message can hold far more).
     const count = Array.isArray(payload.events) ? payload.events.length : 0;
-    if (count > MAX_EVENTS_PER_REQUEST) return { ok: false, reason: `invalid EventData: events: ${count} events, at most ${MAX_EVENTS_PER_REQUEST} per message`, userIds };
+    if (count > MAX_EVENTS_PER_REQUEST) return refuse(`invalid EventData: events: ${count} events, at most ${MAX_EVENTS_PER_REQUEST} per message`);
     const problems = schemaProblems(checkLogEvents, payload);
-    if (problems) return { ok: false, reason: `invalid EventData: ${problems}`, userIds };
+    if (problems) return refuse(`invalid EventData: ${problems}`);
     const body = payload as Static<typeof LogEventsRequest>;
     let events;
     try {
       events = normalizeEvents(body.events, acceptedTimes(ctx.nowMs, ctx.retentionDays));
     } catch (err) {
-      if (err instanceof InvalidArgumentError) return { ok: false, reason: `invalid EventData: ${err.message}`, userIds };
+      if (err instanceof InvalidArgumentError) return refuse(`invalid EventData: ${err.message}`);
       throw err;
     }
     return { ok: true, job: { kind: 'events', projectId: ctx.sourceProjectId, userId: body.userId, events, origin: { source: 'pubsub', messageId: message.messageId }, receivedAt: ctx.nowMs } };
@@ -112,18 +113,19 @@ const userAttribute: DataTypeHandler = {
     } catch (err) {
       return decodeFailure('UserAttribute', err);
     }
-    const userIds = namedUsers(payload);
+    // only a refused payload's users are looked up (a valid message costs no walk)
+    const refuse = (reason: string): ParseResult => ({ ok: false, reason, userIds: namedUsers(payload) });
     // Unset project: the topic's (see events.proto).
-    if (payload.projectId !== undefined && payload.projectId !== ctx.sourceProjectId) return { ok: false, reason: otherProject(payload.projectId, ctx), userIds };
+    if (payload.projectId !== undefined && payload.projectId !== ctx.sourceProjectId) return refuse(otherProject(payload.projectId, ctx));
     const problems = schemaProblems(checkUserAttribute, payload);
-    if (problems) return { ok: false, reason: `invalid UserAttribute: ${problems}`, userIds };
+    if (problems) return refuse(`invalid UserAttribute: ${problems}`);
     const body = payload as Static<typeof UserAttributePayload>;
     const details: ErrorDetail[] = [];
     const userProperties = normalizePropertyMap(body.userProperties, 'userProperties', details) ?? {};
     // As for LogEvents: a far-future time would win every later update
     // (last-write-wins), and the time is the row's partition key.
     const updateTs = acceptedTimestamp(body.updateTimestamp, 'updateTimestamp', acceptedTimes(ctx.nowMs, ctx.retentionDays), details) ?? 0;
-    if (details.length > 0) return { ok: false, reason: `invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`, userIds };
+    if (details.length > 0) return refuse(`invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`);
     return { ok: true, job: { kind: 'userAttributes', projectId: ctx.sourceProjectId, userId: body.userId, userProperties, updateTs, messageId: message.messageId, receivedAt: ctx.nowMs } };
   },
 };
