@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { ApiServices } from './compose-api.js';
 import { camelizeKeys, schemaFieldNames } from '../shared/platform/http/camelize.js';
 import { bodyShapeError, jsonTextShapeError } from '../shared/platform/http/body-shape.js';
+import { trustProxyOption } from '../shared/platform/limits/client-address.js';
 import { registerErrorHandler } from './http/error-handler.js';
 import { registerOperation, type Listener } from './http/v1-operation.js';
 import { v1Operations } from './v1.routes.js';
@@ -31,6 +32,9 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     // overload is refused before Fastify sees the request (api/http/load-shedder.ts)
     serverFactory: ctx.overload.serverFactory(),
     bodyLimit: BODY_LIMIT,
+    // TRUST_PROXY: `req.ip`, which the per-address limits count, is then the client's address
+    // from X-Forwarded-For as far as trusted proxies set it; off, the connection's address.
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();

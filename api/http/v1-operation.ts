@@ -66,7 +66,7 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
         const known = ctx.auth.knownKey(raw);
         if (known !== undefined) {
           (req as AuthedRequest).apiKey = known;
-          return done(ctx.limits.keyRequest(known.keyId));
+          return done(ctx.limits.keyRequest(known));
         }
         const blocked = ctx.limits.authenticationAttempt(req.ip);
         if (blocked) return done(blocked);
@@ -74,7 +74,7 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
           (key) => {
             ctx.limits.authenticationSucceeded(req.ip);
             (req as AuthedRequest).apiKey = key;
-            done(ctx.limits.keyRequest(key.keyId));
+            done(ctx.limits.keyRequest(key));
           },
           (err: unknown) => {
             if (!(err instanceof UnauthenticatedError)) ctx.limits.authenticationSucceeded(req.ip);

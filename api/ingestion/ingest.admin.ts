@@ -32,7 +32,17 @@ export const getUserProfile = defineAdminOperation({
   },
 });
 
-const DeadLetterOut = Type.Object({ messageId: Type.String(), source: Type.String(), reason: Type.String(), receiveTime: TimestampOut, dataType: Type.String(), payloadBase64: Type.String() });
+const DeadLetterOut = Type.Object({
+  messageId: Type.String(),
+  source: Type.String(),
+  reason: Type.String(),
+  receiveTime: TimestampOut,
+  dataType: Type.String(),
+  payloadBase64: Type.String({ description: 'the payload, or its first 64 KiB when payloadTruncated' }),
+  payloadBytes: Type.Integer({ description: 'size of the whole payload in bytes (0: not recorded, a dead letter from before the limit)' }),
+  payloadSha256: Type.String({ description: 'SHA-256 (hex) of the whole payload' }),
+  payloadTruncated: Type.Boolean(),
+});
 
 export const listDeadLetters = defineAdminOperation({
   operation: 'ListDeadLetters',

@@ -5,6 +5,7 @@ import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/comm
 import { defineAdminOperation } from '../http/admin-operation.js';
 import type { Project } from '../../shared/projects/index.js';
 import { percentageProblem } from '../treatments/treatment-input.js';
+import { MAX_RATE_LIMIT } from '../../shared/platform/config.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
@@ -28,7 +29,12 @@ const ApiKeyOut = Type.Object({
   description: Type.String(),
   createTime: TimestampOut,
   revokeTime: Type.Optional(TimestampOut),
+  requestsPerSecond: Type.Optional(Type.Integer({ description: 'this key’s request limit; absent: RATE_LIMIT_PER_KEY' })),
 });
+/** A key's own limit: requests per second in each API process (burst twice as many). */
+const RequestsPerSecondIn = Type.Optional(
+  Type.Integer({ minimum: 1, maximum: MAX_RATE_LIMIT, description: `requests per second this key may make in each API process (burst: twice as many), 1–${MAX_RATE_LIMIT}; absent: RATE_LIMIT_PER_KEY` }),
+);
 
 export const createProject = defineAdminOperation({
   operation: 'CreateProject',
@@ -76,7 +82,7 @@ export const createApiKey = defineAdminOperation({
   operation: 'CreateApiKey',
   command: 'create-api-key',
   summary: 'Issue an API key; the secret is shown once',
-  body: Strict({ projectId: ProjectId, permissions: Type.Array(PermissionT, { minItems: 1, maxItems: 3, uniqueItems: true }), description: Type.Optional(Type.String({ maxLength: 1024 })) }),
+  body: Strict({ projectId: ProjectId, permissions: Type.Array(PermissionT, { minItems: 1, maxItems: 3, uniqueItems: true }), description: Type.Optional(Type.String({ maxLength: 1024 })), requestsPerSecond: RequestsPerSecondIn }),
   response: Type.Object({ apiKey: ApiKeyOut, key: Type.String() }),
   handler: async (body, ctx, actor) => {
     await ctx.projects.require(body.projectId);

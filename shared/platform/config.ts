@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /**
  * Configuration: one schema, parsed once at boot, frozen. A bad value stops the process with a
  * message naming the variable; nothing falls back silently.
@@ -76,10 +78,25 @@ export interface Config {
    * @defaultValue 400
    */
   retentionDays: number;
-  /** Requests per second per API key (burst: twice as many). @defaultValue 5000 */
+  /**
+   * Requests per second per API key (burst: twice as many), in each API process: N processes
+   * admit up to N times as many. A key's own `requestsPerSecond` (CreateApiKey) replaces it for
+   * that key. The default is a ceiling above what one process can serve (a bare Fastify route
+   * answers ~27,000 requests/s on one core), so it never refuses a customer's own traffic: a client
+   * key ships in every copy of an app. Overload is refused by load shedding, not by this limit.
+   * @defaultValue 50000
+   */
   rateLimitPerKey: number;
-  /** Failed authentications per second per client address. @defaultValue 20 */
+  /** Failed authentications per second per client address, in each API process. @defaultValue 20 */
   rateLimitUnauthenticated: number;
+  /**
+   * Which proxies in front of the service are trusted to name the client's address in
+   * `X-Forwarded-For` (Fastify's `trustProxy`): false (off: the connection's address counts, so
+   * behind a load balancer every client shares its address), true (any: only when nothing can
+   * reach the service but through the proxy), a hop count, or addresses and CIDRs.
+   * @defaultValue false
+   */
+  trustProxy: boolean | number | readonly string[];
   /** Queued events beyond which ingestion answers 429 (Pub/Sub: nack) until the backlog drains. @defaultValue 2000000 */
   ingestMaxBacklog: number;
   /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
@@ -111,6 +128,11 @@ export interface Config {
    */
   identityMerge: boolean;
 }
+
+/** Requests per second a key may make by default (RATE_LIMIT_PER_KEY): see `Config.rateLimitPerKey`. */
+export const DEFAULT_RATE_LIMIT_PER_KEY = 50_000;
+/** The highest per-key rate, of RATE_LIMIT_PER_KEY and of a key's own `requestsPerSecond`. */
+export const MAX_RATE_LIMIT = 10_000_000;
 
 export class ConfigError extends Error {
   constructor(
@@ -184,6 +206,33 @@ function clusterNodes(env: Env): RedisNode[] | undefined {
   });
 }
 
+/** proxy-addr's names for address ranges, accepted in TRUST_PROXY beside addresses and CIDRs. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** `TRUST_PROXY`: unset/false, true, a hop count, or comma-separated addresses and CIDRs. */
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = optional(env, 'TRUST_PROXY');
+  if (raw === undefined || raw.toLowerCase() === 'false') return false;
+  if (raw.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > 100) throw new ConfigError('TRUST_PROXY', `a hop count must be 1-100, got "${raw}"`);
+    return hops;
+  }
+  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const part of parts) {
+    if (PROXY_RANGE_NAMES.includes(part)) continue;
+    const [address, prefix, extra] = part.split('/');
+    const family = isIP(address);
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError('TRUST_PROXY', `expected true, false, a hop count, or comma-separated addresses and CIDRs (e.g. 10.0.0.0/8,::1) or ${PROXY_RANGE_NAMES.join(', ')}; got "${part}"`);
+    }
+  }
+  if (parts.length === 0) throw new ConfigError('TRUST_PROXY', 'expected at least one address or CIDR');
+  return parts;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -236,8 +285,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
-    rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 5000, 1, 10_000_000),
+    rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', DEFAULT_RATE_LIMIT_PER_KEY, 1, MAX_RATE_LIMIT),
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),
+    trustProxy: trustProxy(env),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
     apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
     decisionLog: onOff(env, 'DECISION_LOG', true),

@@ -31,11 +31,17 @@ export const FAILED_JOBS_KEPT = 10_000;
  * Retries with capped exponential backoff for transient failures (ClickHouse or Redis down):
  * a job that returned 200 to a client must not run out of attempts during an outage of hours.
  * Poison jobs fail at once with UnrecoverableError.
+ *
+ * A completed job is removed at once: exactly-once rests on the job markers in the users'
+ * profile slots (cut to a short grace at completion) and the ClickHouse de-duplication keys,
+ * never on the BullMQ job, and a kept job would hold its whole payload (up to 1 MiB) in Redis for
+ * nothing. A Pub/Sub redelivery after completion makes a new job of the same id, which the
+ * markers and keys make a no-op. The metrics count completions; the dashboard shows the rest.
  */
 export const INGEST_JOB_OPTIONS: JobsOptions = {
   attempts: INGEST_JOB_ATTEMPTS,
   backoff: { type: 'capped-exponential', delay: 200 },
-  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnComplete: true,
   // Failed jobs are in `dead_letters` already (payload and reason); the queue keeps the newest
   // ones for the dashboard only, so a flood of poison input cannot grow Redis without bound.
   removeOnFail: { age: FAILED_JOB_KEPT_SECONDS, count: FAILED_JOBS_KEPT },

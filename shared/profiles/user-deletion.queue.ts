@@ -35,7 +35,7 @@ export interface InFlightJob {
 }
 
 /** The queues whose jobs change profiles and write per-user rows. */
-const INGEST_QUEUES = [QUEUE.events, QUEUE.interactions, QUEUE.decisions, QUEUE.isolated] as const;
+export const INGEST_QUEUES = [QUEUE.events, QUEUE.interactions, QUEUE.decisions, QUEUE.isolated] as const;
 
 /** Whether a job's payload (any ingestion queue's) concerns this user. */
 export function jobConcernsUser(data: unknown, projectId: string, userId: string): boolean {
@@ -51,7 +51,8 @@ export function jobConcernsUser(data: unknown, projectId: string, userId: string
 
 const handles = new WeakMap<Redis, Map<string, Queue>>();
 
-function queueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
+/** A producer handle of an ingest queue on this connection, made once (it shares the connection: nothing to close). */
+export function queueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
   let byName = handles.get(connection);
   if (!byName) handles.set(connection, (byName = new Map()));
   let q = byName.get(name);

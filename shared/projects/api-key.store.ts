@@ -45,7 +45,7 @@ export class ApiKeyStore {
     return raw ? (JSON.parse(raw) as ApiKeyRecord) : undefined;
   }
 
-  async create(input: { projectId: string; permissions: Permission[]; description?: string }, actor: string): Promise<{ apiKey: PublicApiKey; key: string }> {
+  async create(input: { projectId: string; permissions: Permission[]; description?: string; requestsPerSecond?: number }, actor: string): Promise<{ apiKey: PublicApiKey; key: string }> {
     const keyId = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
@@ -54,6 +54,7 @@ export class ApiKeyStore {
       permissions: [...new Set(input.permissions)],
       description: input.description ?? '',
       createTime: new Date(this.now()).toISOString(),
+      ...(input.requestsPerSecond !== undefined ? { requestsPerSecond: input.requestsPerSecond } : {}),
       secretHash: hashSecret(secret),
     };
     await atomicWrite(this.redis, {

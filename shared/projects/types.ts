@@ -26,6 +26,8 @@ export interface ApiKeyRecord {
   description: string;
   createTime: string;
   revokeTime?: string;
+  /** This key's request limit (per second, per API process); absent: RATE_LIMIT_PER_KEY. */
+  requestsPerSecond?: number;
   /** sha256 hex of the secret part; the secret itself is never stored. */
   secretHash: string;
 }

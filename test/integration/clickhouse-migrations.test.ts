@@ -72,10 +72,10 @@ function migrationsCopy(extra: Record<string, string>): URL {
 describe('runMigrations', () => {
   it('applies every migration file on a fresh chDB path, in version order', async () => {
     const files = await loadMigrations();
-    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(firstRun.applied).toEqual(files.map((m) => ({ version: m.version, name: m.name })));
     const recorded = await rows<{ version: number }>('SELECT version FROM schema_migrations FINAL ORDER BY version');
-    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 
   it('creates ReplacingMergeTree tables whose sorting key is the de-duplication key', async () => {
@@ -100,7 +100,7 @@ describe('runMigrations', () => {
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 901, name: 'probe' }]);
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([]);
     expect(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'probe_a'")).toBe(1);
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(7);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(8);
   });
 
   it('records a migration only after all of its statements succeeded', async () => {
@@ -258,7 +258,7 @@ describe('a named database with chDB', () => {
   it('is created and used by a second client on the same path', async () => {
     const other = createClickhouse({ dataDir, database: 'tds_other' });
     try {
-      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
       const rs = await other.query({ query: 'SELECT currentDatabase() AS db, count() AS n FROM events', format: 'JSONEachRow' });
       expect((await rs.json<{ db: string; n: number }>()).map((r) => ({ db: r.db, n: Number(r.n) }))).toEqual([{ db: 'tds_other', n: 0 }]);
     } finally {

@@ -11,6 +11,7 @@ import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js'
 import { USER_TABLES } from '../../shared/platform/warehouse/sql/user-data.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
+import { JobCompletions } from '../helpers/job-completions.js';
 import { toClickhouseDateTime64, toDeadLetterRow, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
 
 /**
@@ -190,7 +191,8 @@ describe('DeleteUserData', () => {
     // jobs accepted before the deletion and run after it, of the pre-login id and of the user signing in again with it
     const late = (userId: string, extra: Record<string, string>) => s.ctx.ingest.eventsQueue.add('events', { kind: 'events', projectId: k.projectId, userId, events: [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob, INGEST_JOB_OPTIONS);
     const jobs = [await late(temp, {}), await late(user, { preLoginTempUserId: temp })];
-    for (const job of jobs) await waitUntil(async () => (await job.getState()) === 'completed', 60_000, 100);
+    const done = new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events');
+    for (const job of jobs) await waitUntil(() => done.completed(job.id!), 60_000, 100);
     expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
     expect(await userKeys(temp)).toEqual([]);
     expect(await userKeys(user)).toEqual([]);
@@ -215,7 +217,7 @@ describe('DeleteUserData', () => {
     // a job queued a second before the deletion, picked up only now
     const job: EventsJob = { kind: 'events', projectId: k.projectId, userId: carol, events: [{ eventName: 'purchase', insertId: 'late', clientEventTs: deletedAt - 1000 }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 };
     const added = await s.ctx.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
-    await waitUntil(async () => (await added.getState()) === 'completed', 60_000, 100);
+    await waitUntil(() => new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events').completed(added.id!), 60_000, 100);
     expect(await userKeys(carol)).toEqual([]);
     expect(await rowsOf('events', carol)).toBe(0);
   }, 120_000);
@@ -303,5 +305,11 @@ describe('RETENTION_DAYS as ClickHouse TTL', () => {
     expect(await ch.applyRetentionTtl(RETENTION_DAYS + 1)).toEqual(TABLES);
     for (const t of TABLES) expect(await ch.ttlDays(t), t).toBe(RETENTION_DAYS + 1);
     await ch.applyRetentionTtl(RETENTION_DAYS);
+    // dead letters: 30 days, or RETENTION_DAYS when shorter (they hold user data too)
+    expect(await ch.ttlDays('dead_letters')).toBe(30);
+    expect(await ch.applyRetentionTtl(7)).toEqual([...TABLES, 'dead_letters']);
+    expect(await ch.ttlDays('dead_letters')).toBe(7);
+    expect(await ch.applyRetentionTtl(RETENTION_DAYS)).toEqual([...TABLES, 'dead_letters']);
+    expect(await ch.ttlDays('dead_letters')).toBe(30);
   }, 60_000);
 });

@@ -1,3 +1,4 @@
+/// <reference lib="es2024.string" />
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -277,9 +278,19 @@ async function sendText(op: Operation, payload: string): Promise<{ status: numbe
   return { status: res.status, text, stallMs: loop.max / 1e6, size: payload.length };
 }
 
+/** Whether a string (value or member name) anywhere in the body is not well-formed Unicode. */
+function hasUnpairedSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return !value.isWellFormed();
+  if (Array.isArray(value)) return value.some(hasUnpairedSurrogate);
+  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => !k.isWellFormed() || hasUnpairedSurrogate(v));
+  return false;
+}
+
 function checkAnswer(op: Operation, body: unknown, r: { status: number; text: string }): void {
   const shown = JSON.stringify(body).slice(0, 300);
   expect(r.status, `${op.name} answered ${r.status} to ${shown}: ${r.text.slice(0, 300)}`).toBeLessThan(500);
+  // an unpaired surrogate anywhere is refused before anything else looks at the body (413: too large first)
+  if (hasUnpairedSurrogate(body)) expect([400, 413], `${op.name} answered ${r.status} to ${shown}`).toContain(r.status);
   if (r.status >= 400) {
     const err = JSON.parse(r.text).error;
     expect(err.code, r.text.slice(0, 300)).toBe(r.status);

@@ -50,7 +50,7 @@ describe('key caches', () => {
   it('the per-key and per-address buckets are bounded too', () => {
     const limits = new RequestLimits({ rateLimitPerKey: 5, rateLimitUnauthenticated: 5 });
     for (let i = 0; i < 150_000; i++) limits.authenticationAttempt(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
-    for (let i = 0; i < 150_000; i++) limits.keyRequest(`k${i}`);
+    for (let i = 0; i < 150_000; i++) limits.keyRequest({ keyId: `k${i}` });
     expect(limits.sizes.addresses).toBe(MAX_ADDRESS_BUCKETS);
     expect(limits.sizes.keys).toBeLessThanOrEqual(MAX_KEY_BUCKETS);
   });

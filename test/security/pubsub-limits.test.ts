@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
-import { DeadLetterSink } from '../../workers/ingestion/dead-letter-sink.js';
+import { DeadLetterSink, MAX_DEAD_LETTER_PAYLOAD_BYTES } from '../../workers/ingestion/dead-letter-sink.js';
 import { ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
 import type { SingleEventsJob } from '../../shared/ingestion/jobs.js';
@@ -33,9 +33,11 @@ const projectId = `lim${randomBytes(3).toString('hex')}`;
 const topicPath = `projects/customer-${projectId}/topics/events`;
 const subscription = () => subscriptionPath(emulator.projectId, projectId);
 
-async function deadLetters(): Promise<{ message_id: string; reason: string; bytes: number }[]> {
+async function deadLetters(): Promise<{ message_id: string; reason: string; bytes: number; payload_bytes: number; payload_sha256: string; row_bytes: number; user_ids: string[] }[]> {
   const rs = await ch.query({
-    query: 'SELECT message_id, reason, toUInt32(length(base64Decode(payload_base64))) AS bytes FROM dead_letters FINAL WHERE project_id = {p:String} ORDER BY receive_time',
+    query: `SELECT message_id, reason, toUInt32(length(base64Decode(payload_base64))) AS bytes, toUInt32(payload_bytes) AS payload_bytes, payload_sha256, user_ids,
+                   toUInt32(length(payload_base64) + length(reason) + length(message_id) + length(data_type) + length(payload_sha256) + length(arrayStringConcat(user_ids))) AS row_bytes
+            FROM dead_letters FINAL WHERE project_id = {p:String} ORDER BY receive_time`,
     query_params: { p: projectId },
     format: 'JSONEachRow',
   });
@@ -77,8 +79,27 @@ afterAll(async () => {
 const event = (i: number) => ({ eventName: 'open', clientEventTimestamp: new Date(Date.now() - i).toISOString(), insertId: `i${i}` });
 
 describe('Pub/Sub message limits', () => {
-  it('a message over 1 MiB is acked and dead-lettered unread (first 1 MiB kept); 1,001 events likewise; a normal message is queued', async () => {
+  it('five 500 KB bad payloads make five small dead letters (64 KiB each, with the size and hash of the whole)', async () => {
     const topic = customer.topic(topicPath);
+    const before = (await deadLetters()).length;
+    const bad = Array.from({ length: 5 }, (_, i) => Buffer.concat([Buffer.from([0xff, 0xff, 0xff, i]), randomBytes(500_000)]));
+    const ids = await Promise.all(bad.map((data) => topic.publishMessage({ data, attributes: { data_type: 'EventData' } })));
+    await waitUntil(async () => (await deadLetters()).length === before + 5, 30_000, 100);
+    const byId = new Map((await deadLetters()).map((l) => [l.message_id, l]));
+    for (const [i, id] of ids.entries()) {
+      const l = byId.get(id)!;
+      expect(l.reason).toMatch(/^(undecodable|invalid) EventData/);
+      expect(l.bytes).toBe(MAX_DEAD_LETTER_PAYLOAD_BYTES);
+      expect(l.payload_bytes).toBe(500_004);
+      expect(l.payload_sha256).toBe(createHash('sha256').update(bad[i]).digest('hex'));
+      // the whole row: the kept payload in base64 plus a little
+      expect(l.row_bytes).toBeLessThan(Math.ceil((MAX_DEAD_LETTER_PAYLOAD_BYTES * 4) / 3) + 2000);
+    }
+  }, 60_000);
+
+  it('a message over 1 MiB is acked and dead-lettered unread (its first 64 KiB, size and SHA-256 kept); 1,001 events likewise; a normal message is queued', async () => {
+    const topic = customer.topic(topicPath);
+    const before = (await deadLetters()).length;
     // valid EventData, just too big: one event whose property is 1 MiB of text
     const big = codec.encodeLogEventsRequest({ projectId, userId: 'u', events: [{ ...event(0), eventProperties: { blob: { stringValue: 'x'.repeat(MAX_MESSAGE_BYTES) } } }] });
     expect(big.byteLength).toBeGreaterThan(MAX_MESSAGE_BYTES);
@@ -88,11 +109,15 @@ describe('Pub/Sub message limits', () => {
     const manyId = await topic.publishMessage({ data: Buffer.from(many), attributes: { data_type: 'EventData' } });
     const okId = await topic.publishMessage({ data: Buffer.from(codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1000 }, (_, i) => event(i)) })), attributes: { data_type: 'EventData' } });
 
-    await waitUntil(async () => (await deadLetters()).length === 2 && queued.length === 1, 30_000, 100);
+    await waitUntil(async () => (await deadLetters()).length === before + 2 && queued.length === 1, 30_000, 100);
     const letters = await deadLetters();
     const byId = new Map(letters.map((l) => [l.message_id, l]));
     expect(byId.get(bigId)!.reason).toMatch(/exceeds the limit of 1048576 bytes \(1 MiB\)/);
-    expect(byId.get(bigId)!.bytes).toBe(MAX_MESSAGE_BYTES);
+    expect(byId.get(bigId)!.bytes).toBe(MAX_DEAD_LETTER_PAYLOAD_BYTES);
+    expect(byId.get(bigId)!.payload_bytes).toBe(big.byteLength);
+    expect(byId.get(bigId)!.payload_sha256).toBe(createHash('sha256').update(big).digest('hex'));
+    // decoded (1,001 events): the dead letter names its user, for DeleteUserData
+    expect(byId.get(manyId)!.user_ids).toEqual(['u']);
     expect(byId.get(manyId)!.reason).toMatch(/1001 events, at most 1000 per message/);
     expect(queued.map((q) => q.job.kind === 'events' && q.job.events.length)).toEqual([1000]);
     expect(queued[0].jobId).toContain(okId);
@@ -108,6 +133,6 @@ describe('Pub/Sub message limits', () => {
     await sleep(3000);
     await sub.close();
     expect(again).toEqual([]);
-    expect(await deadLetters()).toHaveLength(2);
+    expect(await deadLetters()).toHaveLength(before + 2);
   }, 90_000);
 });

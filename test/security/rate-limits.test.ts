@@ -181,3 +181,107 @@ describe('client address key', () => {
     expect(clientAddressKey(undefined)).toBe('unknown');
   });
 });
+
+describe("a key's own limit (CreateApiKey requestsPerSecond)", () => {
+  let t: TestApp;
+  let p: ProjectKeys;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_KEY: '1000' });
+    p = await createProjectWithKeys(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const admin = (op: string, body: object) => post(t, `/admin/v1/${op}`, { authorization: `Bearer ${ADMIN_TOKEN}` }, body);
+
+  it('is validated, stored on the key, listed, and honoured by its bucket; other keys keep RATE_LIMIT_PER_KEY', async () => {
+    for (const requestsPerSecond of [0, -1, 1.5, '5', 10_000_001]) {
+      const r = await admin('CreateApiKey', { projectId: p.projectId, permissions: ['TREATMENT_MANAGEMENT'], requestsPerSecond });
+      expect(r.status, JSON.stringify(requestsPerSecond)).toBe(400);
+      expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain('requestsPerSecond');
+    }
+    const made = await admin('CreateApiKey', { projectId: p.projectId, permissions: ['TREATMENT_MANAGEMENT'], requestsPerSecond: 5 });
+    expect(made.status).toBe(200);
+    expect(made.body.apiKey.requestsPerSecond).toBe(5);
+    const listed = (await admin('ListApiKeys', { projectId: p.projectId })).body.apiKeys as { keyId: string; requestsPerSecond?: number }[];
+    expect(listed.find((k) => k.keyId === made.body.apiKey.keyId)?.requestsPerSecond).toBe(5);
+    expect(listed.filter((k) => k.requestsPerSecond === undefined)).toHaveLength(3);
+
+    const started = performance.now();
+    let admitted = 0;
+    let refused: Res | undefined;
+    for (let i = 0; i < 500 && !refused; i++) {
+      const r = await post(t, '/v1/GetAllSurfaces', { 'x-api-key': made.body.key }, { projectId: p.projectId });
+      if (r.status === 200) admitted++;
+      else refused = r;
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    expect429(refused!);
+    expect(admitted).toBeGreaterThanOrEqual(10);
+    expect(admitted).toBeLessThanOrEqual(10 + Math.ceil(5 * elapsedS) + 1);
+    // the project's other management key (1,000/s, burst 2,000) is not limited by it
+    for (let i = 0; i < 50; i++) expect((await post(t, '/v1/GetAllSurfaces', { 'x-api-key': p.management }, { projectId: p.projectId })).status).toBe(200);
+  });
+});
+
+describe('behind a proxy (TRUST_PROXY)', () => {
+  const PROXY = '10.0.0.5';
+  let trusting: TestApp;
+  let plain: TestApp;
+  let p: ProjectKeys;
+  beforeAll(async () => {
+    trusting = await createTestApp({ RATE_LIMIT_UNAUTHENTICATED: '5', TRUST_PROXY: `${PROXY},10.9.0.0/16` });
+    plain = await createTestApp({ RATE_LIMIT_UNAUTHENTICATED: '5' });
+    p = await createProjectWithKeys(trusting);
+  });
+  afterAll(async () => {
+    await trusting?.close();
+    await plain?.close();
+  });
+
+  const viaProxy = (t: TestApp, client: string, headers: Record<string, string> = { 'x-api-key': randomKey() }) =>
+    post(t, '/v1/GetAllSurfaces', { ...headers, 'x-forwarded-for': client }, { projectId: p.projectId }, PROXY);
+  const flood = async (t: TestApp, send: () => Promise<Res>) => {
+    for (let i = 0; i < 100; i++) if ((await send()).status === 429) return true;
+    return false;
+  };
+
+  it('counts failed authentications per forwarded client: bad keys from one client do not lock out another', async () => {
+    expect(await flood(trusting, () => viaProxy(trusting, '203.0.113.7'))).toBe(true);
+    expect((await viaProxy(trusting, '203.0.113.7')).status).toBe(429);
+    // another client behind the same proxy: its failures are its own, its admin token and new keys work
+    expect((await viaProxy(trusting, '203.0.113.8')).status).toBe(401);
+    expect((await viaProxy(trusting, '203.0.113.8', { 'x-api-key': p.management })).status).toBe(200);
+    expect((await post(trusting, '/admin/v1/ListProjects', { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.8' }, {}, PROXY)).status).toBe(200);
+    // a chain of proxies inside the trusted range: the client is the first untrusted address from the right
+    expect((await post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': '203.0.113.7, 10.9.1.1' }, { projectId: p.projectId }, PROXY)).status).toBe(429);
+  });
+
+  it('cannot be spoofed: a client that is not a trusted proxy is counted by its own address whatever it forwards', async () => {
+    const direct = '198.51.100.9';
+    let i = 0;
+    const spoofing = () => post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `192.0.2.${i++ % 250}` }, { projectId: p.projectId }, direct);
+    expect(await flood(trusting, spoofing)).toBe(true);
+    expect((await post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, direct)).status).toBe(429);
+  });
+
+  it('without TRUST_PROXY every client behind the proxy shares its address (the header is ignored)', async () => {
+    const q = await createProjectWithKeys(plain);
+    const send = (client: string) => post(plain, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': client }, { projectId: q.projectId }, PROXY);
+    expect(await flood(plain, () => send('203.0.113.7'))).toBe(true);
+    expect((await send('203.0.113.8')).status).toBe(429);
+  });
+
+  it('a hop count trusts that many proxies in front of the service', async () => {
+    const hops = await createTestApp({ RATE_LIMIT_UNAUTHENTICATED: '5', TRUST_PROXY: '2' });
+    try {
+      const q = await createProjectWithKeys(hops);
+      // load balancer (the connection) → proxy (last entry) → client
+      const send = (client: string) => post(hops, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `${client}, 10.1.1.1` }, { projectId: q.projectId }, PROXY);
+      expect(await flood(hops, () => send('203.0.113.7'))).toBe(true);
+      expect((await send('203.0.113.8')).status).toBe(401);
+    } finally {
+      await hops.close();
+    }
+  });
+});

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
 import { createRedis, waitForRedis, type Redis } from '../../shared/platform/redis/redis.js';
 import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
+import { JobCompletions } from '../helpers/job-completions.js';
 import { type EventsBatchJob, type EventsJob } from '../../shared/ingestion/jobs.js';
 import { ISOLATION_QUEUE } from '../../workers/ingestion/ingest-workers.js';
 import { uniquePrefix, waitUntil } from '../helpers/context.js';
@@ -101,8 +102,11 @@ describe('a job that kills its worker', () => {
     expect(mainFailed.map((j) => j.id)).toContain('merged1');
     expect(new Set(mainFailed.map((j) => j.failedReason))).toEqual(new Set(['job stalled more than allowable limit']));
     expect((await isolation.getFailed()).map((j) => j.id)).toEqual(['merged1.1']);
-    const completed = [...(await queue.getCompleted()), ...(await isolation.getCompleted())].map((j) => j.id);
+    const completed = [...(await new JobCompletions(redis, bullPrefix(prefix), QUEUE.events).since()), ...(await new JobCompletions(redis, bullPrefix(prefix), ISOLATION_QUEUE).since())];
     expect(completed).toEqual(expect.arrayContaining(['merged1.0', 'merged1.2', 'single1']));
+    // completed jobs are removed at once: their payloads do not stay in Redis
+    expect((await queue.getJobCounts('completed')).completed).toBe(0);
+    expect((await isolation.getJobCounts('completed')).completed).toBe(0);
 
     const ch = createClickhouse({ dataDir });
     try {

@@ -73,6 +73,17 @@ async function jobMarkersCut(): Promise<boolean> {
   return ttls.every((t) => t === -2 || (t > 0 && t <= MARKER_GRACE_SECONDS));
 }
 
+/** The events queue in Redis: job hashes kept (completed or not), and all its keys' bytes. */
+async function queueFootprint(): Promise<{ jobs: number; bytes: number; streamEntries: number; streamBytes: number }> {
+  const all = await serviceKeys('bull:events:*');
+  const p = s.ctx.redis.pipeline();
+  for (const k of all) p.type(k);
+  const types = ((await p.exec()) ?? []).map(([, t]) => String(t));
+  const jobs = all.filter((k, i) => types[i] === 'hash' && !k.endsWith(':meta')).length;
+  const stream = all.find((k) => k.endsWith(':events'));
+  return { jobs, bytes: await memoryOf(all), streamEntries: stream ? await s.ctx.redis.xlen(stream) : 0, streamBytes: stream ? await memoryOf([stream]) : 0 };
+}
+
 async function memoryOf(list: string[]): Promise<number> {
   const p = s.ctx.redis.pipeline();
   for (const k of list) p.memory('USAGE', k, 'SAMPLES', '0');
@@ -104,12 +115,22 @@ describe('markers and profiles at steady state', () => {
         },
         { 'x-api-key': keys.logEvents },
       );
+    const queueBefore = await queueFootprint();
     await inBatches(users, 50, async (u) => {
       expect((await send(u)).status).toBe(200);
     });
     await waitUntil(idle, 120_000, 100);
     // Job markers are cut to the grace when their job completes (asynchronously, right after).
     await waitUntil(jobMarkersCut, 10_000);
+    // Completed jobs are removed at once: no request's payload stays in the queue. What is left
+    // is BullMQ's event stream (a few entries per job, ids and return values, capped at ~10,000
+    // entries per queue whatever the payloads' size).
+    const queueAfter = await queueFootprint();
+    expect(queueAfter.jobs).toBe(0);
+    const leftPerRequest = (queueAfter.bytes - queueBefore.bytes) / USERS;
+    console.log(`QUEUE after completion: ${queueAfter.jobs} jobs kept, ${leftPerRequest.toFixed(1)} bytes/request left (event stream ${queueAfter.streamEntries} entries, ${queueAfter.streamBytes} bytes) for requests of ~${JSON.stringify({ userId: users[0], events: Array(EVENTS_PER_USER).fill({ eventName: 'purchase', clientEventTimestamp: new Date().toISOString(), insertId: 'x'.repeat(40) }) }).length} bytes`);
+    expect(leftPerRequest).toBeLessThan(400);
+    expect(queueAfter.streamEntries).toBeLessThanOrEqual(10_000 + 1000);
     const jobMarkers = await serviceKeys('u:*:job:*');
     expect(jobMarkers.length).toBeLessThanOrEqual(USERS);
 

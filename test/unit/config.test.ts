@@ -101,10 +101,31 @@ describe('loadConfig', () => {
     ['CLICKHOUSE_URL', 'nonsense'],
     ['REDIS_PREFIX', 'has space'],
     ['AUTO_START_REDIS', 'maybe'],
+    ['RATE_LIMIT_PER_KEY', '0'],
+    ['RATE_LIMIT_PER_KEY', '10000001'],
+    ['TRUST_PROXY', 'yes'],
+    ['TRUST_PROXY', '0'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
+    ['TRUST_PROXY', '10.0.0.1,proxy.internal'],
+    ['TRUST_PROXY', '::1/129'],
+    ['TRUST_PROXY', ','],
   ])('%s=%j throws a ConfigError naming the variable', (variable, value) => {
     const err = configErrorOf({ [variable]: value });
     expect(err.variable).toBe(variable);
     expect(err.message).toContain(variable);
+  });
+
+  it('RATE_LIMIT_PER_KEY defaults to a ceiling above what one API process serves (50,000/s)', () => {
+    expect(loadConfig({}).rateLimitPerKey).toBe(50_000);
+    expect(loadConfig({ RATE_LIMIT_PER_KEY: '200' }).rateLimitPerKey).toBe(200);
+  });
+
+  it('TRUST_PROXY: off by default; true, a hop count, or addresses, CIDRs and range names', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.5, 10.1.0.0/16,::1,fd00::/8,loopback' }).trustProxy).toEqual(['10.0.0.5', '10.1.0.0/16', '::1', 'fd00::/8', 'loopback']);
   });
 
   it('never echoes a rejected ADMIN_TOKEN (a secret) in the message', () => {

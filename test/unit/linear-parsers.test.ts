@@ -1,8 +1,9 @@
+/// <reference lib="es2024.string" />
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { snakeToCamel } from '../../shared/platform/http/camelize.js';
 import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/delivery/content-render.js';
-import { bodyShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH } from '../../shared/platform/http/body-shape.js';
+import { bodyShapeError, jsonTextShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH, unpairedSurrogateAt } from '../../shared/platform/http/body-shape.js';
 import { containsAnyMatcher } from '../../shared/platform/substring-search.js';
 import { costGrowth, LINEAR_LIMIT } from '../helpers/complexity.js';
 
@@ -90,6 +91,62 @@ describe('body shape limits', () => {
     const err = bodyShapeError({ events: [{ eventProperties: { ['_'.repeat(60_000)]: 1 } }] });
     expect(err?.details[0].field).toBe(`events[0].eventProperties.${'_'.repeat(32)}…`);
     expect(err?.details[0].description).toMatch(/60000 characters/);
+  });
+});
+
+describe('well-formed Unicode in the raw body', () => {
+  // JSON.stringify writes a lone surrogate as an escape, a pair as the raw characters
+  const field = (text: string) => jsonTextShapeError(text)?.details[0].field;
+
+  it('names the value, the key or the item that holds an unpaired surrogate, escaped or raw', () => {
+    expect(field(JSON.stringify({ projectId: 'p', userId: 'sur\ud800' }))).toBe('userId');
+    expect(field(JSON.stringify({ userId: 'u', events: [{ eventName: 'e', eventProperties: { x: { stringValue: '\udc00tail' } } }] }))).toBe('events[0].eventProperties.x.stringValue');
+    expect(field(JSON.stringify({ events: [{ userProperties: { ['k\udbff']: { stringValue: 'v' } } }] }))).toBe('events[0].userProperties.k\\udbff');
+    expect(field(JSON.stringify({ surfaces: ['a', 'b', 'c\ud83d'] }))).toBe('surfaces[2]');
+    expect(field(JSON.stringify('\ud800'))).toBe('(body)');
+    // raw (not escaped) lone surrogates cannot come out of a UTF-8 body, but are found all the same
+    expect(field(`{"a":"x","userId":"raw\ud800"}`)).toBe('userId');
+    expect(field(`{"userId":"raw\udc00"}`)).toBe('userId');
+    const err = jsonTextShapeError(JSON.stringify({ userId: 'sur\ud800' }));
+    expect(err?.httpStatus).toBe(400);
+    expect(err?.details[0].description).toMatch(/unpaired UTF-16 surrogate \(\\ud800\)/);
+  });
+
+  it('accepts pairs, however written, and text that only looks like an escape', () => {
+    const ok = [
+      JSON.stringify({ userId: '𝔘𝔫𝔦 😀', x: 'é\u00e9\u4e2d' }),
+      '{"userId":"\\ud835\\udd18"}', // an escaped pair
+      '{"userId":"\\uD83D\\uDE00"}', // upper-case hex
+      '{"userId":"\ud835\\udd18"}', // a raw high, an escaped low
+      '{"userId":"\\ud835\udd18"}', // an escaped high, a raw low
+      '{"userId":"\\\\ud800"}', // an escaped backslash followed by "ud800": no escape
+      '{"userId":"\\\\\\ud835\\udd18"}', // a backslash, then an escaped pair
+      '{"userId":"\\u0041\\u00e9"}',
+    ];
+    for (const text of ok) {
+      expect(unpairedSurrogateAt(text), text).toBe(-1);
+      expect(jsonTextShapeError(text), text).toBeUndefined();
+    }
+    expect(unpairedSurrogateAt('{"userId":"\\\\\\ud800"}')).toBe(13); // a backslash, then a lone escape
+  });
+
+  it('agrees with the parsed strings on any generated text', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom('\ud800', '\udc00', '\\', '"', '𝔘')), { maxLength: 8 }), (parts) => {
+        const body = { values: parts, [parts.join('')]: 1 };
+        const text = JSON.stringify(body);
+        const wellFormed = parts.every((p) => p.isWellFormed()) && parts.join('').isWellFormed();
+        expect(jsonTextShapeError(text) === undefined, text).toBe(wellFormed);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('costs one native search on a body without escapes, linear time with many', () => {
+    const plain = (n: number) => JSON.stringify({ userId: 'u', events: Array.from({ length: n }, (_, i) => ({ eventName: `e${i}`, x: 'é'.repeat(20) })) });
+    const escapes = (n: number) => JSON.stringify({ userId: 'u', values: Array.from({ length: n }, () => '\ud835\udd18\u0001'.repeat(10)) }).replace(/𝔘/g, '\\ud835\\udd18');
+    expect(costGrowth(plain, (t) => unpairedSurrogateAt(t), 100, 10_000)).toBeLessThan(LINEAR_LIMIT);
+    expect(costGrowth(escapes, (t) => unpairedSurrogateAt(t), 100, 10_000)).toBeLessThan(LINEAR_LIMIT);
   });
 });
 

@@ -110,6 +110,33 @@ describe('dead-letter reasons', () => {
     expect(deadLetterReason(messageOutcome({ ...garbage, dataType: 'UserAttribute' }, ctx))).toMatch(/^undecodable UserAttribute: /);
   });
 
+  it('a string that is not UTF-8 (a surrogate encoded on its own) is undecodable: protobuf decoding never yields an unpaired surrogate', () => {
+    // proto3 strings are checked (utf8_validation VERIFY), whether the bytes come as a Buffer or a plain Uint8Array
+    const cases: [string, LogEventsJson][] = [
+      ['userId', { projectId: 'shop', userId: 'ABC', events: [purchase] }],
+      ['eventName', { projectId: 'shop', userId: 'u1', events: [{ ...purchase, eventName: 'ABC' }] }],
+      ['a property value', { projectId: 'shop', userId: 'u1', events: [{ ...purchase, eventProperties: { p: { stringValue: 'ABC' } } }] }],
+    ];
+    for (const [field, json] of cases) {
+      const bytes = Buffer.from(codec.encodeLogEventsRequest(json));
+      const at = bytes.indexOf('ABC');
+      bytes.set([0xed, 0xa0, 0x80], at); // U+D800 in the bytes UTF-8 would use, were it allowed
+      for (const data of [bytes, new Uint8Array(bytes)]) {
+        const out = messageOutcome({ messageId: '7', dataType: 'EventData', data }, ctx);
+        expect(deadLetterReason(out), field).toMatch(/^undecodable EventData: .*utf-8/i);
+      }
+    }
+  });
+
+  it('a refused payload that could be decoded names its users (DeleteUserData finds its dead letter)', () => {
+    const out = messageOutcome(eventData({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, preLoginTempUserId: 't1' }, { ...purchase, eventName: '' }] }), ctx);
+    expect(out).toMatchObject({ kind: 'dead_letter', userIds: ['u1', 't1'] });
+    const other = messageOutcome(userAttribute({ projectId: 'other', userId: 'u2', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx);
+    expect(other).toMatchObject({ kind: 'dead_letter', userIds: ['u2'] });
+    const garbage = messageOutcome({ messageId: '9', dataType: 'EventData', data: new Uint8Array([0xff, 0xff, 0xff, 0xff, 0x0f]) }, ctx);
+    expect(garbage).toEqual({ kind: 'dead_letter', reason: expect.any(String) });
+  });
+
   it('a payload naming another project than the source’s', () => {
     expect(deadLetterReason(messageOutcome(eventData({ projectId: 'other', userId: 'u1', events: [purchase] }), ctx))).toBe('the payload names project "other", but the topic belongs to project "shop"');
     expect(deadLetterReason(messageOutcome(userAttribute({ projectId: 'other', userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx))).toMatch(/names project "other"/);

@@ -8,7 +8,7 @@ import type { Platform } from '../../shared/platform/platform.js';
 import type { Ingestion } from '../../shared/ingestion/index.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
 import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
-import { MAX_MESSAGE_BYTES, messageOutcome, type MessageOutcome } from './pubsub-messages.js';
+import { messageOutcome, type MessageOutcome } from './pubsub-messages.js';
 
 /*
  * Pub/Sub intake (spec "Publish/subscribe ingestion"). Each message becomes either a job on
@@ -201,7 +201,8 @@ export class PubSubIntake {
       const nowMs = this.deps.now();
       outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs, retentionDays: this.opts.retentionDays });
       if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
-      else await this.deps.deadLetters.store({ projectId, messageId: message.id, source: 'pubsub', reason: outcome.reason, receiveMs: nowMs, dataType: message.attributes?.data_type, payload: message.data.subarray(0, MAX_MESSAGE_BYTES) });
+      // the sink keeps the payload's beginning, its size and hash
+      else await this.deps.deadLetters.store({ projectId, messageId: message.id, source: 'pubsub', reason: outcome.reason, receiveMs: nowMs, dataType: message.attributes?.data_type, payload: message.data, userIds: outcome.userIds ?? [] });
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.
       log.warn({ err }, 'Pub/Sub message not stored; nacked for redelivery');

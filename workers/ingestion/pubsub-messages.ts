@@ -8,6 +8,7 @@ import { ProtoDecodeError, type ProtoCodec } from '../../shared/ingestion/index.
 import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
+import { namedUsers } from './dead-letter-sink.js';
 
 // ---------------------------------------------------------------------------------------------
 // Pure part: message → outcome.
@@ -29,9 +30,10 @@ export interface ParseContext {
   retentionDays: number;
 }
 
-export type ParseResult = { ok: true; job: SingleEventsJob } | { ok: false; reason: string };
+/** A refused payload that could be decoded names its users, so DeleteUserData finds its dead letter. */
+export type ParseResult = { ok: true; job: SingleEventsJob } | { ok: false; reason: string; userIds?: string[] };
 
-export type MessageOutcome = { kind: 'queue'; jobId: string; job: SingleEventsJob } | { kind: 'dead_letter'; reason: string };
+export type MessageOutcome = { kind: 'queue'; jobId: string; job: SingleEventsJob } | { kind: 'dead_letter'; reason: string; userIds?: string[] };
 
 /** One entry per `data_type`: decodes and validates the payload into the job it becomes. */
 export interface DataTypeHandler {
@@ -44,7 +46,7 @@ const MAX_REASON_CHARS = 2000;
 
 /**
  * A message's payload, at most: the HTTP body limit (Pub/Sub itself allows 10 MB). A larger one
- * is acked and dead-lettered unread, with only its first MAX_MESSAGE_BYTES kept.
+ * is acked and dead-lettered unread (the dead letter keeps its beginning, its size and SHA-256).
  */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -82,18 +84,20 @@ const eventData: DataTypeHandler = {
     } catch (err) {
       return decodeFailure('EventData', err);
     }
-    if (payload.projectId !== '' && payload.projectId !== ctx.sourceProjectId) return { ok: false, reason: otherProject(payload.projectId, ctx) };
+    // only a refused payload's users are looked up (a valid message costs no walk)
+    const refuse = (reason: string): ParseResult => ({ ok: false, reason, userIds: namedUsers(payload) });
+    if (payload.projectId !== '' && payload.projectId !== ctx.sourceProjectId) return refuse(otherProject(payload.projectId, ctx));
     // Before the schema walk: like LogEvents, 1 to 1,000 events (a 1 MiB message can hold far more).
     const count = Array.isArray(payload.events) ? payload.events.length : 0;
-    if (count > MAX_EVENTS_PER_REQUEST) return { ok: false, reason: `invalid EventData: events: ${count} events, at most ${MAX_EVENTS_PER_REQUEST} per message` };
+    if (count > MAX_EVENTS_PER_REQUEST) return refuse(`invalid EventData: events: ${count} events, at most ${MAX_EVENTS_PER_REQUEST} per message`);
     const problems = schemaProblems(checkLogEvents, payload);
-    if (problems) return { ok: false, reason: `invalid EventData: ${problems}` };
+    if (problems) return refuse(`invalid EventData: ${problems}`);
     const body = payload as Static<typeof LogEventsRequest>;
     let events;
     try {
       events = normalizeEvents(body.events, acceptedTimes(ctx.nowMs, ctx.retentionDays));
     } catch (err) {
-      if (err instanceof InvalidArgumentError) return { ok: false, reason: `invalid EventData: ${err.message}` };
+      if (err instanceof InvalidArgumentError) return refuse(`invalid EventData: ${err.message}`);
       throw err;
     }
     return { ok: true, job: { kind: 'events', projectId: ctx.sourceProjectId, userId: body.userId, events, origin: { source: 'pubsub', messageId: message.messageId }, receivedAt: ctx.nowMs } };
@@ -109,17 +113,19 @@ const userAttribute: DataTypeHandler = {
     } catch (err) {
       return decodeFailure('UserAttribute', err);
     }
+    // only a refused payload's users are looked up (a valid message costs no walk)
+    const refuse = (reason: string): ParseResult => ({ ok: false, reason, userIds: namedUsers(payload) });
     // Unset project: the topic's (see events.proto).
-    if (payload.projectId !== undefined && payload.projectId !== ctx.sourceProjectId) return { ok: false, reason: otherProject(payload.projectId, ctx) };
+    if (payload.projectId !== undefined && payload.projectId !== ctx.sourceProjectId) return refuse(otherProject(payload.projectId, ctx));
     const problems = schemaProblems(checkUserAttribute, payload);
-    if (problems) return { ok: false, reason: `invalid UserAttribute: ${problems}` };
+    if (problems) return refuse(`invalid UserAttribute: ${problems}`);
     const body = payload as Static<typeof UserAttributePayload>;
     const details: ErrorDetail[] = [];
     const userProperties = normalizePropertyMap(body.userProperties, 'userProperties', details) ?? {};
     // As for LogEvents: a far-future time would win every later update
     // (last-write-wins), and the time is the row's partition key.
     const updateTs = acceptedTimestamp(body.updateTimestamp, 'updateTimestamp', acceptedTimes(ctx.nowMs, ctx.retentionDays), details) ?? 0;
-    if (details.length > 0) return { ok: false, reason: `invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}` };
+    if (details.length > 0) return refuse(`invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`);
     return { ok: true, job: { kind: 'userAttributes', projectId: ctx.sourceProjectId, userId: body.userId, userProperties, updateTs, messageId: message.messageId, receivedAt: ctx.nowMs } };
   },
 };
@@ -138,12 +144,12 @@ export function pubsubJobId(projectId: string, messageId: string): string {
 
 /** Decides what becomes of a message; throws only on a bug (the message is then nacked). */
 export function messageOutcome(message: IncomingMessage, ctx: ParseContext, handlers: readonly DataTypeHandler[] = DATA_TYPE_HANDLERS): MessageOutcome {
-  if (message.data.byteLength > MAX_MESSAGE_BYTES) return { kind: 'dead_letter', reason: `message of ${message.data.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes (1 MiB); not read, first ${MAX_MESSAGE_BYTES} bytes kept` };
+  if (message.data.byteLength > MAX_MESSAGE_BYTES) return { kind: 'dead_letter', reason: `message of ${message.data.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes (1 MiB); not read` };
   const known = handlers.map((h) => h.dataType).join(' or ');
   if (message.dataType === undefined || message.dataType === '') return { kind: 'dead_letter', reason: `missing data_type attribute; expected ${known}` };
   const handler = handlers.find((h) => h.dataType === message.dataType);
   if (!handler) return { kind: 'dead_letter', reason: `unknown data_type "${message.dataType.slice(0, 100)}"; expected ${known}` };
   const r = handler.parse(message, ctx);
-  if (!r.ok) return { kind: 'dead_letter', reason: r.reason.slice(0, MAX_REASON_CHARS) };
+  if (!r.ok) return { kind: 'dead_letter', reason: r.reason.slice(0, MAX_REASON_CHARS), ...(r.userIds?.length ? { userIds: r.userIds } : {}) };
   return { kind: 'queue', jobId: pubsubJobId(ctx.sourceProjectId, message.messageId), job: r.job };
 }

@@ -2,7 +2,7 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { bullPrefix, cappedExponentialBackoff } from '../../shared/platform/queues.js';
-import { USER_DELETION_QUEUE, waitUntilInactive, type UserDeletionJob } from '../../shared/profiles/index.js';
+import { eraseQueuedJobs, USER_DELETION_QUEUE, waitUntilInactive, type UserDeletionJob } from '../../shared/profiles/index.js';
 
 /** How long a deletion waits for the user's jobs in flight at its time (a dead worker's job is retried later and then dropped). */
 const IN_FLIGHT_WAIT_MS = 120_000;
@@ -39,9 +39,11 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
       }
       const userIds = [userId, ...mergedIds];
       await o.warehouse.deleteUserRows(projectId, userIds, deletedAtMs);
+      // the ingest jobs kept for retries (failed, delayed) hold the user's payloads too
+      const jobs = await eraseQueuedJobs(o.connection, o.redisPrefix, { projectId, userIds: new Set(userIds), deletedAtMs });
       await o.store.finished(projectId, userIds, deletedAtMs);
       // no user id in logs: the job id names the deletion
-      o.log.info({ jobId: job.id, projectId, mergedIds: mergedIds.length, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse');
+      o.log.info({ jobId: job.id, projectId, mergedIds: mergedIds.length, queuedJobs: jobs, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse and the queues');
     },
     { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection), concurrency: 2, settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) } },
   );

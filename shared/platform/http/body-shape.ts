@@ -1,3 +1,4 @@
+/// <reference lib="es2024.string" />
 import { invalidField, type InvalidArgumentError } from '../errors.js';
 
 /**
@@ -44,6 +45,8 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
   const count: number[] = [];
   let members = 0;
   let expectKey = false;
+  // where the first unpaired surrogate is (-1: none, nearly always); the string holding it is named below
+  const badAt = unpairedSurrogateAt(text);
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -57,6 +60,7 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
         if (++count[top] > MAX_OBJECT_MEMBERS) return invalidField(renderPath(member.slice(0, top)), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       }
+      if (badAt > i && badAt < end) return invalidField(renderPath(member), `not well-formed Unicode: an unpaired UTF-16 surrogate (${surrogateText(text, badAt)}); every string must be valid Unicode`);
       i = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
       if (isArray.length >= maxDepth) return invalidField(renderPath(member), `nested more than ${maxDepth} levels deep`);
@@ -79,6 +83,70 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
     } else if (c === 58 /* : */) expectKey = false;
   }
   return undefined;
+}
+
+/**
+ * Where the first UTF-16 surrogate that is not half of a pair sits in the raw JSON text, or -1.
+ * Such a string is not Unicode (ClickHouse, protobuf and UTF-8 cannot store it), so every client
+ * string is refused with it up front. Nearly free on the request path:
+ * - escapes (`\ud800`) are found by one native `indexOf('\\u')`, which finds nothing in most
+ *   bodies; each hit is read in place (an escaped backslash, `\\u`, is no escape);
+ * - raw surrogates cannot come out of the UTF-8 decoding of a body (invalid bytes become U+FFFD);
+ *   `isWellFormed` checks anyway, answering at once for a one-byte (Latin-1) string, and only
+ *   when it is false is the text searched for the place.
+ */
+export function unpairedSurrogateAt(text: string): number {
+  const found = text.isWellFormed() ? -1 : firstRawUnpaired(text);
+  for (let at = text.indexOf('\\u'); at >= 0 && (found < 0 || at < found); ) {
+    if (!escaped(text, at + 1)) {
+      at = text.indexOf('\\u', at + 2);
+      continue;
+    }
+    const unit = hex4(text, at + 2);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      // a high surrogate needs a low one right after it, escaped or raw
+      const next = text.charCodeAt(at + 6) === 92 && text.charCodeAt(at + 7) === 117 ? hex4(text, at + 8) : (text.charCodeAt(at + 6) & 0xfc00) === 0xdc00 ? 0xdc00 : -1;
+      if (next < 0xdc00 || next > 0xdfff) return at;
+      at = text.indexOf('\\u', at + 12);
+    } else if (unit >= 0xdc00 && unit <= 0xdfff && (text.charCodeAt(at - 1) & 0xfc00) !== 0xd800) {
+      // a low surrogate alone (the one after a high escape was skipped with it; a raw high before it pairs)
+      return at;
+    } else at = text.indexOf('\\u', at + 6);
+  }
+  return found;
+}
+
+function firstRawUnpaired(text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c & 0xf800) !== 0xd800) continue;
+    if (c <= 0xdbff) {
+      // a raw high surrogate, paired with a raw low one or a low escape after it
+      if ((text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
+      else if (!(text.charCodeAt(i + 1) === 92 && text.charCodeAt(i + 2) === 117 && (hex4(text, i + 3) & 0xfc00) === 0xdc00)) return i;
+    } else if (!(text.charCodeAt(i - 6) === 92 && escaped(text, i - 5) && (hex4(text, i - 4) & 0xfc00) === 0xd800)) {
+      // a raw low surrogate not after a high escape
+      return i;
+    }
+  }
+  return -1;
+}
+
+/** The code unit of the four hex digits at `at`, or -1. */
+function hex4(text: string, at: number): number {
+  let v = 0;
+  for (let k = at; k < at + 4; k++) {
+    const d = text.charCodeAt(k);
+    const h = d >= 48 && d <= 57 ? d - 48 : d >= 65 && d <= 70 ? d - 55 : d >= 97 && d <= 102 ? d - 87 : -1;
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+/** The surrogate as it is written (an escape, or the raw code unit's escape), for the message. */
+function surrogateText(text: string, at: number): string {
+  return text.charCodeAt(at) === 92 ? text.slice(at, at + 6) : `\\u${text.charCodeAt(at).toString(16)}`;
 }
 
 /** Whether the quote at `at` is preceded by an odd number of backslashes. */

@@ -12,8 +12,9 @@ export const MAX_KEY_BUCKETS = 100_000;
 export const MAX_ADDRESS_BUCKETS = 20_000;
 
 /**
- * The request-rate limits (per key, and failed authentications per address), per process (with N API processes a key may reach N times
- * the limit). Both checks are synchronous, for the callback hooks of the request path.
+ * The request-rate limits (per key, and failed authentications per address), per process: with N
+ * API processes a key may reach N times its limit, and an address N times its failures. Both
+ * checks are synchronous, for the callback hooks of the request path.
  */
 export class RequestLimits {
   private readonly perKey: TokenBuckets;
@@ -24,9 +25,12 @@ export class RequestLimits {
     this.failures = new TokenBuckets({ ratePerSecond: config.rateLimitUnauthenticated, capacity: config.rateLimitUnauthenticated, maxBuckets: MAX_ADDRESS_BUCKETS, now });
   }
 
-  /** One request of a verified key: undefined when admitted, else the 429 to answer. */
-  keyRequest(keyId: string): ResourceExhaustedError | undefined {
-    const waitMs = this.perKey.take(keyId);
+  /**
+   * One request of a verified key, at the key's own `requestsPerSecond` when it has one (else
+   * RATE_LIMIT_PER_KEY): undefined when admitted, else the 429 to answer.
+   */
+  keyRequest(key: { keyId: string; requestsPerSecond?: number }): ResourceExhaustedError | undefined {
+    const waitMs = key.requestsPerSecond === undefined ? this.perKey.take(key.keyId) : this.perKey.take(key.keyId, key.requestsPerSecond);
     return waitMs === 0 ? undefined : new ResourceExhaustedError('too many requests for this API key; retry after the time in Retry-After', waitMs);
   }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EventAttributes, PropertyValue } from '../../ingestion/index.js';
 import { parseRfc3339 } from '../rfc3339.js';
 
@@ -57,7 +58,14 @@ export interface DeadLetterRow {
   reason: string;
   receive_time: string;
   data_type: string;
+  /** At most MAX_DEAD_LETTER_PAYLOAD_BYTES of the payload (the dead-letter sink cuts it). */
   payload_base64: string;
+  /** Size of the whole payload, in bytes. */
+  payload_bytes: number;
+  /** SHA-256 (hex) of the whole payload. */
+  payload_sha256: string;
+  /** Users the payload names, for DeleteUserData. */
+  user_ids: string[];
 }
 
 export interface UserAttributeUpdateRow {
@@ -275,6 +283,11 @@ export interface DeadLetterInput {
   receiveMs: number;
   dataType?: string;
   payload: Uint8Array;
+  /** The whole payload's size when `payload` is a part of it. @defaultValue payload's size */
+  payloadBytes?: number;
+  /** The whole payload's SHA-256 (hex). @defaultValue the hash of `payload` */
+  payloadSha256?: string;
+  userIds?: readonly string[];
 }
 
 export function toDeadLetterRow(input: DeadLetterInput): DeadLetterRow {
@@ -286,6 +299,9 @@ export function toDeadLetterRow(input: DeadLetterInput): DeadLetterRow {
     receive_time: toClickhouseDateTime64(input.receiveMs),
     data_type: input.dataType ?? '',
     payload_base64: Buffer.from(input.payload).toString('base64'),
+    payload_bytes: input.payloadBytes ?? input.payload.byteLength,
+    payload_sha256: input.payloadSha256 ?? createHash('sha256').update(input.payload).digest('hex'),
+    user_ids: [...(input.userIds ?? [])],
   };
 }
 
@@ -315,7 +331,7 @@ export function toUserAttributeUpdateRow(input: UserAttributeInput, dedupKey: st
 export const TABLE_COLUMNS: { [T in ClickhouseTable]: readonly (keyof TableRows[T])[] } = {
   events: EVENT_COLUMNS,
   interactions: ['project_id', 'user_id', 'treatment_id', 'treatment_tracking_id', 'surface', 'interaction_type', 'interaction_time', 'action_name', 'dedup_key', 'ingest_ts'],
-  dead_letters: ['project_id', 'message_id', 'source', 'reason', 'receive_time', 'data_type', 'payload_base64'],
+  dead_letters: ['project_id', 'message_id', 'source', 'reason', 'receive_time', 'data_type', 'payload_base64', 'payload_bytes', 'payload_sha256', 'user_ids'],
   user_attribute_updates: ['project_id', 'user_id', 'dedup_key', 'update_ts', 'user_properties', 'source', 'ingest_ts'],
   decisions: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
 };

@@ -10,7 +10,13 @@ export interface DeadLetter {
   reason: string;
   receiveTime: string;
   dataType: string;
+  /** At most 64 KiB of the payload. */
   payloadBase64: string;
+  /** The whole payload's size and SHA-256 (hex); 0 and '' for a dead letter stored before they were recorded. */
+  payloadBytes: number;
+  payloadSha256: string;
+  /** Whether payloadBase64 holds only the beginning of the payload. */
+  payloadTruncated: boolean;
 }
 
 /** One row of the decision log as ListDecisions answers it (rank as an int64 string). */

@@ -4,13 +4,19 @@ import type { DeadLetter, DecisionFound, DecisionOut } from '../warehouse.js';
 /** The newest dead letters of a project, each once (FINAL). */
 export async function listDeadLetters(ch: ClickHouseClient, projectId: string, limit: number): Promise<DeadLetter[]> {
   const rs = await ch.query({
-    query: `SELECT message_id, source, reason, formatDateTime(receive_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS receive_time, data_type, payload_base64
+    query: `SELECT message_id, source, reason, formatDateTime(receive_time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS receive_time, data_type, payload_base64,
+                   toString(payload_bytes) AS payload_bytes, payload_sha256
             FROM dead_letters FINAL WHERE project_id = {projectId:String} ORDER BY receive_time DESC LIMIT {limit:UInt32}`,
     query_params: { projectId, limit },
     format: 'JSONEachRow',
   });
-  const rows = await rs.json<{ message_id: string; source: string; reason: string; receive_time: string; data_type: string; payload_base64: string }>();
-  return rows.map((r) => ({ messageId: r.message_id, source: r.source, reason: r.reason, receiveTime: new Date(r.receive_time).toISOString(), dataType: r.data_type, payloadBase64: r.payload_base64 }));
+  const rows = await rs.json<{ message_id: string; source: string; reason: string; receive_time: string; data_type: string; payload_base64: string; payload_bytes: string; payload_sha256: string }>();
+  return rows.map((r) => {
+    const payloadBytes = Number(r.payload_bytes);
+    // base64 of n bytes: 4 characters per 3 bytes, the last group padded
+    const keptBytes = (r.payload_base64.length / 4) * 3 - (r.payload_base64.endsWith('==') ? 2 : r.payload_base64.endsWith('=') ? 1 : 0);
+    return { messageId: r.message_id, source: r.source, reason: r.reason, receiveTime: new Date(r.receive_time).toISOString(), dataType: r.data_type, payloadBase64: r.payload_base64, payloadBytes, payloadSha256: r.payload_sha256, payloadTruncated: payloadBytes > keptBytes };
+  });
 }
 
 /** A user's decisions (a prefix range of the table's key), each once (FINAL), newest first. */

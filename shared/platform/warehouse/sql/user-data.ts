@@ -5,8 +5,8 @@ import { TABLE_COLUMNS } from '../event-rows.js';
 /**
  * User data in ClickHouse: the rows of a deleted user, and RETENTION_DAYS as table TTLs.
  *
- * The per-user tables and the time column their TTL counts from. `dead_letters` has no user
- * column (a dead letter is a raw payload): see `DEAD_LETTER_SOURCES_OF_ONE_USER`.
+ * The per-user tables and the time column their TTL counts from. `dead_letters` names its users
+ * in `user_ids` instead: see `DEAD_LETTER_SOURCES_OF_ONE_USER`.
  */
 export const USER_TABLES = [
   { table: 'events', ttlColumn: 'client_event_ts' },
@@ -40,13 +40,16 @@ async function alterTarget(ch: ClickHouseClient, table: string): Promise<AlterTa
 }
 
 /**
- * Dead letters whose payload is the JSON of one user's job (a LogEvents request, merged jobs are
- * dead-lettered request by request, or a LogTreatmentInteraction call), written by the workers as
- * `JSON.stringify(job)`: they are found by the exact `"userId":<JSON string>` member. Decision-log
- * dead letters hold many users' records and Pub/Sub ones the raw message (any encoding): those
- * are not searched (documented limit).
+ * Dead letters name their users in `user_ids` (migration 0007; the sink fills it from a job's
+ * data, the Pub/Sub intake from a message it could decode). Older rows have none: those of one
+ * user's job (a LogEvents request, merged jobs are dead-lettered request by request, or a
+ * LogTreatmentInteraction call), written as `JSON.stringify(job)`, are found by the exact
+ * `"userId":<JSON string>` member of their payload.
  */
 export const DEAD_LETTER_SOURCES_OF_ONE_USER = ['log_events', 'log_treatment_interaction'] as const;
+
+/** Days a dead letter is kept (migration 0007), unless RETENTION_DAYS is shorter. */
+export const DEAD_LETTER_DAYS = 30;
 
 /**
  * Deletes the users' rows ingested up to the deletion time from every per-user table, and waits
@@ -67,12 +70,16 @@ export async function deleteUserRows(ch: ClickHouseClient, projectId: string, us
       query_params: { projectId, userIds, deletedAtMs },
     });
   }
+  // A dead letter that names the user goes whole, also when it names others (a decision-log
+  // batch, a merged job's request carrying a pre-login id): it is kept for replay only.
   const t = await alterTarget(ch, 'dead_letters');
   await ch.command({
-    query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String} AND source IN {sources:Array(String)}
+    query: `ALTER TABLE ${t.name}${t.onCluster} DELETE WHERE project_id = {projectId:String}
             AND receive_time <= fromUnixTimestamp64Milli({deletedAtMs:Int64}, 'UTC')
-            AND arrayExists(n -> position(tryBase64Decode(payload_base64), n) > 0, {needles:Array(String)}) SETTINGS mutations_sync = ${t.sync}`,
-    query_params: { projectId, sources: [...DEAD_LETTER_SOURCES_OF_ONE_USER], deletedAtMs, needles: userIds.map((u) => `"userId":${JSON.stringify(u)}`) },
+            AND (hasAny(user_ids, {userIds:Array(String)})
+                 OR (empty(user_ids) AND source IN {sources:Array(String)} AND arrayExists(n -> position(tryBase64Decode(payload_base64), n) > 0, {needles:Array(String)})))
+            SETTINGS mutations_sync = ${t.sync}`,
+    query_params: { projectId, userIds: [...userIds], sources: [...DEAD_LETTER_SOURCES_OF_ONE_USER], deletedAtMs, needles: userIds.map((u) => `"userId":${JSON.stringify(u)}`) },
   });
 }
 
@@ -92,6 +99,13 @@ export async function applyRetentionTtl(ch: ClickHouseClient, days: number, log?
     const t = await alterTarget(ch, table);
     await ch.command({ query: `ALTER TABLE ${t.name}${t.onCluster} MODIFY TTL toDateTime(${ttlColumn}) + INTERVAL ${days} DAY DELETE` });
     changed.push(table);
+  }
+  // Dead letters hold user data too: never kept longer than the retention.
+  const deadLetterDays = Math.min(DEAD_LETTER_DAYS, days);
+  if ((await ttlDays(ch, 'dead_letters')) !== deadLetterDays) {
+    const t = await alterTarget(ch, 'dead_letters');
+    await ch.command({ query: `ALTER TABLE ${t.name}${t.onCluster} MODIFY TTL toDateTime(receive_time) + INTERVAL ${deadLetterDays} DAY DELETE` });
+    changed.push('dead_letters');
   }
   if (changed.length > 0) log?.info({ tables: changed, retentionDays: days }, 'clickhouse TTL set to RETENTION_DAYS');
   return changed;
