@@ -13,6 +13,8 @@ import { recomputeDataFields, type RecomputeCursor, type RecomputeDeps, type Rec
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
+import { closeWorkers, settlesWithin } from '../../shared/platform/stop.js';
 
 /** Reads the stream of new aggregation fields and enqueues one backfill per field. */
 export interface BackfillPollJob {
@@ -75,18 +77,19 @@ export async function reconcileSchedules(queue: Queue, specs: readonly ScheduleS
 }
 
 /** The scheduler role: only enqueues; the aggregation worker (workers role) does the work. */
-export async function startScheduler(ctx: Pick<Platform, 'config' | 'log'>): Promise<{ name: string; close(): Promise<void> }> {
+export async function startScheduler(ctx: Pick<Platform, 'config' | 'log'>): Promise<{ name: string; close(graceMs?: number): Promise<void> }> {
   const connection = createRedis(ctx.config, 'worker', 'tds-scheduler');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (scheduler) error'));
   const queue = new Queue(QUEUE.aggregations, { connection, prefix: bullPrefix(ctx.config.redisPrefix, connection) });
-  queue.on('error', (err) => ctx.log.warn({ err }, 'aggregations queue error'));
+  queue.on('error', queueErrorLogger(ctx.log, 'aggregations queue error'));
   await reconcileSchedules(queue, AGGREGATION_SCHEDULES, ctx.log.child({ role: 'scheduler' }));
   ctx.log.info('scheduler role started');
   let closing: Promise<void> | undefined;
   return {
     name: 'scheduler',
-    close: () => {
-      closing ??= queue.close().then(() => connection.disconnect());
+    close: (graceMs = 2000) => {
+      // The queue shares the connection, so closing it sends nothing to Redis; bounded all the same.
+      closing ??= settlesWithin(queue.close(), graceMs).then(() => connection.disconnect());
       return closing;
     },
   };
@@ -115,7 +118,8 @@ const BACKFILL_NUDGE_MS = 50;
 export interface AggregationWorker {
   worker: Worker;
   queue: Queue;
-  close(): Promise<void>;
+  /** Idempotent. A run under way gets `graceMs` to finish; else it resumes from its cursor when retried. */
+  close(graceMs?: number): Promise<void>;
 }
 
 const BACKFILL_CONSUMER = 'aggregation-worker';
@@ -217,7 +221,7 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
 export function startAggregationWorker(o: AggregationWorkerOptions): AggregationWorker {
   const prefix = bullPrefix(o.redisPrefix, o.connection);
   const queue = new Queue(QUEUE.aggregations, { connection: o.connection, prefix });
-  queue.on('error', (err) => o.log.warn({ err }, 'aggregations queue error'));
+  queue.on('error', queueErrorLogger(o.log, 'aggregations queue error'));
   const worker = new Worker<AggregationQueueJob>(
     QUEUE.aggregations,
     async (job) => {
@@ -241,15 +245,15 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
       pollBackfills(o, queue).catch((err: unknown) => o.log.warn({ err }, 'backfill poll after a catalogue change failed; the periodic poll will retry'));
     }, BACKFILL_NUDGE_MS);
   });
-  worker.on('error', (err) => o.log.warn({ err }, 'aggregation worker error'));
+  worker.on('error', queueErrorLogger(o.log, 'aggregation worker error'));
   let closing: Promise<void> | undefined;
   return {
     worker,
     queue,
-    close: () => {
+    close: (graceMs = 10_000) => {
       unsubscribe?.();
       clearTimeout(nudge);
-      closing ??= worker.close().then(() => queue.close());
+      closing ??= closeWorkers([worker], graceMs, o.log).then(() => settlesWithin(queue.close(), 1000)).then(() => undefined);
       return closing;
     },
   };
