@@ -227,7 +227,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   });
   const aggUsers = new Counter({ name: `${P}aggregation_users_recomputed_total`, help: 'Profiles rewritten by recompute and backfill runs, by reason', labelNames: ['reason'], registers });
   const aggRunning = new Gauge({ name: `${P}aggregation_runs_active`, help: 'Recompute or backfill runs under way in this process, by reason', labelNames: ['reason'], registers });
-  for (const reason of ['backfill', 'schedule', 'manual']) {
+  for (const reason of ['backfill', 'schedule', 'manual', 'redis_restart']) {
     aggRunning.set({ reason }, 0);
     aggUsers.inc({ reason }, 0);
   }
