@@ -45,7 +45,7 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     // formatter would first join every error into one message (tens of ms for 40,000 errors).
     schemaErrorFormatter: () => new Error('request validation failed'),
   });
-  registerErrorHandler(app);
+  registerErrorHandler(app, ctx);
   const knownFields = schemaFieldNames([...v1Operations.map((op) => op.body), ...adminOperations.map((op) => op.body)]);
 
   // A body nested deeper than MAX_BODY_DEPTH is refused before JSON.parse spends ~100 ms
@@ -78,10 +78,12 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     }
     done();
   });
-  // Access log: successes and 429s at debug (delivery and ingestion run thousands per second, a
-  // flood over a limit as many; metrics count them), everything else at info.
+  // Access log: successes, 429s and the 503s of a Redis outage at debug (delivery and ingestion
+  // run thousands per second, a flood over a limit or an outage as many; metrics count them, and
+  // the outage is logged once), everything else at info.
   app.addHook('onResponse', (req, reply, done) => {
-    const level = reply.statusCode < 400 || reply.statusCode === 429 ? 'debug' : 'info';
+    const status = reply.statusCode;
+    const level = status < 400 || status === 429 || (status === 503 && ctx.redisHealth.isDown) ? 'debug' : 'info';
     if (level === 'info' || (req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
       req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
     }

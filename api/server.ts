@@ -19,8 +19,21 @@ import { setPriority } from 'node:os';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
+import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
 
+/** Last resort: a process whose ordered stop has not ended by then exits 1. */
 const SHUTDOWN_DEADLINE_MS = 25_000;
+/**
+ * The ordered stop of a process, from its signal to its exit, whatever Redis does. Under the
+ * supervisor (28 s) the API processes stop first, then the background process.
+ */
+export function stopBudgetMs(roles: ReadonlySet<string>): number {
+  return roles.has('workers') || roles.has('scheduler') ? 20_000 : 6_000;
+}
+/** Kept for the steps after the roles: ops listener, producers, connections, ClickHouse. */
+const AFTER_ROLES_MS = 2500;
+/** A role's share at most (the workers role takes what is left). */
+const ROLE_GRACE_MS: Record<string, number> = { rpc: 4000, scheduler: 2000 };
 
 export interface RunningService {
   platform: Platform;
@@ -31,8 +44,11 @@ export interface RunningService {
   apps: FastifyInstance[];
   /** This process's ops listener (`OPS_PORT`): /healthz, /readyz, /metrics. */
   ops: OpsServer;
-  /** Ordered, idempotent shutdown: readiness goes 503 first. */
-  stop(): Promise<void>;
+  /**
+   * Ordered, idempotent shutdown: readiness goes 503 first. Every step is bounded, so it ends
+   * within `budget` (default `stopBudgetMs`) whatever Redis does: work left unfinished stays queued.
+   */
+  stop(budget?: StopBudget): Promise<void>;
 }
 
 /**
@@ -113,17 +129,20 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   log.info({ roles: [...config.roles], port: config.port, altPort: config.altPort }, 'service ready');
 
   let stopping: Promise<void> | undefined;
-  const stop = () => {
+  const stop = (budget = new StopBudget(stopBudgetMs(config.roles))) => {
     stopping ??= (async () => {
       platform.lifecycle.ready = false;
-      for (const app of apps) await app.close();
-      for (const r of roles.reverse()) await r.close();
-      await ops.close();
-      await api?.close();
-      await closeIngestion(ingestion);
-      await closeWarehouse();
-      await closePlatform(platform);
-      await clickhouse?.close();
+      for (const app of apps) await budget.step(log, 'http listener', () => closeListener(app, budget.allow(4000, AFTER_ROLES_MS)));
+      for (const r of roles.reverse()) {
+        const grace = budget.allow(ROLE_GRACE_MS[r.name] ?? Infinity, AFTER_ROLES_MS + 1000);
+        await budget.step(log, `${r.name} role`, () => r.close(grace), grace + 1000, AFTER_ROLES_MS);
+      }
+      await budget.step(log, 'ops listener', () => ops.close(), 1000);
+      await budget.step(log, 'api role', async () => api?.close());
+      await budget.step(log, 'ingestion producers', () => closeIngestion(ingestion), 1000);
+      await budget.step(log, 'warehouse calls', () => closeWarehouse(), 2000);
+      await budget.step(log, 'redis connections', () => closePlatform(platform), 1000);
+      await budget.step(log, 'clickhouse', async () => clickhouse?.close());
       if (redisChild) {
         redisChild.kill('SIGTERM');
         log.info('stopped the local redis-server');
@@ -132,6 +151,14 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
     return stopping;
   };
   return { platform, api: api?.services, clickhouse, apps, ops, stop };
+}
+
+/** In-flight requests get `ms` to finish (a Redis outage answers them within a second); connections still open then are cut. */
+async function closeListener(app: FastifyInstance, ms: number): Promise<void> {
+  const closed = app.close();
+  if (await settlesWithin(closed, ms)) return closed;
+  app.server.closeAllConnections();
+  await closed;
 }
 
 /** The engine (embedded or remote), its schema migrated and the retention applied. */
@@ -159,7 +186,13 @@ function startRpcRole(config: Readonly<Config>, warehouse: WarehouseOps, log: Lo
   const connection = createRedis(config, 'worker', 'tds-rpc');
   connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
   const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, warehouse, log.child({ role: 'rpc' }));
-  return { name: 'rpc', close: async () => { await rpc.close(); connection.disconnect(); } };
+  return {
+    name: 'rpc',
+    close: async (graceMs) => {
+      await rpc.close(graceMs);
+      connection.disconnect();
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -184,18 +217,23 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS);
     timer.unref();
-    (started ?? Promise.reject(new Error('not started')))
-      .then((service) => service.stop())
-      .then(
-        () => {
-          log.info({ exitCode }, 'stopped');
-          process.exit(exitCode);
-        },
-        (err) => {
-          log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+    const budget = new StopBudget(stopBudgetMs(config.roles));
+    void (async () => {
+      // A start that failed or has not finished within half the budget (Redis down at start-up)
+      // has nothing of its own in flight: whatever it took from the queues is retried.
+      let service: RunningService | undefined;
+      const start = (started ?? Promise.reject(new Error('not started'))).then((s) => (service = s));
+      await settlesWithin(start, budget.allow(Infinity, budget.remainingMs() / 2));
+      if (!service) log.warn('stopping before start-up finished');
+      else await service.stop(budget);
+      log.info({ exitCode }, 'stopped');
+      // A supervisor then knows the stop completed, whatever happens in the libraries' teardown at exit.
+      await settlesWithin(new Promise<void>((resolve) => (process.send ? process.send({ type: 'tds-stopped' }, () => resolve()) : resolve())), 500);
+      process.exit(exitCode);
+    })().catch((err: unknown) => {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
   };
   process.on('SIGTERM', () => shutdown('SIGTERM', 0));
   process.on('SIGINT', () => shutdown('SIGINT', 0));
@@ -208,7 +246,8 @@ async function main(): Promise<void> {
     process.send?.({ type: 'tds-ready' });
   } catch (err) {
     log.fatal({ err }, 'start-up failed');
-    process.exit(1);
+    // a stop asked for meanwhile decides the exit
+    if (!stopping) process.exit(1);
   }
 }
 

@@ -21,13 +21,17 @@ import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
 import { TargetActionCache } from './aggregation/target-action-cache.js';
 import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './ingestion/target-action-conversions.js';
+import { closeWorkers, settlesWithin } from '../shared/platform/stop.js';
 
 export { startScheduler } from './aggregation/scheduler.js';
 
 export interface RoleHandle {
   name: string;
-  /** Idempotent; finishes active work before it resolves. */
-  close(): Promise<void>;
+  /**
+   * Idempotent; active work gets `graceMs` to finish (not waited for while Redis is unreachable),
+   * and what is left unfinished stays queued and is retried. Never takes much longer than `graceMs`.
+   */
+  close(graceMs?: number): Promise<void>;
   /** Readiness checks and metrics this role adds to the process's ops listener. */
   ops?: OpsContribution;
 }
@@ -80,15 +84,20 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
     name: 'workers',
     ingest,
     ops: { checks: [clickhouseCheck(warehouse), consumers] },
-    close: () => {
-      // Intake first: messages in hand still reach the queue (or are nacked) before the workers stop.
-      closing ??= pubsubIntake.close().then(() => Promise.all([ingest.close(), aggregations.close(), deletionWorker.close()])).then(() => {
+    close: (graceMs = 15_000) => {
+      closing ??= (async () => {
+        const endsAt = performance.now() + graceMs;
+        const left = () => Math.max(0, endsAt - performance.now());
+        // Intake first: messages in hand still reach the queue (or are nacked) before the workers
+        // stop. A message it could not settle in time is redelivered by Pub/Sub.
+        await settlesWithin(pubsubIntake.close(), Math.min(5000, left() / 2));
+        await Promise.all([ingest.close(left()), aggregations.close(left()), closeWorkers([deletionWorker], left(), log)]);
         fieldCache.close();
         viewCaps.close();
         returnedCaps.close();
         targetActions.close();
         connection.disconnect();
-      });
+      })();
       return closing;
     },
   };

@@ -98,7 +98,7 @@ export class EnqueueBatcher<T> {
   private async send(batch: Pending<T>[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_r, reject) => {
-      timer = setTimeout(() => reject(new UnavailableError('the ingestion queue did not answer in time; retry the request')), this.timeoutMs);
+      timer = setTimeout(() => reject(new UnavailableError('the ingestion queue did not answer in time; retry the request', 'redis')), this.timeoutMs);
     });
     try {
       const jobs = this.jobsOf(batch);
@@ -107,7 +107,7 @@ export class EnqueueBatcher<T> {
       for (const p of batch) this.accepted.weight += p.weight;
       for (const p of batch) p.resolve();
     } catch (err) {
-      const e = err instanceof UnavailableError ? err : new UnavailableError('the ingestion queue is unavailable; retry the request');
+      const e = err instanceof UnavailableError ? err : new UnavailableError('the ingestion queue is unavailable; retry the request', 'redis');
       for (const p of batch) p.reject(e);
     } finally {
       clearTimeout(timer);

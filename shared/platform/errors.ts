@@ -80,8 +80,12 @@ export class AbortedError extends ApiError {
 }
 
 /** A dependency (Redis, ClickHouse) is down; safe to retry. */
+/** 503: a dependency is unreachable; `dependency` names it (redis, pubsub, workers) for the logs and /metrics. */
 export class UnavailableError extends ApiError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly dependency?: 'redis' | 'pubsub' | 'workers',
+  ) {
     super(503, 'UNAVAILABLE', message);
   }
 }

@@ -39,6 +39,10 @@ export interface Metrics {
   /** The load shedder increments this directly. */
   readonly overload: OverloadStats;
   observeRequest(operation: string, status: number, seconds: number): void;
+  /** A 503 answered because `dependency` (redis, pubsub, workers, other) was unreachable. */
+  countUnavailable(dependency: string): void;
+  /** An outage of `dependency` began, as this process saw it. */
+  countOutage(dependency: string): void;
   /** Same shape as the ingest workers' `onMetric` option, so it can be passed as is. */
   countIngest(name: IngestMetric, n: number): void;
   pubsubReceived(project: string): void;
@@ -161,6 +165,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   // Bound once per operation and status: every request costs two map lookups, no label hashing.
   // Operations are route patterns (bounded), statuses a few dozen codes.
   const requestChildren = childCache((operation) => ({ duration: duration.labels(operation), byStatus: new Map<number, Counter.Internal>() }));
+  const unavailable = new Counter({ name: `${P}unavailable_responses_total`, help: 'Requests answered 503 because a dependency was unreachable, by dependency (redis, pubsub, workers, other); also in tds_http_requests_total', labelNames: ['dependency'], registers });
+  const outages = new Counter({ name: `${P}dependency_outages_total`, help: 'Outages of a dependency this process saw begin (each is logged once when it begins and once when it ends), by dependency', labelNames: ['dependency'], registers });
+  unavailable.inc({ dependency: 'redis' }, 0);
+  outages.inc({ dependency: 'redis' }, 0);
   const ingest: Record<IngestMetric, Counter> = {
     eventsWritten: new Counter({ name: `${P}ingest_events_written_total`, help: 'Events stored by the ingest workers', registers }),
     duplicatesDropped: new Counter({ name: `${P}ingest_duplicates_dropped_total`, help: 'Events dropped as duplicates (same insertId or redelivery)', registers }),
@@ -213,7 +221,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   });
   const aggUsers = new Counter({ name: `${P}aggregation_users_recomputed_total`, help: 'Profiles rewritten by recompute and backfill runs, by reason', labelNames: ['reason'], registers });
   const aggRunning = new Gauge({ name: `${P}aggregation_runs_active`, help: 'Recompute or backfill runs under way in this process, by reason', labelNames: ['reason'], registers });
-  for (const reason of ['backfill', 'schedule', 'manual']) {
+  for (const reason of ['backfill', 'schedule', 'manual', 'redis_restart']) {
     aggRunning.set({ reason }, 0);
     aggUsers.inc({ reason }, 0);
   }
@@ -270,6 +278,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       count.inc();
       c.duration.observe(seconds);
     },
+    countUnavailable: (dependency) => unavailable.inc({ dependency }),
+    countOutage: (dependency) => outages.inc({ dependency }),
     countIngest: (name, n) => {
       if (n > 0) ingest[name].inc(n);
     },

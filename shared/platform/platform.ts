@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createRedis } from './redis/redis.js';
 import { InvalidationBus } from './redis/invalidation-bus.js';
+import { RedisHealth } from './redis/redis-health.js';
 import { redisKeys, type RedisKeys } from './redis/redis-keys.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { RequestLimits } from './limits/request-limits.js';
@@ -13,6 +14,8 @@ export interface Platform {
   log: Logger;
   /** Fail-fast connection for the request path (producer profile). */
   redis: Redis;
+  /** Whether this process reaches Redis: an outage is logged once when it begins and once when it ends. */
+  redisHealth: RedisHealth;
   keys: RedisKeys;
   bus: InvalidationBus;
   now: () => number;
@@ -34,14 +37,16 @@ export function createPlatform(config: Readonly<Config>, log: Logger, opts: Plat
   const redis = createRedis(config, 'producer', 'tds-api');
   redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
   const keys = redisKeys(config.redisPrefix);
+  const metrics = createMetrics({ now });
   return {
     config,
     log,
     redis,
+    redisHealth: new RedisHealth(redis, log, { onChange: (up) => (up ? undefined : metrics.countOutage('redis')) }),
     keys,
     bus: new InvalidationBus(config, keys.invalidationChannel(), log),
     now,
-    metrics: createMetrics({ now }),
+    metrics,
     limits: new RequestLimits(config),
     lifecycle: { ready: false },
   };
@@ -49,6 +54,7 @@ export function createPlatform(config: Readonly<Config>, log: Logger, opts: Plat
 
 /** Last to close: every role's connections and subscriptions are gone by then. */
 export async function closePlatform(platform: Platform): Promise<void> {
+  platform.redisHealth.close();
   await platform.bus.close();
   platform.redis.disconnect();
 }

@@ -43,9 +43,17 @@ describe('Redis unavailable', () => {
     const down = await call(t, 'LogEvents', keys.logEvents, body);
     expect(down.status).toBe(503);
     expect(down.body.error.status).toBe('UNAVAILABLE');
+    // one outage, however many 503s: the process logs it when it begins and ends, /metrics counts them
+    expect((await call(t, 'LogEvents', keys.logEvents, body)).status).toBe(503);
+    expect(t.ctx.redisHealth.isDown).toBe(true);
+    const during = await t.ctx.metrics.render();
+    expect(during).toContain('tds_unavailable_responses_total{dependency="redis"} 2');
+    expect(during).toContain('tds_dependency_outages_total{dependency="redis"} 1');
 
     redis = startRedis(port, dir);
     await waitUntil(async () => (await call(t, 'LogEvents', keys.logEvents, body)).status === 200, 15_000, 200);
+    await waitUntil(() => !t.ctx.redisHealth.isDown, 10_000, 100);
+    expect(await t.ctx.metrics.render()).toContain('tds_dependency_outages_total{dependency="redis"} 1');
     // Only the accepted requests are queued: the 503 left nothing half-written.
     const counts = await t.ctx.ingest.eventsQueue.getJobCounts('waiting');
     expect(counts.waiting).toBeGreaterThanOrEqual(2);

@@ -13,6 +13,9 @@ import { recomputeDataFields, type RecomputeCursor, type RecomputeDeps, type Rec
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
+import { closeWorkers, settlesWithin } from '../../shared/platform/stop.js';
+import { ingestBacklogSettled, watchRedisRestarts } from './redis-restarts.js';
 
 /** Reads the stream of new aggregation fields and enqueues one backfill per field. */
 export interface BackfillPollJob {
@@ -74,19 +77,38 @@ export async function reconcileSchedules(queue: Queue, specs: readonly ScheduleS
   log.info({ schedulers: [...declared] }, 'job schedulers reconciled');
 }
 
-/** The scheduler role: only enqueues; the aggregation worker (workers role) does the work. */
-export async function startScheduler(ctx: Pick<Platform, 'config' | 'log'>): Promise<{ name: string; close(): Promise<void> }> {
+/**
+ * The scheduler role: only enqueues; the aggregation worker (workers role) does the work. Besides
+ * the schedule, a Redis restart (see redis-restarts.ts) enqueues one recompute of every project.
+ */
+export async function startScheduler(ctx: Pick<Platform, 'config' | 'log' | 'keys'>): Promise<{ name: string; close(graceMs?: number): Promise<void> }> {
   const connection = createRedis(ctx.config, 'worker', 'tds-scheduler');
   connection.on('error', (err) => ctx.log.debug({ err }, 'redis (scheduler) error'));
   const queue = new Queue(QUEUE.aggregations, { connection, prefix: bullPrefix(ctx.config.redisPrefix, connection) });
-  queue.on('error', (err) => ctx.log.warn({ err }, 'aggregations queue error'));
+  queue.on('error', queueErrorLogger(ctx.log, 'aggregations queue error'));
   await reconcileSchedules(queue, AGGREGATION_SCHEDULES, ctx.log.child({ role: 'scheduler' }));
+  const restarts = watchRedisRestarts({
+    connection,
+    key: ctx.keys.redisRunIds(),
+    log: ctx.log.child({ role: 'scheduler' }),
+    settle: (stopped) => ingestBacklogSettled(connection, ctx.config.redisPrefix, ctx.log.child({ role: 'scheduler' }), stopped),
+    // One fan-out per restart (its id), and per project at most one recompute pending or running
+    // (the hourly run's deduplication id), so a restart seen twice never runs it twice at once.
+    onRestart: async (runIds) => {
+      const data: AggregationJob = { kind: 'recompute', reason: 'redis_restart' };
+      await queue.add('redis-restart', data, { ...RECOMPUTE_JOB_OPTS, jobId: `redis-restart-${runIds.join('-')}` });
+    },
+  });
+  // a restart while the service was stopped
+  restarts.check().catch((err: unknown) => ctx.log.warn({ err }, 'could not compare the Redis run_id at start-up; retrying at the next check'));
   ctx.log.info('scheduler role started');
   let closing: Promise<void> | undefined;
   return {
     name: 'scheduler',
-    close: () => {
-      closing ??= queue.close().then(() => connection.disconnect());
+    close: (graceMs = 2000) => {
+      restarts.close();
+      // The queue shares the connection, so closing it sends nothing to Redis; bounded all the same.
+      closing ??= settlesWithin(queue.close(), graceMs).then(() => connection.disconnect());
       return closing;
     },
   };
@@ -115,7 +137,8 @@ const BACKFILL_NUDGE_MS = 50;
 export interface AggregationWorker {
   worker: Worker;
   queue: Queue;
-  close(): Promise<void>;
+  /** Idempotent. A run under way gets `graceMs` to finish; else it resumes from its cursor when retried. */
+  close(graceMs?: number): Promise<void>;
 }
 
 const BACKFILL_CONSUMER = 'aggregation-worker';
@@ -172,14 +195,19 @@ function chunkPairs(flat: string[]): [string, string][] {
   return out;
 }
 
-/** The hourly run: one recompute job per project; the deduplication id keeps at most one pending or running. */
-async function fanOut(o: AggregationWorkerOptions, queue: Queue): Promise<number> {
+/**
+ * The hourly run (or a Redis restart's): one recompute job per project; the deduplication id keeps
+ * at most one pending or running. The hourly ones wait behind the cheap jobs (a priority); a
+ * restart's run as soon as the worker is free.
+ */
+async function fanOut(o: AggregationWorkerOptions, queue: Queue, reason: AggregationJob['reason']): Promise<number> {
   const projects = await o.projects.list();
   for (const p of projects) {
-    const data: RecomputeJobData = { kind: 'recompute', projectId: p.projectId, reason: 'schedule' };
-    await queue.add('recompute', data, { ...RECOMPUTE_JOB_OPTS, priority: SCHEDULED_RECOMPUTE_PRIORITY, deduplication: { id: `recompute-${p.projectId}` } });
+    const data: RecomputeJobData = { kind: 'recompute', projectId: p.projectId, reason };
+    const priority = reason === 'schedule' ? { priority: SCHEDULED_RECOMPUTE_PRIORITY } : {};
+    await queue.add('recompute', data, { ...RECOMPUTE_JOB_OPTS, ...priority, deduplication: { id: `recompute-${p.projectId}` } });
   }
-  o.log.info({ projects: projects.length }, 'scheduled recompute enqueued per project');
+  o.log.info({ projects: projects.length, reason }, 'recompute enqueued per project');
   // once a day (the 00:00 UTC run): cap counters older than any window are dropped
   if (new Date(o.now()).getUTCHours() === 0) await pruneCapCounters(o.connection, o.keys.profile('*', '*'), o.now(), o.log);
   return projects.length;
@@ -217,13 +245,13 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
 export function startAggregationWorker(o: AggregationWorkerOptions): AggregationWorker {
   const prefix = bullPrefix(o.redisPrefix, o.connection);
   const queue = new Queue(QUEUE.aggregations, { connection: o.connection, prefix });
-  queue.on('error', (err) => o.log.warn({ err }, 'aggregations queue error'));
+  queue.on('error', queueErrorLogger(o.log, 'aggregations queue error'));
   const worker = new Worker<AggregationQueueJob>(
     QUEUE.aggregations,
     async (job) => {
       const data = job.data;
       if (data.kind === 'backfillPoll') return { enqueued: await pollBackfills(o, queue) };
-      if (data.projectId === undefined) return { projects: await fanOut(o, queue) };
+      if (data.projectId === undefined) return { projects: await fanOut(o, queue, data.reason) };
       return runRecompute(o, job, { ...data, projectId: data.projectId });
     },
     { connection: o.connection, prefix, concurrency: 1 },
@@ -241,15 +269,15 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
       pollBackfills(o, queue).catch((err: unknown) => o.log.warn({ err }, 'backfill poll after a catalogue change failed; the periodic poll will retry'));
     }, BACKFILL_NUDGE_MS);
   });
-  worker.on('error', (err) => o.log.warn({ err }, 'aggregation worker error'));
+  worker.on('error', queueErrorLogger(o.log, 'aggregation worker error'));
   let closing: Promise<void> | undefined;
   return {
     worker,
     queue,
-    close: () => {
+    close: (graceMs = 10_000) => {
       unsubscribe?.();
       clearTimeout(nudge);
-      closing ??= worker.close().then(() => queue.close());
+      closing ??= closeWorkers([worker], graceMs, o.log).then(() => settlesWithin(queue.close(), 1000)).then(() => undefined);
       return closing;
     },
   };

@@ -18,6 +18,8 @@ import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/in
 import type { IngestMetric, Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { identityMerger } from '../profiles/identity-merge.js';
+import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
+import { closeWorkers, settlesWithin } from '../../shared/platform/stop.js';
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -80,10 +82,17 @@ export function markerGraceSeconds(lockMs = 30_000): number {
   return Math.max(60, Math.ceil((10 * lockMs) / 1000));
 }
 
+/** How long `close()` lets active jobs finish by default. */
+export const CLOSE_GRACE_MS = 10_000;
+
 export interface IngestWorkers {
   writer: ClickhouseBatchWriter;
   workers: Worker[];
-  close(): Promise<void>;
+  /**
+   * Idempotent. Active jobs get `graceMs` to finish (not waited for while Redis is unreachable);
+   * a job left unfinished is retried once its lock expires. Then buffered rows are written.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** The project a dead decisions job is filed under: its first record's. */
@@ -157,7 +166,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     { ...common, concurrency: 1, maxStalledCount: ISOLATED_MAX_STALLS },
   );
   const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection) });
-  isolationQueue.on('error', (err) => o.log.warn({ err }, 'isolation queue error'));
+  isolationQueue.on('error', queueErrorLogger(o.log, 'isolation queue error'));
   const isolate = async (job: Job, source: DeadLetterSource, requests: EventsJob[] | undefined): Promise<number> => {
     const jobs = requests
       ? requests.map((data, i) => ({ name: 'isolated', data: { queue: source, data }, opts: { ...INGEST_JOB_OPTIONS, jobId: `${job.id}.${i}` } }))
@@ -203,7 +212,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   interactions.on('failed', onFailed('log_treatment_interaction'));
   decisions.on('failed', onFailed('decision_log'));
   isolated.on('failed', onFailed());
-  for (const w of [events, interactions, decisions, isolated]) w.on('error', (err) => o.log.warn({ err }, 'worker error'));
+  for (const w of [events, interactions, decisions, isolated]) w.on('error', queueErrorLogger(o.log, 'worker error'));
   if (o.metrics) for (const w of [events, interactions, decisions, isolated]) instrumentWorker(w, o.metrics);
   // A completed job is never retried: its markers only have to outlive a duplicate execution
   // still running on a worker that lost the job's lock, so they are cut to a grace of 10 locks
@@ -228,11 +237,15 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   return {
     writer,
     workers: [events, interactions, decisions],
-    close: () => {
+    close: (graceMs = CLOSE_GRACE_MS) => {
       // Workers finish their active jobs (which await their inserts) before close resolves.
-      closing ??= Promise.all([events.close(), interactions.close(), decisions.close(), isolated.close()])
-        .then(() => Promise.all([writer.drain(), isolationQueue.close()]))
-        .then(() => undefined);
+      closing ??= (async () => {
+        const started = performance.now();
+        await closeWorkers([events, interactions, decisions, isolated], graceMs, o.log);
+        // Rows of jobs left unfinished may still be buffered: their inserts go out (the jobs are
+        // retried anyway, and the tables collapse the copies).
+        await settlesWithin(Promise.all([writer.drain(), isolationQueue.close()]), Math.max(1000, graceMs - (performance.now() - started)));
+      })();
       return closing;
     },
   };

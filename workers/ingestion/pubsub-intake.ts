@@ -9,6 +9,7 @@ import type { Ingestion } from '../../shared/ingestion/index.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
 import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
 import { messageOutcome, type MessageOutcome } from './pubsub-messages.js';
+import { isRedisUnavailable } from '../../shared/platform/redis/redis-health.js';
 
 /*
  * Pub/Sub intake (spec "Publish/subscribe ingestion"). Each message becomes either a job on
@@ -139,7 +140,8 @@ export class PubSubIntake {
     try {
       wanted = await this.deps.sources.list();
     } catch (err) {
-      this.deps.log.warn({ err }, 'cannot read the Pub/Sub sources; keeping the current subscriptions');
+      // A Redis outage is logged once by the process (RedisHealth); anything else here is worth a warning.
+      this.deps.log[isRedisUnavailable(err) ? 'debug' : 'warn']({ err }, 'cannot read the Pub/Sub sources; keeping the current subscriptions');
       return;
     }
     const byProject = new Map(wanted.map((s) => [s.projectId, s]));
@@ -205,7 +207,7 @@ export class PubSubIntake {
       else await this.deps.deadLetters.store({ projectId, messageId: message.id, source: 'pubsub', reason: outcome.reason, receiveMs: nowMs, dataType: message.attributes?.data_type, payload: message.data, userIds: outcome.userIds ?? [] });
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.
-      log.warn({ err }, 'Pub/Sub message not stored; nacked for redelivery');
+      log[isRedisUnavailable(err) ? 'debug' : 'warn']({ err }, 'Pub/Sub message not stored; nacked for redelivery');
       return settle(message, 'nack');
     }
     if (outcome.kind === 'dead_letter') log.warn({ reason: outcome.reason }, 'Pub/Sub message stored as a dead letter');

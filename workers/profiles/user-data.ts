@@ -8,6 +8,7 @@ import { eraseQueuedJobs, USER_DELETION_QUEUE, waitUntilInactive, type UserDelet
 const IN_FLIGHT_WAIT_MS = 120_000;
 import type { UserDeletionStore } from '../../shared/profiles/index.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
+import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 export interface UserDeletionWorkerOptions {
@@ -48,7 +49,7 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
     { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection), concurrency: 2, settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) } },
   );
   worker.on('failed', (job, err) => o.log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'user deletion failed; will retry'));
-  worker.on('error', (err) => o.log.warn({ err }, 'user deletion worker error'));
+  worker.on('error', queueErrorLogger(o.log, 'user deletion worker error'));
   if (o.metrics) instrumentWorker(worker, o.metrics);
   return worker;
 }

@@ -103,8 +103,8 @@ function toApiError(err: unknown, topic: string): ApiError {
     case GRPC.invalidArgument:
       return invalidField('topic', `Pub/Sub rejected the name: ${topic}`);
     case GRPC.alreadyExists:
-      return new UnavailableError('the subscription changed while it was being set up; retry');
+      return new UnavailableError('the subscription changed while it was being set up; retry', 'pubsub');
     default:
-      return new UnavailableError('Pub/Sub is unreachable or did not answer in time; retry');
+      return new UnavailableError('Pub/Sub is unreachable or did not answer in time; retry', 'pubsub');
   }
 }

@@ -66,6 +66,8 @@ export interface RedisKeys {
   invalidationChannel(): string;
   /** Stream of new params-resolved aggregation data fields (`projectId`, `dataFieldId`) for the backfill worker. */
   dataFieldCreated(): string;
+  /** Hash of the Redis `run_id` last seen per node (`host:port`): a change means Redis restarted. */
+  redisRunIds(): string;
 }
 
 const UNSAFE_ANY = /[%{}:]/;
@@ -121,5 +123,6 @@ export function redisKeys(prefix: string): RedisKeys {
     pendingUserDeletions: (id) => `${ranking(id)}:pending-deletions`,
     invalidationChannel: () => `${p}invalidate`,
     dataFieldCreated: () => `${m}datafield-created`,
+    redisRunIds: () => `${m}redis-run-ids`,
   };
 }

@@ -5,6 +5,8 @@ import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from '../queues.js';
 import type { GroupCounts } from '../../impact/index.js';
 import { duplicateRedis } from '../redis/redis.js';
+import { queueErrorLogger } from '../redis/redis-health.js';
+import { closeWorkers, settlesWithin } from '../stop.js';
 import type { DeadLetter, DecisionOut, WarehouseReads } from './warehouse.js';
 
 /**
@@ -65,7 +67,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     try {
       opened = await open();
     } catch {
-      throw new UnavailableError('the job queue is unavailable');
+      throw new UnavailableError('the job queue is unavailable', 'redis');
     }
     const job = await opened.queue.add(method, { method, args }, { removeOnComplete: { age: 300 }, removeOnFail: { age: 300 }, attempts: 1 });
     const finished = job.waitUntilFinished(opened.events, ANSWER_TIMEOUT_MS[method]) as Promise<RpcReply>;
@@ -89,7 +91,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
       throw new RemoteError(reply.status, reply.code, reply.message);
     } catch (err) {
       if (err instanceof ApiError) throw err;
-      throw new UnavailableError(`no workers process answered ${method} (is a process with ROLE=workers running?)`);
+      throw new UnavailableError(`no workers process answered ${method} (is a process with ROLE=workers running?)`, 'workers');
     } finally {
       clearTimeout(pickup);
     }
@@ -100,15 +102,16 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     treatmentReport: (q) => call('treatmentReport', [q]) as Promise<GroupCounts[]>,
     runAggregations: (projectId) => call('runAggregations', [projectId]) as ReturnType<WarehouseOps['runAggregations']>,
     close: async () => {
-      await events?.close();
+      // The reply listener's own connection would wait for Redis to say goodbye: bounded.
+      if (events) await settlesWithin(events.close(), 1000);
       eventsConnection?.disconnect();
-      await queue?.close();
+      if (queue) await settlesWithin(queue.close(), 1000);
     },
   };
 }
 
 /** The answering side, run by the workers role with its own ClickHouse. */
-export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, impl: WarehouseOps, log: Logger): { close(): Promise<void> } {
+export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, impl: WarehouseOps, log: Logger): { close(graceMs?: number): Promise<void> } {
   const worker = new Worker<RpcJob, RpcReply>(
     QUEUE.rpc,
     async (job: Job<RpcJob>) => {
@@ -125,6 +128,7 @@ export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, 
     },
     { connection, prefix: bullPrefix(redisPrefix, connection), concurrency: 4 },
   );
-  worker.on('error', (err) => log.warn({ err }, 'rpc worker error'));
-  return { close: () => worker.close() };
+  worker.on('error', queueErrorLogger(log, 'rpc worker error'));
+  // A call under way (an aggregation run may take minutes) gets the grace; the caller's own timeout answers it otherwise.
+  return { close: (graceMs = 5000) => closeWorkers([worker], graceMs, log).then(() => undefined) };
 }
