@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { packDecisionRecord, type DecisionRecord, type DecisionSink, type DecisionsJob } from './decisions.js';
 import { INGEST_JOB_OPTIONS } from '../platform/queues.js';
+import { isRedisUnavailable } from '../platform/redis/redis-health.js';
 
 type QueuedDecisions = { name: string; data: DecisionsJob; opts: typeof INGEST_JOB_OPTIONS & { jobId: string } };
 
@@ -150,7 +151,8 @@ export class DecisionLogProducer implements DecisionSink {
         this.log.warn({ err, records }, 'decision log: decisions not queued at shutdown');
         return;
       }
-      this.log.warn({ err, records }, 'decision log: Redis refused decisions; retrying');
+      // an outage is logged once by the process's Redis health; its refusals are not news
+      this.log[isRedisUnavailable(err) ? 'debug' : 'warn']({ err, records }, 'decision log: Redis refused decisions; retrying');
       this.retry.push(...jobs);
       this.retryTimer ??= setTimeout(() => {
         this.retryTimer = undefined;
