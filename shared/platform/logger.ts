@@ -118,8 +118,10 @@ export function createLogger(level: string, name = 'tds', opts: LoggerOptions = 
     redact: { paths: REDACT, censor: CENSOR },
     serializers: { err: serializeError, error: serializeError, cause: serializeError, req: serializeRequest },
   };
-  const destination = opts.destination ?? ((opts.pretty ?? prettyWanted()) ? prettyDestination() : undefined);
-  return destination ? pino(options, destination) : pino(options);
+  // JSON lines are written synchronously too: pino's default stream buffers, and a fatal line
+  // (flushed at once) would then overtake the lines logged before it
+  const destination = opts.destination ?? ((opts.pretty ?? prettyWanted()) ? prettyDestination() : pino.destination({ dest: 1, sync: true }));
+  return pino(options, destination);
 }
 
 export type { Logger };
