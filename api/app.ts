@@ -29,6 +29,8 @@ export interface BuildAppOptions {
 export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: ctx.log.child({ listener: opts.listener }) as FastifyBaseLogger,
+    // overload is refused before Fastify sees the request (api/http/load-shedder.ts)
+    serverFactory: ctx.overload.serverFactory(),
     bodyLimit: BODY_LIMIT,
     // TRUST_PROXY: `req.ip`, which the per-address limits count, is then the client's address
     // from X-Forwarded-For as far as trusted proxies set it; off, the connection's address.

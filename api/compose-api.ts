@@ -10,6 +10,7 @@ import { createProfiles, type Profiles } from '../shared/profiles/index.js';
 import { closeIngestion, createIngestion, type Ingestion } from '../shared/ingestion/index.js';
 import { closeImpact, createImpact, type Impact } from '../shared/impact/index.js';
 import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery/index.js';
+import { LoadShedder } from './http/load-shedder.js';
 
 /** Everything an operation of the API may use: the platform and every feature's objects, all built before the first request. */
 export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
@@ -18,6 +19,8 @@ export interface ApiServices extends Platform, Projects, Catalog, Treatments, Ag
    * else a request/reply call to the workers role over the rpc queue.
    */
   warehouse: WarehouseOps;
+  /** Refuses public requests while this process is overloaded (shared by its listeners: one event loop). */
+  overload: LoadShedder;
 }
 
 /** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
@@ -40,14 +43,16 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const treatments = createTreatments({ redis, keys, now });
   const aggregation = createAggregation({ redis, keys, now });
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
-  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log });
+  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
+  const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
-  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, ...impact, ...delivery };
+  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled, ...delivery, overload };
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      overload.stop();
       await closeDelivery(delivery);
       await closeImpact(impact);
     })();

@@ -9,17 +9,15 @@ import { closePlatform, createPlatform, type Platform } from '../shared/platform
 import { composeApi, type ApiServices } from './compose-api.js';
 import { closeIngestion, createIngestion } from '../shared/ingestion/index.js';
 import { createAggregation } from '../shared/aggregation/index.js';
-import { startScheduler, startWorkers, type RoleHandle } from '../workers/main.js';
+import type { RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
 import { queueDashboardPlugin } from './http/queue-dashboard.plugin.js';
 import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
-import { createWarehouse } from '../shared/platform/warehouse/clickhouse-warehouse.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
-import { directWarehouseOps } from '../workers/warehouse/warehouse-ops.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
 
@@ -105,13 +103,16 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
   // the rpc queue. A process with ClickHouse answers them itself, and with the workers role it
   // also answers the other processes' calls.
-  const { warehouse, closeWarehouse } = openWarehouse(platform, clickhouse);
+  const { warehouse, closeWarehouse } = await openWarehouse(platform, clickhouse);
   // One set of ingestion producers per process: the API and the Pub/Sub intake enqueue through it.
   const ingestion = createIngestion(platform);
 
   const roles: RoleHandle[] = [];
-  if (clickhouse && config.roles.has('workers')) roles.push(await startWorkers({ ...platform, ...ingestion }, clickhouse));
-  if (config.roles.has('scheduler')) roles.push(await startScheduler(platform));
+  // The background roles' modules (workers, scheduler, the Pub/Sub client, the ClickHouse client)
+  // are loaded only by a process that runs them: an API process never holds them in memory.
+  const { startScheduler, startWorkers } = background ? await import('../workers/main.js') : {};
+  if (clickhouse && startWorkers && config.roles.has('workers')) roles.push(await startWorkers({ ...platform, ...ingestion }, clickhouse));
+  if (startScheduler && config.roles.has('scheduler')) roles.push(await startScheduler(platform));
   if (clickhouse && config.roles.has('workers')) roles.push(startRpcRole(config, warehouse, log));
   const api = config.roles.has('api') ? composeApi(platform, { warehouse, ingestion }) : undefined;
   const apps: FastifyInstance[] = [];
@@ -162,6 +163,7 @@ async function closeListener(app: FastifyInstance, ms: number): Promise<void> {
 
 /** The engine (embedded or remote), its schema migrated and the retention applied. */
 async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Warehouse> {
+  const { createWarehouse } = await import('../shared/platform/warehouse/clickhouse-warehouse.js');
   const warehouse = createWarehouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
   await warehouse.migrate(log);
   await warehouse.applyRetentionTtl(config.retentionDays, log);
@@ -169,9 +171,12 @@ async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Wa
 }
 
 /** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
-function openWarehouse(platform: Platform, clickhouse: Warehouse | undefined): { warehouse: WarehouseOps; closeWarehouse(): Promise<void> } {
+async function openWarehouse(platform: Platform, clickhouse: Warehouse | undefined): Promise<{ warehouse: WarehouseOps; closeWarehouse(): Promise<void> }> {
   const { redis, keys, log, now, config } = platform;
-  if (clickhouse) return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
+  if (clickhouse) {
+    const { directWarehouseOps } = await import('../workers/warehouse/warehouse-ops.js');
+    return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
+  }
   const remote = remoteWarehouseOps(redis, config.redisPrefix, log);
   return { warehouse: remote, closeWarehouse: () => remote.close() };
 }

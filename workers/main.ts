@@ -16,7 +16,7 @@ import type { InteractionOpsProvider } from './ingestion/interactions.processor.
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
 import { startAggregationWorker } from './aggregation/scheduler.js';
 import { startPubSubIntake } from './ingestion/pubsub-intake.js';
-import { ViewCapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
+import { CapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
 import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
 import { TargetActionCache } from './aggregation/target-action-cache.js';
@@ -63,12 +63,13 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
   const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(connection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
-  const viewCaps = new ViewCapCache((projectId) => treatments.list(projectId), bus);
+  const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
+  const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
   const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, log: log.child({ role: 'user-deletions' }), metrics });
   const deadLetters = new DeadLetterSink(warehouse, now);
-  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs, identityMerge: config.identityMerge });
+  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, returnedCaps: (projectId) => returnedCaps.get(projectId), log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs, identityMerge: config.identityMerge });
   const pubsubIntake = await startPubSubIntake(ctx, deadLetters);
   log.info('workers role started');
   let closing: Promise<void> | undefined;
@@ -93,6 +94,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
         await Promise.all([ingest.close(left()), aggregations.close(left()), closeWorkers([deletionWorker], left(), log)]);
         fieldCache.close();
         viewCaps.close();
+        returnedCaps.close();
         targetActions.close();
         connection.disconnect();
       })();

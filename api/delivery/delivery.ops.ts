@@ -26,12 +26,12 @@ export const getTreatments = defineOperation({
     const plan = await ctx.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
-    const [{ prepared: forUser, profile }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles), ctx.rankingStats.view(body.projectId)]);
+    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles), ctx.rankingStats.view(body.projectId)]);
     const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs) });
+    ctx.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
     return response;
   },
 });

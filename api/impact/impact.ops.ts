@@ -1,6 +1,6 @@
 import { conversionRate, upliftOf } from '../../shared/impact/index.js';
 import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
-import { InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import {
   GetTreatmentReportBody,
@@ -13,8 +13,14 @@ import {
   ListDecisionsResponse,
 } from '../../shared/impact/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import type { ApiServices } from '../compose-api.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
+
+/** The decision log's readers answer 400 on a deployment that keeps none. */
+function requireDecisionLog(ctx: Pick<ApiServices, 'decisionLogEnabled'>, operation: string): void {
+  if (!ctx.decisionLogEnabled) throw new FailedPreconditionError(`${operation} needs the decision log, which this deployment turns off (DECISION_LOG=off)`);
+}
 
 /** A user's decisions, newest first (debugging what a user was shown or withheld). */
 export const listDecisions = defineOperation({
@@ -24,6 +30,7 @@ export const listDecisions = defineOperation({
   body: ListDecisionsBody,
   response: ListDecisionsResponse,
   handler: async (body, _auth, ctx) => {
+    requireDecisionLog(ctx, 'ListDecisions');
     return { decisions: await ctx.warehouse.listDecisions(body.projectId, body.userId, body.limit ?? 20) };
   },
 });
@@ -78,6 +85,7 @@ export const getTreatmentReport = defineOperation({
   body: GetTreatmentReportBody,
   response: GetTreatmentReportResponse,
   handler: async (body, _auth, ctx) => {
+    requireDecisionLog(ctx, 'GetTreatmentReport');
     const treatmentId = int64String('treatmentId', body.treatmentId);
     const nowMs = ctx.now();
     const { startMs, endMs } = periodOf(body, nowMs);

@@ -1,7 +1,7 @@
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../shared/ingestion/index.js';
 import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../shared/ingestion/index.js';
-import { invalidField } from '../../shared/platform/errors.js';
+import { invalidField, InvalidArgumentError } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
 import type { ApiServices } from '../compose-api.js';
@@ -74,6 +74,10 @@ export const logTreatmentInteraction = defineOperation({
     // userId or surface omitted: the workers read them from the decision log (API processes
     // never open ClickHouse); the job carries what was given, to be checked against the decision.
     const resolve = body.userId === undefined || body.surface === undefined;
+    if (resolve && !ctx.decisionLogEnabled) {
+      const missing = (['userId', 'treatmentId', 'surface'] as const).filter((f) => body[f] === undefined);
+      throw new InvalidArgumentError(`${missing.join(', ')} required: without a decision log (DECISION_LOG=off) an interaction must name its user, treatment and surface`, missing.map((field) => ({ field, description: 'required when DECISION_LOG=off' })));
+    }
     await ctx.ingest.interactions.enqueue({
       kind: 'interaction',
       projectId: body.projectId,

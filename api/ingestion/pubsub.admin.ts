@@ -13,7 +13,7 @@ function sources(ctx: Pick<ApiServices, 'redis' | 'keys' | 'now'>): PubSubSource
 
 /** The subscription exists before the source is stored, so a missing topic or an unreachable Pub/Sub is the operator's answer, not a worker's log line. */
 async function ensureOnTopic(ctx: Pick<ApiServices, 'config'>, source: { topic: string; subscription: string }): Promise<void> {
-  const pubsub = createPubSub(ctx.config);
+  const pubsub = await createPubSub(ctx.config);
   try {
     await ensureSubscription(pubsub, source, { replace: true });
   } finally {

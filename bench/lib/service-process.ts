@@ -126,11 +126,18 @@ export class ServiceProcess {
     return this.post(`/v1/${operation}`, body, { 'x-api-key': key });
   }
 
+  /** Throws unless 200; a 503 or 429 (overload, a limit) is retried after its Retry-After, up to 10 times, as a client would. */
   async post<T>(path: string, body: unknown, headers: Record<string, string>): Promise<T> {
-    const res = await fetch(`${this.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    const text = await res.text();
-    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${text.slice(0, 500)}`);
-    return (text ? JSON.parse(text) : undefined) as T;
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(`${this.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const text = await res.text();
+      if ((res.status === 503 || res.status === 429) && attempt < 10) {
+        await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
+        continue;
+      }
+      if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${text.slice(0, 500)}`);
+      return (text ? JSON.parse(text) : undefined) as T;
+    }
   }
 
   /** A project with one key per permission, through the admin API. */

@@ -42,7 +42,7 @@ interface Catalogue {
  * `country`, `premium`, `first_name` (user properties) and a 7-day purchase count (an event
  * aggregation read from the profile's day counters).
  */
-async function createCatalogue(svc: ServiceProcess, keys: ProjectKeys, p: DeliveryParams): Promise<Catalogue> {
+export async function createCatalogue(svc: ServiceProcess, keys: ProjectKeys, p: DeliveryParams): Promise<Catalogue> {
   const m = (op: string, body: Record<string, unknown>) => svc.call(op, keys.management, { projectId: keys.projectId, ...body });
   for (let k = 0; k < p.surfaces; k++) await m('InsertSurface', { name: surfaceName(k) });
   for (let k = 0; k < p.surfaces; k++) {
@@ -98,7 +98,7 @@ function treatmentBody(t: number, p: DeliveryParams, c: Catalogue): Record<strin
   };
 }
 
-function profileOf(i: number, c: Catalogue, today: string): SeedProfile {
+export function profileOf(i: number, c: Catalogue, today: string): SeedProfile {
   return {
     userProperties: {
       age: { longValue: String(18 + ((i * 13) % 60)) },

@@ -15,17 +15,23 @@ import { dailyCountKey, firstTsKey, latestTsKey, type StoredProfile } from '../p
 
 const DAY_MS = 86_400_000;
 
-let lastDayNumber = NaN;
-let lastDay = '';
+/**
+ * Formatted days by day number. Every ingested event and every daily-count rule of a request
+ * asks for a few recent days (a window of up to 90 days back from today), so they are formatted
+ * once; the cache is dropped when it outgrows any window.
+ */
+const formattedDays = new Map<number, string>();
+const MAX_FORMATTED_DAYS = 1024;
 
 /** `yyyymmdd` of the UTC day of `ms`. */
 export function utcDay(ms: number): string {
-  // Called for every ingested event; consecutive events nearly always fall on the same day.
   const dayNumber = Math.floor(ms / DAY_MS);
-  if (dayNumber === lastDayNumber) return lastDay;
-  lastDay = formatUtcDay(ms);
-  lastDayNumber = dayNumber;
-  return lastDay;
+  let day = formattedDays.get(dayNumber);
+  if (day === undefined) {
+    if (formattedDays.size >= MAX_FORMATTED_DAYS) formattedDays.clear();
+    formattedDays.set(dayNumber, (day = formatUtcDay(ms)));
+  }
+  return day;
 }
 
 function formatUtcDay(ms: number): string {

@@ -57,12 +57,13 @@ export function assessor(prep: PreparedRequest, profile: StoredProfile, nowMs: n
     }
     return input;
   };
-  const assessments = new Map<string, Assessment>();
+  // by the treatment's ordinal in the plan: a request assesses tens of treatments, an array beats a map
+  const assessments: (Assessment | undefined)[] = [];
   return (t) => {
-    let a = assessments.get(t.treatmentId);
+    let a = assessments[t.ordinal];
     if (a === undefined) {
       a = assess(t, prep.language, inputOf, profile, nowMs, full);
-      assessments.set(t.treatmentId, a);
+      assessments[t.ordinal] = a;
     }
     return a;
   };

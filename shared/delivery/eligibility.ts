@@ -77,41 +77,62 @@ export function evaluateRule(
   nowMs: number,
   fieldType?: DataFieldType,
 ): RuleOutcome {
-  if (rule.condition === 'UNSPECIFIED_CONDITION') return { result: false, reason: 'UNSPECIFIED_CONDITION' };
+  if (rule.condition === 'UNSPECIFIED_CONDITION') return OUTCOME.UNSPECIFIED_CONDITION;
   if (value === undefined) return missingOutcome(rule.dataMissingBehaviour);
   const type = TYPE_OF_KIND[value.kind];
-  if (fieldType !== undefined && fieldType !== type) return { result: false, reason: 'TYPE_MISMATCH' };
-  if (!conditionFitsType(rule.condition, type)) return { result: false, reason: 'TYPE_MISMATCH' };
+  if (fieldType !== undefined && fieldType !== type) return OUTCOME.TYPE_MISMATCH;
   const compiled = compiledFor(rule, type);
-  if (!compiled.ok) return { result: false, reason: 'BAD_RHS' };
-  return compiled.matches(value, nowMs) ? { result: true, reason: 'MATCHED' } : { result: false, reason: 'NOT_MATCHED' };
+  if (compiled === undefined) return OUTCOME.TYPE_MISMATCH;
+  if (!compiled.ok) return OUTCOME.BAD_RHS;
+  return compiled.matches(value, nowMs) ? OUTCOME.MATCHED : OUTCOME.NOT_MATCHED;
 }
+
+/** The outcomes are shared constants: evaluation allocates nothing per rule. */
+const OUTCOME: Readonly<Record<RuleReason, RuleOutcome>> = Object.freeze({
+  MATCHED: Object.freeze({ result: true, reason: 'MATCHED' }),
+  NOT_MATCHED: Object.freeze({ result: false, reason: 'NOT_MATCHED' }),
+  MISSING_ELIGIBLE: Object.freeze({ result: true, reason: 'MISSING_ELIGIBLE' }),
+  MISSING_INELIGIBLE: Object.freeze({ result: false, reason: 'MISSING_INELIGIBLE' }),
+  TYPE_MISMATCH: Object.freeze({ result: false, reason: 'TYPE_MISMATCH' }),
+  BAD_RHS: Object.freeze({ result: false, reason: 'BAD_RHS' }),
+  UNSPECIFIED_CONDITION: Object.freeze({ result: false, reason: 'UNSPECIFIED_CONDITION' }),
+});
 
 /**
  * Rules of a compiled catalogue are the same objects request after request: their parsed rhs is
  * kept beside them (and collected with them), so the hot path never re-parses `rhsValue`.
  */
-const compiledRules = new WeakMap<EligibilityRule, Map<DataFieldType, Compiled>>();
+const compiledRules = new WeakMap<EligibilityRule, CompiledByType>();
 
-function compiledFor(rule: EligibilityRule, type: DataFieldType): Compiled {
-  let byType = compiledRules.get(rule);
-  if (byType === undefined) {
-    byType = new Map();
-    compiledRules.set(rule, byType);
+/** A rule's compiled condition per value type; null: the condition does not fit that type. */
+interface CompiledByType {
+  /** the type of the last lookup and its answer: a rule is nearly always read with one type */
+  lastType: DataFieldType | undefined;
+  last: Compiled | null;
+  byType: Map<DataFieldType, Compiled | null>;
+}
+
+function compiledFor(rule: EligibilityRule, type: DataFieldType): Compiled | undefined {
+  let entry = compiledRules.get(rule);
+  if (entry === undefined) {
+    entry = { lastType: undefined, last: null, byType: new Map() };
+    compiledRules.set(rule, entry);
   }
-  let compiled = byType.get(type);
-  if (compiled === undefined) {
-    compiled = compileCondition(rule.condition, type, rule.rhsValue);
-    byType.set(type, compiled);
+  if (entry.lastType !== type) {
+    let compiled = entry.byType.get(type);
+    if (compiled === undefined) {
+      compiled = conditionFitsType(rule.condition, type) ? compileCondition(rule.condition, type, rule.rhsValue) : null;
+      entry.byType.set(type, compiled);
+    }
+    entry.lastType = type;
+    entry.last = compiled;
   }
-  return compiled;
+  return entry.last ?? undefined;
 }
 
 function missingOutcome(behaviour: DataMissingBehaviour | undefined): RuleOutcome {
   // unset and UNSPECIFIED both mean the spec's default, EVALUATE_TO_INELIGIBLE
-  return behaviour === 'EVALUATE_TO_ELIGIBLE'
-    ? { result: true, reason: 'MISSING_ELIGIBLE' }
-    : { result: false, reason: 'MISSING_INELIGIBLE' };
+  return behaviour === 'EVALUATE_TO_ELIGIBLE' ? OUTCOME.MISSING_ELIGIBLE : OUTCOME.MISSING_INELIGIBLE;
 }
 
 // ---------------------------------------------------------------------------------------------

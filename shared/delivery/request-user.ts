@@ -28,6 +28,8 @@ export interface RequestUser {
   prepared: PreparedRequest;
   /** That user's profile, or an empty one when no candidate needs it. */
   profile: StoredProfile;
+  /** True when the user was looked up (profile or alias), so `prepared.userId` is who the id stands for now. */
+  resolved: boolean;
 }
 
 const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
@@ -36,13 +38,13 @@ const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {}
 export async function resolveRequestUser(plan: CatalogPlan, prepared: PreparedRequest, nowMs: number, users: UserLookup): Promise<RequestUser> {
   if (requestNeedsProfile(plan, prepared, nowMs)) {
     const profile = await users.get(prepared.projectId, prepared.userId);
-    return { prepared: forUser(prepared, canonicalUserOf(prepared.userId, profile)), profile };
+    return { prepared: forUser(prepared, canonicalUserOf(prepared.userId, profile)), profile, resolved: true };
   }
-  if (!requestNeedsIdentity(plan, prepared, nowMs)) return { prepared, profile: NO_PROFILE };
+  if (!requestNeedsIdentity(plan, prepared, nowMs)) return { prepared, profile: NO_PROFILE, resolved: false };
   const merged = forUser(prepared, await users.canonicalUser(prepared.projectId, prepared.userId));
   // the user's QA treatments may need the profile where the id's own candidates did not
-  if (merged !== prepared && requestNeedsProfile(plan, merged, nowMs)) return { prepared: merged, profile: await users.get(prepared.projectId, merged.userId) };
-  return { prepared: merged, profile: NO_PROFILE };
+  if (merged !== prepared && requestNeedsProfile(plan, merged, nowMs)) return { prepared: merged, profile: await users.get(prepared.projectId, merged.userId), resolved: true };
+  return { prepared: merged, profile: NO_PROFILE, resolved: true };
 }
 
 /** The user an id stands for, given the profile read for it (ExplainTreatments, PreviewTreatment). */

@@ -21,6 +21,11 @@ export interface DecisionRecord {
   responseId: string;
   decideTimeMs: number;
   decisions: Decision[];
+  /**
+   * True when delivery knew who `userId` stands for (it read the user's profile or alias at
+   * decision time, following an identity merge); otherwise the workers look it up.
+   */
+  userResolved?: boolean;
 }
 
 /**
@@ -34,11 +39,61 @@ export interface DecisionSink {
 /** A sink that keeps nothing (processes or tests without a decision log). */
 export const NO_DECISION_LOG: DecisionSink = { record: () => undefined };
 
+/** A decision as it travels in a job: positional, so a batch of hundreds serialises and parses cheaply. */
+export type PackedDecision = [treatmentId: string, versionNumber: number, surface: string, rank: number, outcome: DecisionOutcome];
+export type PackedDecisionRecord = [projectId: string, userId: string, responseId: string, decideTimeMs: number, decisions: PackedDecision[], userResolved?: 1];
+
 /**
- * The GetTreatments responses of one event-loop turn (up to MAX_DECISION_RECORDS_PER_JOB), each
- * with its decisions. Identity of a stored row: (projectId, responseId, treatmentId, surface).
+ * GetTreatments responses, each with its decisions, batched by the producer. Identity of a stored
+ * row: (projectId, responseId, treatmentId, surface). Jobs written by earlier versions carry
+ * `records`; the producer now writes `packed`.
  */
 export interface DecisionsJob {
   kind: 'decisions';
-  records: DecisionRecord[];
+  records?: DecisionRecord[];
+  packed?: PackedDecisionRecord[];
+}
+
+export function packDecisionRecord(r: DecisionRecord): PackedDecisionRecord {
+  const decisions = r.decisions.map((d): PackedDecision => [d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome]);
+  return r.userResolved === true ? [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions, 1] : [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions];
+}
+
+const OUTCOMES: ReadonlySet<string> = new Set<DecisionOutcome>(['RETURNED', 'HOLDOUT', 'GLOBAL_HOLDOUT', 'QA']);
+
+function isDecision(d: unknown): d is Decision {
+  const x = d as Decision;
+  return typeof x?.treatmentId === 'string' && Number.isInteger(x.versionNumber) && typeof x.surface === 'string' && Number.isInteger(x.rank) && OUTCOMES.has(x.outcome);
+}
+
+function isRecord(r: unknown): r is DecisionRecord {
+  const x = r as DecisionRecord;
+  return typeof x?.projectId === 'string' && typeof x.userId === 'string' && typeof x.responseId === 'string' && Number.isFinite(x.decideTimeMs) && Array.isArray(x.decisions) && x.decisions.every(isDecision);
+}
+
+function unpack(p: unknown): DecisionRecord | undefined {
+  if (!Array.isArray(p) || p.length < 5 || p.length > 6 || !Array.isArray(p[4])) return undefined;
+  const [projectId, userId, responseId, decideTimeMs, packed, userResolved] = p as PackedDecisionRecord;
+  const decisions: Decision[] = [];
+  for (const d of packed) {
+    if (!Array.isArray(d)) return undefined;
+    decisions.push({ treatmentId: d[0], versionNumber: d[1], surface: d[2], rank: d[3], outcome: d[4] });
+  }
+  const rec: DecisionRecord = userResolved === 1 ? { projectId, userId, responseId, decideTimeMs, decisions, userResolved: true } : { projectId, userId, responseId, decideTimeMs, decisions };
+  return isRecord(rec) ? rec : undefined;
+}
+
+/** The records of a job in either form; undefined when any of them is malformed (a poison job). */
+export function decisionRecordsOf(job: DecisionsJob | undefined): DecisionRecord[] | undefined {
+  if (Array.isArray(job?.packed)) {
+    const out: DecisionRecord[] = [];
+    for (const p of job.packed) {
+      const rec = unpack(p);
+      if (rec === undefined) return undefined;
+      out.push(rec);
+    }
+    return out;
+  }
+  if (Array.isArray(job?.records)) return job.records.every(isRecord) ? job.records : undefined;
+  return undefined;
 }

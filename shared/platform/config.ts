@@ -102,6 +102,26 @@ export interface Config {
   /** API processes `npm start` (the supervisor) runs; they share the listeners. @defaultValue 1 */
   apiProcesses: number;
   /**
+   * The decision log (`DECISION_LOG=on|off`): off, GetTreatments records nothing, ListDecisions
+   * and GetTreatmentReport answer 400, and interactions must name their user, treatment and
+   * surface. @defaultValue true
+   */
+  decisionLog: boolean;
+  /** Decisions (responses) waiting in the decisions queue beyond which new ones are dropped and counted. @defaultValue 1000000 */
+  decisionLogMaxBacklog: number;
+  /**
+   * How long an API process gathers decisions before it sends them as one job (ms; a job is also
+   * sent when it holds 500 responses). Longer: fewer jobs; shorter: decisions readable sooner. @defaultValue 100
+   */
+  decisionLogFlushMs: number;
+  /**
+   * Event-loop lag (ms) beyond which an API process answers new public requests at once with 503
+   * and `Retry-After` instead of queueing them; 0 turns the check off. @defaultValue 30
+   */
+  overloadMaxLagMs: number;
+  /** Public requests in flight in an API process beyond which new ones get 503 (0: no limit). @defaultValue 1000 */
+  overloadMaxInFlight: number;
+  /**
    * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
    * into its signed-in user. `off` for apps whose user ids are all signed-in ids: nothing is
    * merged (ids merged before stay merged). @defaultValue on
@@ -270,6 +290,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     trustProxy: trustProxy(env),
     ingestMaxBacklog: int(env, 'INGEST_MAX_BACKLOG', 2_000_000, 1, 1_000_000_000),
     apiProcesses: int(env, 'API_PROCESSES', 1, 1, 64),
+    decisionLog: onOff(env, 'DECISION_LOG', true),
+    decisionLogMaxBacklog: int(env, 'DECISION_LOG_MAX_BACKLOG', 1_000_000, 1000, 1_000_000_000),
+    decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
+    overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
+    overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 1000, 0, 1_000_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.

@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
-import { isColorSupported, prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
 
 /** Paths that may hold secrets; pino replaces them before a line is written. */
 const REDACT = [
@@ -98,6 +98,8 @@ export function prettyWanted(stdout: { isTTY?: boolean } = process.stdout): bool
  * not lost.
  */
 export function prettyDestination(write: (s: string) => void = (s) => void process.stdout.write(s)): DestinationStream {
+  // loaded only for a terminal: a process logging JSON (production) never holds it
+  const { isColorSupported, prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   const format = prettyFactory({ colorize: isColorSupported, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
   return { write: (line: string) => write(format(line)) };
 }
@@ -116,8 +118,10 @@ export function createLogger(level: string, name = 'tds', opts: LoggerOptions = 
     redact: { paths: REDACT, censor: CENSOR },
     serializers: { err: serializeError, error: serializeError, cause: serializeError, req: serializeRequest },
   };
-  const destination = opts.destination ?? ((opts.pretty ?? prettyWanted()) ? prettyDestination() : undefined);
-  return destination ? pino(options, destination) : pino(options);
+  // JSON lines are written synchronously too: pino's default stream buffers, and a fatal line
+  // (flushed at once) would then overtake the lines logged before it
+  const destination = opts.destination ?? ((opts.pretty ?? prettyWanted()) ? prettyDestination() : pino.destination({ dest: 1, sync: true }));
+  return pino(options, destination);
 }
 
 export type { Logger };

@@ -2,35 +2,18 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { bullPrefix, QUEUE } from './queues.js';
+import { METRIC_PREFIX, registerStatsCounters, type CacheStats, type DecisionLogStats, type DeliveryStats, type OverloadStats } from './metrics-stats.js';
+
+export { METRIC_PREFIX } from './metrics-stats.js';
+export type { CacheStats, DecisionLogStats, DeliveryStats, OverloadStats } from './metrics-stats.js';
 
 export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters' | 'identityMergesRefused';
 export type PubsubAckOutcome = 'queued' | 'dead_letter';
 export type JobOutcome = 'completed' | 'failed';
 
-/** The one prefix of every metric this service exports (process defaults included). */
-export const METRIC_PREFIX = 'tds_';
 
 /** Job states reported per queue; `waiting` is the backlog that matters for alerting. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
-
-/**
- * Hit and miss tallies of an in-memory cache. Plain numbers the owner increments on its hot
- * path (no label lookup, no allocation); they are read only when Prometheus scrapes.
- */
-export interface CacheStats {
-  hits: number;
-  misses: number;
-}
-
-/** GetTreatments outcomes, incremented per response (plain numbers, read at scrape time). */
-export interface DeliveryStats {
-  /** responses with at least one treatment */
-  withTreatments: number;
-  /** responses without any (no treatment qualified) */
-  empty: number;
-  /** treatments returned, summed over responses */
-  treatmentsReturned: number;
-}
 
 /** One registry's figures in prom-client's JSON form: what a thread hands to its host for one scrape. */
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
@@ -51,6 +34,10 @@ export interface Metrics {
   readonly contentType: string;
   /** GetTreatments outcomes; the delivery operation increments the fields directly. */
   readonly delivery: DeliveryStats;
+  /** The decision log's producer increments these directly. */
+  readonly decisionLog: DecisionLogStats;
+  /** The load shedder increments this directly. */
+  readonly overload: OverloadStats;
   observeRequest(operation: string, status: number, seconds: number): void;
   /** A 503 answered because `dependency` (redis, pubsub, workers, other) was unreachable. */
   countUnavailable(dependency: string): void;
@@ -150,6 +137,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const watched = new Set<Queue>();
   const caches = new Map<string, CacheStats>();
   const delivery: DeliveryStats = { withTreatments: 0, empty: 0, treatmentsReturned: 0 };
+  const decisionLog: DecisionLogStats = { queued: 0, dropped: 0 };
+  const overload: OverloadStats = { shed: 0 };
   const timeoutMs = opts.queueStatsTimeoutMs ?? 2000;
   const P = METRIC_PREFIX;
   let defaultsOn = false;
@@ -240,39 +229,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const ready = new Gauge({ name: `${P}ready`, help: '1 when every readiness check of this process passed during this scrape (what /readyz answers), else 0', registers });
   const checkUp = new Gauge({ name: `${P}readiness_check_up`, help: 'Readiness checks of this process during this scrape (1 passed, 0 failed), by check', labelNames: ['check'], registers });
 
-  new Counter({
-    name: `${P}cache_requests_total`,
-    help: 'Lookups of the in-memory caches (catalog: compiled catalogue plans; api_key: verified API keys), by result',
-    labelNames: ['cache', 'result'],
-    registers,
-    collect() {
-      this.reset();
-      for (const [cache, s] of caches) {
-        this.inc({ cache, result: 'hit' }, s.hits);
-        this.inc({ cache, result: 'miss' }, s.misses);
-      }
-    },
-  });
-  new Counter({
-    name: `${P}delivery_responses_total`,
-    help: 'GetTreatments responses, by outcome (treatments: at least one returned; empty: none qualified)',
-    labelNames: ['outcome'],
-    registers,
-    collect() {
-      this.reset();
-      this.inc({ outcome: 'treatments' }, delivery.withTreatments);
-      this.inc({ outcome: 'empty' }, delivery.empty);
-    },
-  });
-  new Counter({
-    name: `${P}delivery_treatments_returned_total`,
-    help: 'Treatments returned by GetTreatments, summed over responses',
-    registers,
-    collect() {
-      this.reset();
-      this.inc(delivery.treatmentsReturned);
-    },
-  });
+  registerStatsCounters(registers, { caches, delivery, decisionLog, overload });
 
   new Gauge({
     name: `${P}queue_jobs`,
@@ -312,6 +269,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     registry,
     contentType: registry.contentType,
     delivery,
+    decisionLog,
+    overload,
     observeRequest: (operation, status, seconds) => {
       const c = requestChildren(operation);
       let count = c.byStatus.get(status);

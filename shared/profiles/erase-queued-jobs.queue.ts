@@ -59,6 +59,13 @@ export function jobErasure(data: unknown, e: ErasedIds, jobTimestamp: number): J
     const requests = data.requests.map((r: unknown, i) => (mine[i] ? erasedRequest(r as Rec) : r));
     return { kind: 'rewrite', data: { ...data, requests } };
   }
+  // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
+  if (Array.isArray(data.packed)) {
+    const unit = (r: unknown) => (Array.isArray(r) ? { projectId: r[0], userId: r[1], decideTimeMs: r[3] } : undefined);
+    const packed = data.packed.filter((r) => !erasedUnit(unit(r), e, jobTimestamp));
+    if (packed.length === data.packed.length) return { kind: 'keep' };
+    return packed.length === 0 ? { kind: 'remove' } : { kind: 'rewrite', data: { ...data, packed } };
+  }
   if (Array.isArray(data.records)) {
     const records = data.records.filter((r) => !erasedUnit(r, e, jobTimestamp));
     if (records.length === data.records.length) return { kind: 'keep' };

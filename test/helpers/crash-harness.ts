@@ -38,13 +38,13 @@ export interface CrashHarness {
   close(): Promise<void>;
 }
 
-export async function startCrashHarness(label: string, opts: { cluster?: boolean } = {}): Promise<CrashHarness> {
+export async function startCrashHarness(label: string, opts: { cluster?: boolean; apiEnv?: Record<string, string> } = {}): Promise<CrashHarness> {
   const prefix = uniquePrefix(label);
   const dataDir = mkdtempSync(join(tmpdir(), `tds-${label}-`));
   const cluster = opts.cluster ? await startRedisCluster() : undefined;
   const redis: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : {};
   const childEnv = { ...redis, REDIS_PREFIX: prefix, DATA_DIR: dataDir, ROLE: 'workers', WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '16', AUTO_START_REDIS: 'false' };
-  const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix });
+  const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix, ...opts.apiEnv });
   let child: ChildService | undefined;
 
   return {

@@ -27,7 +27,8 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
 }
 
 beforeAll(async () => {
-  h = await startCrashHarness('deccrash');
+  // decisions sent every millisecond: many small jobs, so the kills land among them
+  h = await startCrashHarness('deccrash', { apiEnv: { DECISION_LOG_FLUSH_MS: '1' } });
   t = h.t;
   k = await createProjectWithKeys(t);
   queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(h.prefix), skipVersionCheck: true });
@@ -41,6 +42,8 @@ beforeAll(async () => {
       lastModifiedBy: 't',
       startTimestamp: new Date(Date.now() - DAY).toISOString(),
       shouldPublish: true,
+      // a RETURNED cap (never reached): its decisions are counted in the users' profiles
+      frequencyCap: { maxCount: 1000, windowName: 'LAST_7D', countOf: 'RETURNED' },
       content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: name }] }] },
     });
   }
@@ -57,7 +60,6 @@ describe('decision-log workers killed mid-batch', () => {
     const started = Date.now();
     const expected = new Map<string, number>();
     const identities = new Set<string>();
-    // Two responses per event-loop turn: many small jobs, so the kills land among them.
     for (let i = 0; i < RESPONSES; i += 2) {
       const rs = await Promise.all([0, 1].map((j) => ok('GetTreatments', k.delivery, { userId: `user-${(i + j) % USERS}`, surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }, { surface: 'feed', maximumTreatmentCount: 1 }] })));
       for (const [j, r] of rs.entries()) {

@@ -6,7 +6,8 @@ import { capCounterField } from '../../shared/profiles/profile-layout.js';
 /**
  * The decision log through HTTP against the whole service (workers thread, embedded ClickHouse): every
  * treatment GetTreatments returns is in the decision log, readable through ListDecisions within
- * about a second, and counted once in the user's RETURNED cap counters.
+ * about a second, and counted once in the user's RETURNED cap counters when the treatment has a
+ * RETURNED cap (and not at all when it has none).
  */
 let s: TestService;
 let k: Awaited<ReturnType<typeof projectWithKeys>>;
@@ -28,6 +29,7 @@ beforeAll(async () => {
       lastModifiedBy: 't',
       startTimestamp: new Date(Date.now() - DAY).toISOString(),
       shouldPublish: true,
+      ...(name === 'c' ? {} : { frequencyCap: { maxCount: 1000, windowName: 'LAST_7D', countOf: 'RETURNED' } }),
       content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: name }] }] },
     });
     treatmentIds.push(r.treatment.treatmentId);
@@ -70,13 +72,23 @@ describe('decision log', () => {
     // another user sees nothing of alice's
     expect((await ok('ListDecisions', k.management, { userId: 'bob' })).decisions).toEqual([]);
 
-    // RETURNED cap counters: each returned treatment counted once per response, on the UTC day.
-    const profile = await s.ctx.profiles.get(k.projectId, 'alice');
-    for (const id of treatmentIds) {
-      const returned = got.filter((d) => d.treatmentId === id);
+    // RETURNED cap counters: each returned treatment with a RETURNED cap (a, b) counted once per
+    // response, on the UTC day; c has no cap and no counter.
+    const counted = (profile: { fields: Record<string, string> }, id: string, day: number) => Number(profile.fields[capCounterField('RETURNED', id, day)] ?? 0);
+    const expectedCounts = treatmentIds.map((id) => {
       const byDay = new Map<number, number>();
-      for (const d of returned) byDay.set(Math.floor(Date.parse(d.decideTime) / DAY), (byDay.get(Math.floor(Date.parse(d.decideTime) / DAY)) ?? 0) + 1);
-      for (const [day, n] of byDay) expect(Number(profile.fields[capCounterField('RETURNED', id, day)])).toBe(n);
+      for (const d of got.filter((x) => x.treatmentId === id)) byDay.set(Math.floor(Date.parse(d.decideTime) / DAY), (byDay.get(Math.floor(Date.parse(d.decideTime) / DAY)) ?? 0) + 1);
+      return byDay;
+    });
+    expect(expectedCounts.every((byDay) => byDay.size > 0)).toBe(true);
+    // the counters are applied just after the rows are stored
+    await waitUntil(async () => {
+      const profile = await s.ctx.profiles.get(k.projectId, 'alice');
+      return [...expectedCounts[0]].every(([day, n]) => counted(profile, treatmentIds[0], day) === n);
+    }, 10_000);
+    const profile = await s.ctx.profiles.get(k.projectId, 'alice');
+    for (const [i, id] of treatmentIds.entries()) {
+      for (const [day, n] of expectedCounts[i]) expect(counted(profile, id, day)).toBe(i === 2 ? 0 : n);
     }
   }, 60_000);
 

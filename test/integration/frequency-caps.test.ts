@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
-import { ViewCapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
+import { CapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
 import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
@@ -15,7 +15,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 let t: TestApp;
 let p: ProjectKeys;
-let viewCaps: ViewCapCache;
+let viewCaps: CapCache;
 let seq = 0;
 
 async function ok(operation: string, key: string, body: Record<string, unknown>): Promise<any> {
@@ -29,7 +29,7 @@ beforeAll(async () => {
   p = await createProjectWithKeys(t);
   await ok('InsertSurface', p.management, { name: 'home' });
   await ok('InsertTreatmentType', p.management, { treatmentTypeName: 'card', lastModifiedBy: 'setup', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-  viewCaps = new ViewCapCache((projectId) => t.ctx.treatments.list(projectId), t.ctx.bus);
+  viewCaps = new CapCache('VIEWED', (projectId) => t.ctx.treatments.list(projectId), t.ctx.bus);
 });
 afterAll(async () => {
   viewCaps?.close();

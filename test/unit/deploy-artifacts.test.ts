@@ -1,3 +1,4 @@
+import { HEAP_FLAGS } from '../../api/supervisor.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -68,7 +69,9 @@ describe('compose.yaml', () => {
     expect(known.size).toBeGreaterThan(15);
     for (const [name, s] of appServices) {
       const env = s.environment ?? {};
-      expect(Object.keys(env).filter((k) => !known.has(k)), name).toEqual([]);
+      // NODE_OPTIONS is node's: the heap flags the supervisor would give a child of that role
+      expect(Object.keys(env).filter((k) => !known.has(k) && k !== 'NODE_OPTIONS'), name).toEqual([]);
+      expect(String(env.NODE_OPTIONS), name).toBe(HEAP_FLAGS[env.ROLE === 'api' ? 'api' : 'background'].join(' '));
       for (const k of ['REDIS_URL', 'CLICKHOUSE_URL', 'ADMIN_TOKEN', 'ROLE', 'HOST', 'OPS_HOST', 'OPS_PORT']) expect(env, `${name}: ${k}`).toHaveProperty(k);
       const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, interpolate(String(v), { ADMIN_TOKEN: 'a-token-of-32-characters-at-least' })]));
       const config = loadConfig(resolved);

@@ -1,3 +1,5 @@
+import { namedUsers } from '../../workers/ingestion/dead-letter-sink.js';
+import { jobConcernsUser } from '../../shared/profiles/user-deletion.queue.js';
 import { describe, expect, it } from 'vitest';
 import { jobErasure, type ErasedIds } from '../../shared/profiles/erase-queued-jobs.queue.js';
 
@@ -45,5 +47,16 @@ describe('jobErasure', () => {
     const wrapped = jobErasure({ queue: 'decision_log', data: { kind: 'decisions', records: [rec('v'), rec('u')] } }, e, 0);
     expect(wrapped).toEqual({ kind: 'rewrite', data: { queue: 'decision_log', data: { kind: 'decisions', records: [rec('v')] } } });
     for (const junk of [null, 'x', 5, [], {}, { kind: 'eventsBatch', requests: 'x' }]) expect(jobErasure(junk, e, 0)).toEqual({ kind: 'keep' });
+  });
+
+  it('filters a packed decisions batch (the producer\'s positional records) the same way', () => {
+    const rec = (userId: string, decideTimeMs = DELETED_AT - 1) => ['p', userId, `r-${userId}`, decideTimeMs, [['1', 1, 's', 1, 'RETURNED']]];
+    expect(jobErasure({ kind: 'decisions', packed: [rec('v'), rec('u'), rec('u', DELETED_AT + 1)] }, e, 0)).toEqual({ kind: 'rewrite', data: { kind: 'decisions', packed: [rec('v'), rec('u', DELETED_AT + 1)] } });
+    expect(jobErasure({ kind: 'decisions', packed: [rec('u'), rec('u-temp')] }, e, 0)).toEqual({ kind: 'remove' });
+    expect(jobErasure({ kind: 'decisions', packed: [rec('v'), 'junk'] }, e, 0)).toEqual({ kind: 'keep' });
+    // a dead letter of such a batch names its users, so DeleteUserData finds it
+    expect(namedUsers({ kind: 'decisions', packed: [rec('v'), rec('u'), rec('v')] }).sort()).toEqual(['u', 'v']);
+    expect(jobConcernsUser({ kind: 'decisions', packed: [rec('v'), rec('u')] }, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser({ kind: 'decisions', packed: [rec('v')] }, 'p', 'u')).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { childSpecs } from '../../api/supervisor.js';
+import { childSpecs, HEAP_FLAGS, heapFlags } from '../../api/supervisor.js';
 import { loadConfig } from '../../shared/platform/config.js';
 
 /**
@@ -37,5 +37,16 @@ describe('the supervisor\'s children by ROLE', () => {
 
   it('a ROLE it cannot honour stops the configuration with a message naming the variable', () => {
     expect(() => children({ ROLE: 'apis' })).toThrow(/ROLE/);
+  });
+});
+
+describe('heap flags of the children', () => {
+  it('gives each kind its V8 heap flags, leaving alone any the operator set', () => {
+    expect(heapFlags('api', '', [])).toEqual([...HEAP_FLAGS.api]);
+    expect(heapFlags('background', '', [])).toEqual([...HEAP_FLAGS.background]);
+    expect(heapFlags('api', '--max-semi-space-size=32', [])).toEqual(HEAP_FLAGS.api.filter((f) => !f.startsWith('--max-semi-space-size')));
+    expect(heapFlags('background', '', ['--heap-growing-percent=10'])).toEqual([]);
+    const specs = childSpecs(loadConfig({ ADMIN_TOKEN: 'a-token-of-32-characters-at-least', API_PROCESSES: '2' }));
+    expect(specs.map((s) => s.execArgv.length > 0)).toEqual([true, true, true]);
   });
 });

@@ -10,17 +10,13 @@ const DAY_MS = 86_400_000;
 export type TreatmentLoader = (projectId: string) => Promise<TreatmentRecord[]>;
 
 /**
- * Per project, which treatments have a frequency cap counting VIEWED interactions, cached
- * per process like the data fields (see ProjectCatalogCache).
+ * Per project, which treatments have a frequency cap counting VIEWED interactions or RETURNED
+ * decisions, cached per process like the data fields (see ProjectCatalogCache).
  */
-export class ViewCapCache extends ProjectCatalogCache<ReadonlySet<string>> {
-  constructor(load: TreatmentLoader, bus: InvalidationBus) {
-    super(async (projectId) => new Set((await load(projectId)).filter((t) => countsViews(t.frequencyCap)).map((t) => t.treatmentId)), bus);
+export class CapCache extends ProjectCatalogCache<ReadonlySet<string>> {
+  constructor(kind: FrequencyCap['countOf'], load: TreatmentLoader, bus: InvalidationBus) {
+    super(async (projectId) => new Set((await load(projectId)).filter((t) => t.frequencyCap?.countOf === kind).map((t) => t.treatmentId)), bus);
   }
-}
-
-function countsViews(cap: FrequencyCap | undefined): boolean {
-  return cap?.countOf === 'VIEWED';
 }
 
 /**
@@ -34,6 +30,6 @@ export function viewCapOps(capped: ReadonlySet<string>, job: InteractionJob): Pr
   return [['inc', capCounterField('VIEWED', job.treatmentId, day), 1]];
 }
 
-export function viewCapInteractionOps(cache: ViewCapCache): InteractionOpsProvider {
+export function viewCapInteractionOps(cache: CapCache): InteractionOpsProvider {
   return async (job) => (job.interactionType === 'VIEWED' ? viewCapOps(await cache.get(job.projectId), job) : []);
 }

@@ -81,7 +81,7 @@ const USER_MEMBERS = new Set(['userId', 'preLoginTempUserId']);
 /**
  * The users a job's data names: the string values of its `userId` and `preLoginTempUserId`
  * members at any depth (a request, the requests of a merged job, their events, a decision job's
- * records, an isolated job's wrapped data). Distinct, at most MAX_DEAD_LETTER_USERS.
+ * records, packed or not, an isolated job's wrapped data). Distinct, at most MAX_DEAD_LETTER_USERS.
  */
 export function namedUsers(data: unknown): string[] {
   const found = new Set<string>();
@@ -91,6 +91,9 @@ export function namedUsers(data: unknown): string[] {
       for (const item of v) walk(item, depth + 1);
       return;
     }
+    // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
+    const packed = (v as { kind?: unknown; packed?: unknown }).kind === 'decisions' ? (v as { packed?: unknown }).packed : undefined;
+    if (Array.isArray(packed)) for (const r of packed) if (Array.isArray(r) && typeof r[1] === 'string' && r[1] !== '' && found.size < MAX_DEAD_LETTER_USERS) found.add(r[1]);
     for (const [k, child] of Object.entries(v)) {
       if (USER_MEMBERS.has(k) && typeof child === 'string' && child !== '') found.add(child);
       else walk(child, depth + 1);

@@ -6,7 +6,7 @@ import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from 
 import { type DecisionsJob } from '../../shared/impact/index.js';
 import { type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
-import { decisionsJobUnits, processDecisionsJob } from '../impact/decisions.processor.js';
+import { processDecisionsJob, type ReturnedCaps } from '../impact/decisions.processor.js';
 import type { DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
 import type { DecisionLookup, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
@@ -60,6 +60,8 @@ export interface IngestWorkersOptions {
   ranking?: { store: RankingCounterStore; deltasFor: (job: InteractionJob) => RankingDelta[] };
   /** Deleted users: jobs accepted before their user's deletion are dropped for that user. */
   erased?: ErasedUsers;
+  /** Treatments whose RETURNED decisions are counted for frequency caps. @defaultValue none */
+  returnedCaps?: ReturnedCaps;
   /** The decision log, for interactions sent without userId or surface. @defaultValue the warehouse's decision log */
   decisions?: DecisionLookup;
   /** How long such an interaction waits for its decision before it is a dead letter (ms). @defaultValue 600000 */
@@ -91,6 +93,12 @@ export interface IngestWorkers {
    * a job left unfinished is retried once its lock expires. Then buffered rows are written.
    */
   close(graceMs?: number): Promise<void>;
+}
+
+/** The project a dead decisions job is filed under: its first record's. */
+function decisionsProject(data: DecisionsJob | undefined): string {
+  const first: unknown = data?.packed?.[0]?.[0] ?? data?.records?.[0]?.projectId;
+  return typeof first === 'string' ? first : '';
 }
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
@@ -132,7 +140,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
-  const runDecisions = (job: Job<DecisionsJob>) => asPermanent(() => processDecisionsJob(job, deps));
+  const decisionDeps = { ...deps, returnedCaps: o.returnedCaps, markerGraceSeconds: markerGraceSeconds(o.lockMs) };
+  const runDecisions = (job: Job<DecisionsJob>) => asPermanent(() => processDecisionsJob(job, decisionDeps));
   const decisions = new Worker<DecisionsJob, number>(QUEUE.decisions, runDecisions, common);
 
   // Suspects run one at a time with this process's other workers paused (they finish their
@@ -192,7 +201,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       // A merged job holds requests of many projects: each is a dead letter of its own project.
       const letters = requests
         ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
-        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? (data as DecisionsJob | undefined)?.records?.[0]?.projectId ?? ''), messageId: String(job.id), payload: data }];
+        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? decisionsProject(data as DecisionsJob | undefined)), messageId: String(job.id), payload: data }];
       for (const l of letters) await deadLetters.store({ ...l, source, reason });
       o.onMetric?.('deadLetters', letters.length);
     } catch (e) {
@@ -219,11 +228,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
   interactions.on('completed', (job) => interactionDone(job, job.data));
-  decisions.on('completed', (job) => dropMarkers(job, decisionsJobUnits(job.data, job.id!)));
+  // a decisions job shortens its markers itself (only it knows which users had capped treatments)
   isolated.on('completed', (job) => {
     if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
-    else if (job.data.queue === 'decision_log') dropMarkers(job, decisionsJobUnits(job.data.data as DecisionsJob, job.id!));
-    else interactionDone(job, job.data.data as InteractionJob);
+    else if (job.data.queue !== 'decision_log') interactionDone(job, job.data.data as InteractionJob);
   });
 
   return {

@@ -260,7 +260,7 @@ export type PubSubIntakeWiring = Pick<Platform, 'config' | 'redis' | 'keys' | 'n
 export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
   const intake = new PubSubIntake(
     {
-      pubsub: createPubSub(ctx.config),
+      pubsub: await createPubSub(ctx.config),
       sources: new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now),
       events: ctx.ingest.events,
       backlog: ctx.ingestBacklog,

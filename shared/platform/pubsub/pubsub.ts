@@ -1,4 +1,4 @@
-import { PubSub, type ClientConfig } from '@google-cloud/pubsub';
+import type { ClientConfig, PubSub } from '@google-cloud/pubsub';
 import type { Config } from '../config.js';
 import { FailedPreconditionError, invalidField, UnavailableError, type ApiError } from '../errors.js';
 
@@ -26,8 +26,13 @@ export function pubSubClientOptions(config: Pick<Config, 'pubsubProjectId' | 'pu
   return { projectId: config.pubsubProjectId };
 }
 
-/** One client per process (or per admin call); the caller closes it. */
-export function createPubSub(config: Pick<Config, 'pubsubProjectId' | 'pubsubEmulatorHost'>): PubSub {
+/**
+ * One client per process (or per admin call); the caller closes it. The client library (gRPC,
+ * google-gax: ~40 MB) is loaded on first use, so an API process that never manages a Pub/Sub
+ * source never holds it.
+ */
+export async function createPubSub(config: Pick<Config, 'pubsubProjectId' | 'pubsubEmulatorHost'>): Promise<PubSub> {
+  const { PubSub } = await import('@google-cloud/pubsub');
   return new PubSub(pubSubClientOptions(config));
 }
 

@@ -1,0 +1,102 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { errorBody, UnavailableError } from '../../shared/platform/errors.js';
+import type { OverloadStats } from '../../shared/platform/metrics.js';
+
+export interface LoadShedderOptions {
+  /** Event-loop lag (ms) beyond which public requests are refused; 0: never. */
+  maxEventLoopLagMs: number;
+  /** Public requests being answered at once beyond which new ones are refused; 0: no limit. */
+  maxInFlight: number;
+  /** How often the lag is sampled (ms). @defaultValue 10 */
+  sampleMs?: number;
+  stats: OverloadStats;
+}
+
+/**
+ * The operations a client key calls on every page view and every event: what overload is made
+ * of. Management, admin, health and console requests are few and always admitted, so an
+ * operator can act on an overloaded service.
+ */
+const CLIENT_OPERATIONS = new Set(['/v1/GetTreatments', '/v1/GetTreatment', '/v1/LogEvents', '/v1/LogTreatmentInteraction']);
+
+function isClientOperation(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  const q = url.indexOf('?');
+  return CLIENT_OPERATIONS.has(q < 0 ? url : url.slice(0, q));
+}
+
+const REFUSAL = JSON.stringify(errorBody(new UnavailableError('the service is overloaded; retry the request after the time in Retry-After')));
+const REFUSAL_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(REFUSAL), 'retry-after': '1' };
+
+/**
+ * Overload is refused, not queued. A process that takes requests faster than it can answer them
+ * builds a queue in its event loop that grows without bound, and every request waits seconds.
+ * Instead, while the event loop lags behind a timer by more than `maxEventLoopLagMs` (two samples
+ * in a row), or more than `maxInFlight` client requests are being answered, a new client request
+ * (delivery and ingestion, `CLIENT_OPERATIONS`) is answered at once with 503 UNAVAILABLE and
+ * `Retry-After: 1`, before anything parses it: a refusal costs a few microseconds, so the process
+ * keeps answering the requests it admits at their usual latency, and the client (or the load
+ * balancer) retries or goes elsewhere. Management, admin, health and console requests are always
+ * admitted; the ops listener is another server.
+ */
+export class LoadShedder {
+  private lagMs = 0;
+  /** The lag of the sample before: one late sample (a GC pause, the process descheduled) is not overload. */
+  private previousLagMs = 0;
+  private inFlight = 0;
+  private expected = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly sampleMs: number;
+
+  constructor(private readonly opts: LoadShedderOptions) {
+    this.sampleMs = opts.sampleMs ?? 10;
+  }
+
+  start(): this {
+    if (this.timer || this.opts.maxEventLoopLagMs === 0) return this;
+    this.expected = performance.now() + this.sampleMs;
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      this.previousLagMs = this.lagMs;
+      this.lagMs = Math.max(0, now - this.expected);
+      this.expected = now + this.sampleMs;
+    }, this.sampleMs);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** The event loop's lag over the last two samples (ms): the lower of the two, so a single pause does not count. */
+  get lag(): number {
+    return Math.min(this.lagMs, this.previousLagMs);
+  }
+
+  get overloaded(): boolean {
+    return (this.opts.maxEventLoopLagMs > 0 && this.lag > this.opts.maxEventLoopLagMs) || (this.opts.maxInFlight > 0 && this.inFlight >= this.opts.maxInFlight);
+  }
+
+  /** Wraps a request listener (Fastify's): refuses public requests while overloaded, counts the rest in flight. */
+  guard(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      if (!isClientOperation(req.url)) return handler(req, res);
+      if (this.overloaded) {
+        this.opts.stats.shed++;
+        // the unread body is discarded by node once the answer is sent, so the connection stays usable
+        res.writeHead(503, REFUSAL_HEADERS).end(REFUSAL);
+        return;
+      }
+      this.inFlight++;
+      res.once('close', () => this.inFlight--);
+      handler(req, res);
+    };
+  }
+
+  /** A Fastify `serverFactory`: a plain HTTP server whose requests pass the guard first. */
+  serverFactory(): (handler: (req: IncomingMessage, res: ServerResponse) => void) => Server {
+    return (handler) => createServer(this.guard(handler));
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * CPU per request of the API process, 
+ * (`npx tsx bench/request-cost.ts [seconds]`), closed loop at saturation: µs of CPU the API process, the background
+ * process and Redis spend per GetTreatments, and the same for the bare baseline route. CPU per
+ * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
+ * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { utcDay } from '../shared/aggregation/index.js';
+import { startBaselineServer } from './lib/baseline-server.js';
+import { seedProfiles } from './lib/bench-redis.js';
+import { userIdOf } from './lib/event-generator.js';
+import { runLoad } from './lib/load-runner.js';
+import { ScenarioRun } from './lib/scenario-run.js';
+import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from './scenarios/delivery.js';
+import { PROJECT_ID } from './scenarios/log-events.js';
+
+const seconds = Number(process.argv[2] ?? 8);
+const ticks = 100;
+function cpuOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticks;
+}
+async function redisCpu(run: ScenarioRun): Promise<number> {
+  const info = await run.redis.info('cpu');
+  const get = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return get('used_cpu_sys') + get('used_cpu_user');
+}
+
+async function main(): Promise<void> {
+  const workDir = mkdtempSync(join(tmpdir(), 'tds-cost-'));
+  const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
+  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map() };
+  const run = ScenarioRun.open(ctx, 'cost');
+  const p = { ...DELIVERY_SIZES.full, users: 10_000 };
+  try {
+    progress(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    const svc = await run.startService();
+    const keys = await svc.createProject(PROJECT_ID);
+    const catalogue = await createCatalogue(svc, keys, p);
+    await seedProfiles(run.redis, run.keys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, utcDay(Date.now())), () => undefined);
+    const body = getTreatmentsBodies(p);
+    const measure = async (label: string, baseUrl: string, pids: Record<string, number>, headers: Record<string, string>) => {
+      const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
+      await runLoad({ ...o, durationSec: 2 });
+      const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+      const r0 = await redisCpu(run);
+      const r = await runLoad(o);
+      const r1 = await redisCpu(run);
+      const n = r.ok + r.non2xx;
+      const parts = Object.entries(pids).map(([k, pid]) => `${k} ${(((cpuOf(pid) - before[k]) * 1e6) / n).toFixed(0)} µs`);
+      progress(`${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`);
+    };
+    const [api] = svc.sampler.pids('api');
+    const [bg] = svc.sampler.pids('background');
+    await measure('service', svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
+    const peaks = await run.stopService(svc);
+    progress(`peak RSS: api ${peaks.apiMb.toFixed(0)} MB, background ${peaks.backgroundMb.toFixed(0)} MB (ready: api ${svc.readyRss.apiMb.toFixed(0)} MB)`);
+    const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
+    await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
+    await base.stop();
+    progress(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  } finally {
+    await run.close();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+void main();

@@ -1,0 +1,69 @@
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { LoadShedder } from '../../api/http/load-shedder.js';
+
+/** A response that records what was written; 'close' is emitted by `finish()`. */
+function fakeRes() {
+  const res = new EventEmitter() as EventEmitter & { status?: number; headers?: Record<string, unknown>; body?: string; writeHead: (s: number, h: Record<string, unknown>) => unknown; end: (b: string) => void; finish(): void };
+  res.writeHead = (s, h) => {
+    res.status = s;
+    res.headers = h;
+    return res;
+  };
+  res.end = (b) => {
+    res.body = b;
+  };
+  res.finish = () => res.emit('close');
+  return res;
+}
+
+const req = (url: string) => ({ url }) as IncomingMessage;
+
+describe('LoadShedder', () => {
+  it('refuses public requests beyond maxInFlight with 503 and Retry-After, admits them again as others finish; other paths always pass', () => {
+    const stats = { shed: 0 };
+    const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 2, stats });
+    const handled: string[] = [];
+    const guard = shedder.guard((r) => handled.push(r.url!));
+    const open = [fakeRes(), fakeRes()];
+    guard(req('/v1/GetTreatments'), open[0] as unknown as ServerResponse);
+    guard(req('/v1/LogEvents'), open[1] as unknown as ServerResponse);
+    const refused = fakeRes();
+    guard(req('/v1/GetTreatments'), refused as unknown as ServerResponse);
+    expect(refused.status).toBe(503);
+    expect(refused.headers?.['retry-after']).toBe('1');
+    expect(JSON.parse(refused.body!)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
+    expect(stats.shed).toBe(1);
+    for (const path of ['/healthz', '/readyz', '/v1/InsertTreatment', '/admin/v1/GetQueueStats', '/console/']) guard(req(path), fakeRes() as unknown as ServerResponse);
+    expect(handled).toEqual(['/v1/GetTreatments', '/v1/LogEvents', '/healthz', '/readyz', '/v1/InsertTreatment', '/admin/v1/GetQueueStats', '/console/']);
+    open[0].finish();
+    guard(req('/v1/GetTreatments'), fakeRes() as unknown as ServerResponse);
+    expect(handled.at(-1)).toBe('/v1/GetTreatments');
+    expect(stats.shed).toBe(1);
+  });
+
+  it('refuses while the event loop lags beyond maxEventLoopLagMs two samples in a row, and stops refusing when it catches up', async () => {
+    const stats = { shed: 0 };
+    const shedder = new LoadShedder({ maxEventLoopLagMs: 20, maxInFlight: 0, sampleMs: 5, stats }).start();
+    const blockFor = async (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        // the event loop is blocked
+      }
+      await new Promise((r) => setTimeout(r, 1)); // the sampler, due earlier, runs first
+    };
+    try {
+      expect(shedder.overloaded).toBe(false);
+      await blockFor(80);
+      expect(shedder.overloaded).toBe(false); // one late sample: a pause, not overload
+      await blockFor(80);
+      expect(shedder.lag).toBeGreaterThan(20);
+      expect(shedder.overloaded).toBe(true);
+      await new Promise((r) => setTimeout(r, 30));
+      expect(shedder.overloaded).toBe(false);
+    } finally {
+      shedder.stop();
+    }
+  });
+});
