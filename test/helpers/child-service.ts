@@ -1,3 +1,4 @@
+import { UNLIMITED } from './context.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
 
@@ -11,7 +12,8 @@ export interface ChildService {
 export function spawnService(env: Record<string, string>): ChildService {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
     cwd: new URL('../../', import.meta.url).pathname,
-    env: { ...process.env, LOG_LEVEL: 'warn', OPS_PORT: '0', ...env },
+    // limits lifted and load shedding off, as in the in-process test apps (a test sets them to test them)
+    env: { ...process.env, LOG_LEVEL: 'warn', OPS_PORT: '0', ...UNLIMITED, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -18,9 +18,12 @@ export function uniquePrefix(label = 't'): string {
 /**
  * Tests send hundreds of deliberately failed authentications from one address (inject's
  * 127.0.0.1), so the request-rate limits are lifted unless a test sets them
- * (test/security/rate-limits.test.ts does).
+ * (test/security/rate-limits.test.ts does). Load shedding is off too: a test process runs the
+ * API beside the workers and the embedded ClickHouse on one event loop, on a machine shared with
+ * other test files, so its lag says nothing about overload (test/integration/overload.test.ts
+ * turns it on).
  */
-const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000' };
+export const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000', OVERLOAD_MAX_LAG_MS: '0' };
 
 export function testConfig(overrides: Record<string, string> = {}): Readonly<Config> {
   return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...UNLIMITED, ...overrides });
