@@ -28,8 +28,11 @@ export interface ManagementClientOptions {
   /** The service's address, e.g. `https://tds.example.com`. */
   baseUrl: string;
   projectId: string;
-  /** A TREATMENT_MANAGEMENT key (keep it on servers and in CI secrets, never in a page). */
-  apiKey: string;
+  /**
+   * A TREATMENT_MANAGEMENT key (keep it on servers and in CI secrets, never in a page). Required:
+   * `undefined` (an unset environment variable) throws a TypeError saying so.
+   */
+  apiKey: string | undefined;
   /** @defaultValue 30000 */
   timeoutMs?: number;
   /**
@@ -58,7 +61,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * the service's `code` and per-field `details`.
  */
 export function createManagementClient(o: ManagementClientOptions): ManagementClient {
-  if (typeof o?.apiKey !== 'string' || o.apiKey === '') throw new TypeError('apiKey (a TREATMENT_MANAGEMENT key) is required');
+  const apiKey = o?.apiKey;
+  if (typeof apiKey !== 'string' || apiKey === '') throw new TypeError('apiKey (a TREATMENT_MANAGEMENT key) is required');
   if (typeof o.projectId !== 'string' || o.projectId === '') throw new TypeError('projectId is required');
   const transport: Transport = { baseUrl: normaliseBaseUrl(o.baseUrl), fetch: o.fetch ?? defaultFetch() };
   const maxRetries = o.maxRetries ?? 3;
@@ -67,7 +71,7 @@ export function createManagementClient(o: ManagementClientOptions): ManagementCl
     const body = JSON.stringify({ ...request, projectId: request?.projectId ?? o.projectId });
     for (let attempt = 1; ; attempt++) {
       try {
-        return await postJson<Operations[K]['response']>(transport, operation, o.apiKey, body, { timeoutMs: c.timeoutMs ?? o.timeoutMs ?? 30_000, signal: c.signal });
+        return await postJson<Operations[K]['response']>(transport, operation, apiKey, body, { timeoutMs: c.timeoutMs ?? o.timeoutMs ?? 30_000, signal: c.signal });
       } catch (err) {
         if (attempt > maxRetries || !mayRetry(operation, err)) throw err;
         await sleep(backoffMs(attempt, { initialDelayMs: 250, maxDelayMs: 10_000 }, err.retryAfterMs));

@@ -9,6 +9,7 @@ import { waitUntil } from '../helpers/context.js';
 import { freePort } from '../helpers/child-service.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 import { launchConsoleBrowser } from '../console/console-driver.js';
+import { pointedAt, readmeBlocks } from './readme-examples.js';
 
 /**
  * The built client in Chromium, on a page served from another origin than the service's: with
@@ -24,6 +25,9 @@ let browser: Browser;
 let page: Page;
 let keys: { projectId: string; management: string; delivery: string; logEvents: string };
 const field: Record<string, string> = {};
+/** The README's browser example, pointed at the test service with the `demo` project's keys. */
+let readmePage = '';
+let demoDeliveryKey = '';
 
 const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>shop</title></head><body><h1>shop</h1>
 <script type="module">import * as tds from '/tds-client.js'; window.tds = tds; window.tdsReady = true;</script></body></html>`;
@@ -34,7 +38,7 @@ beforeAll(async () => {
   pagePort = await freePort();
   pages = createServer((req, res) => {
     if (req.url === '/tds-client.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(BUNDLE));
-    else res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
+    else res.writeHead(200, { 'content-type': 'text/html' }).end(req.url === '/readme.html' ? readmePage : PAGE);
   });
   await new Promise<void>((resolve) => pages.listen(pagePort, '127.0.0.1', resolve));
   s = await startTestService({ CORS_ORIGINS: `http://localhost:${pagePort}` });
@@ -53,8 +57,27 @@ beforeAll(async () => {
     ],
   });
   [field.pageViews, field.viewed] = made.dataFields.map((f) => f.dataFieldId);
+  await readmeProject();
   ({ browser, page } = await launchConsoleBrowser());
 }, 300_000);
+
+/** The curl tour's `demo` project, enough of it for the README's example, and the page of that example. */
+async function readmeProject(): Promise<void> {
+  const demo = await projectWithKeys(s, 'demo');
+  demoDeliveryKey = demo.delivery;
+  const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: demo.management });
+  await mgmt.insertSurface({ name: 'home_banner' });
+  await mgmt.insertTreatmentType({ treatmentTypeName: 'banner', lastModifiedBy: 'me', surfaces: [{ surfaceName: 'home_banner' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }] });
+  await mgmt.insertTreatment({
+    name: 'gold offer', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 'me', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+    content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
+  });
+  field.demoPageViews = (await mgmt.getDataFields({ dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'page_view', dailyCountAggregation: { windowName: 'LAST_7D' } } }] })).dataFields[0].dataFieldId;
+  const [example] = readmeBlocks('html');
+  if (!example.includes("'DELIVERY-KEY'") || !example.includes("'LOG-EVENTS-KEY'")) throw new Error('the README example no longer names DELIVERY-KEY and LOG-EVENTS-KEY');
+  const script = pointedAt(example, s.baseUrl).replace("'DELIVERY-KEY'", `'${demo.delivery}'`).replace("'LOG-EVENTS-KEY'", `'${demo.logEvents}'`);
+  readmePage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>readme</title></head><body>\n${script}</body></html>`;
+}
 
 afterAll(async () => {
   await browser?.close();
@@ -124,6 +147,22 @@ describe('the client in a browser page of another origin', { timeout: 120_000 },
     );
     await page.goto('about:blank');
     await waitUntil(async () => (await countOf('leaver', field.pageViews)) === '3', 30_000, 100);
+  });
+
+  it("the README's browser example shows the treatment and tracks the page view", async () => {
+    // The example keeps the default 300 ms timeout: a call from this origin first, so the browser
+    // has its preflight answer and a connection, and the service the project's compiled catalogue
+    // (as for a site's visitor after the first page).
+    await open(`http://localhost:${pagePort}`);
+    await page.evaluate(
+      async ({ baseUrl, key }) => {
+        await fetch(`${baseUrl}/v1/GetTreatments`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ projectId: 'demo', userId: 'warm-up', surfaces: [{ surface: 'home_banner' }] }) });
+      },
+      { baseUrl: s.baseUrl, key: demoDeliveryKey },
+    );
+    await page.goto(`http://localhost:${pagePort}/readme.html`);
+    await page.getByText('Hi friend').waitFor();
+    await waitUntil(async () => (await s.admin('GetUserProfile', { projectId: 'demo', userId: 'u1' })).body.profile.dataFields[field.demoPageViews] === '1', 30_000, 100);
   });
 
   it('a page of an origin CORS_ORIGINS does not list gets nothing: its client answers the fallback', async () => {
