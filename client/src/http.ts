@@ -74,8 +74,13 @@ export async function postJson<T>(t: Transport, operation: string, apiKey: strin
       if (o.signal?.aborted) throw new TdsError({ operation, kind: 'aborted', message: `${operation} aborted by the caller`, cause });
       throw new TdsError({ operation, kind: 'network', message: `${operation}: the service could not be reached (${(cause as Error)?.message ?? String(cause)})`, cause });
     }
-    if (res.status === 200) return (text === '' ? {} : JSON.parse(text)) as T;
-    throw httpError(operation, res.status, text, res.headers.get('retry-after'));
+    if (res.status !== 200) throw httpError(operation, res.status, text, res.headers.get('retry-after'));
+    try {
+      return (text === '' ? {} : JSON.parse(text)) as T;
+    } catch (cause) {
+      // not the service answering (a proxy's page): as good as no answer
+      throw new TdsError({ operation, kind: 'network', message: `${operation}: the answer is not the service's JSON: ${text.slice(0, 100)}`, cause });
+    }
   } finally {
     clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);

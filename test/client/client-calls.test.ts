@@ -46,6 +46,12 @@ describe('getTreatments', () => {
     }
   });
 
+  it('takes an answer that is not JSON (a proxy page) for no answer', async () => {
+    const f = scriptedFetch(() => ({ status: 200 }));
+    const c = new TdsClient({ baseUrl: 'http://tds.test', projectId: 'shop', apiKey: 'k', fetch: async (url, init) => ({ ...(await f.fetch(url, init)), text: async () => '<html>gateway</html>' }), fallback: FALLBACK });
+    expect(await c.getTreatments({ userId: 'u', surfaces: [] })).toMatchObject({ fallback: true, error: { kind: 'network' } });
+  });
+
   it('takes a per-call timeout and fallback, and a fallback function of the request', async () => {
     const { c } = client(() => 'hang');
     const t0 = Date.now();
