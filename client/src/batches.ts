@@ -12,6 +12,8 @@ export interface QueuedItem {
   json: string;
   /** UTF-8 bytes of `json`. */
   bytes: number;
+  /** Order of queueing: the queue is kept in this order, so the oldest are dropped first. */
+  seq: number;
   /** Failed attempts so far. */
   attempts: number;
   /** Accepted by the service (a page-hide resend and the original may both succeed). */
@@ -130,4 +132,16 @@ export function refusedEventIndexes(details: readonly { field: string }[], count
     refused.add(Number(m[1]));
   }
   return refused.size > 0 ? refused : undefined;
+}
+
+/** `back` (in `seq` order, e.g. a failed request's items) merged into the queue `into` (in `seq` order). */
+export function mergeBySeq(into: readonly QueuedItem[], back: readonly QueuedItem[]): QueuedItem[] {
+  const out: QueuedItem[] = new Array(into.length + back.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < into.length && j < back.length) out[k++] = into[i].seq <= back[j].seq ? into[i++] : back[j++];
+  while (i < into.length) out[k++] = into[i++];
+  while (j < back.length) out[k++] = back[j++];
+  return out;
 }

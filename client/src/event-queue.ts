@@ -1,5 +1,5 @@
 import { backoffMs, type BackoffOptions } from './backoff.js';
-import { refusedEventIndexes, takeBatches, utf8Bytes, type Batch, type QueuedItem } from './batches.js';
+import { mergeBySeq, refusedEventIndexes, takeBatches, utf8Bytes, type Batch, type QueuedItem } from './batches.js';
 import { TdsError } from './errors.js';
 
 /** The client's counters of what it queued and what became of it. */
@@ -63,6 +63,7 @@ export class EventQueue {
   private maxBatchBytes: number;
   private droppedUnreported = 0;
   private closed = false;
+  private seq = 0;
 
   constructor(private readonly o: QueueOptions) {
     this.maxBatchBytes = o.maxBatchBytes;
@@ -79,7 +80,7 @@ export class EventQueue {
   /** Queues an event of `userId` (its JSON, insertId included) or an interaction's request body. */
   push(kind: QueuedItem['kind'], userId: string, json: string): void {
     if (this.closed) throw new TypeError('the client is closed: create a new one to send more');
-    this.queue.push({ kind, userId, json, bytes: utf8Bytes(json), attempts: 0, done: false });
+    this.queue.push({ kind, userId, json, bytes: utf8Bytes(json), seq: this.seq++, attempts: 0, done: false });
     this.bound();
     if (this.queue.length >= this.o.flushAt) this.schedule(0);
     else this.schedule(this.o.flushIntervalMs);
@@ -116,7 +117,7 @@ export class EventQueue {
         () => this.accepted(batch.items),
         () => {
           // the page stayed (a hidden tab): these go with the next flush
-          if (!this.closed) this.queue.unshift(...batch.items.filter((i) => !i.done && !this.inFlight.has(i)));
+          if (!this.closed) this.requeue(batch.items.filter((i) => !i.done && !this.inFlight.has(i)));
         },
       );
     }
@@ -196,20 +197,19 @@ export class EventQueue {
     if (this.retriable(batch, err, items)) {
       for (const i of items) i.attempts++;
       this.stats.retries++;
-      this.queue.unshift(...items);
-      this.bound();
+      this.requeue(items);
       return { retryAfterMs: err.retryAfterMs };
     }
     if (err.status === 413 && items.length > 1) {
       // smaller requests from now on; nothing is lost
       this.maxBatchBytes = Math.max(1024, Math.floor(this.maxBatchBytes / 2));
-      this.queue.unshift(...items);
+      this.requeue(items);
       return undefined;
     }
     const refused = err.status === 400 && batch.operation === 'LogEvents' ? refusedEventIndexes(err.details, items.length) : undefined;
     if (refused && refused.size < items.length) {
       // only the events the 400 names are refused; the others go again at once
-      this.queue.unshift(...items.filter((_, k) => !refused.has(k)));
+      this.requeue(items.filter((_, k) => !refused.has(k)));
       this.lose(err, refused.size);
       return undefined;
     }
@@ -232,6 +232,12 @@ export class EventQueue {
   private lose(err: Error, n: number): void {
     this.stats.failed += n;
     this.o.onError(err, n);
+  }
+
+  /** Items of a request back in the queue, in their place: older than what was queued meanwhile, so dropped first. */
+  private requeue(items: readonly QueuedItem[]): void {
+    this.queue = mergeBySeq(this.queue, items);
+    this.bound();
   }
 
   /** The oldest items go first when the queue is over its bound; reported once per turn. */

@@ -64,7 +64,7 @@ describe('batching', () => {
 
   it('measures UTF-8 sizes as the service does', () => {
     for (const s of ['abc', 'é', '€', '😀', 'a\u0000b', '\ud800']) expect(utf8Bytes(s), s).toBe(Buffer.byteLength(s));
-    const items: QueuedItem[] = Array.from({ length: 5 }, (_, i) => ({ kind: 'event', userId: 'u', json: `{"i":${i}}`, bytes: 7, attempts: 0, done: false }));
+    const items: QueuedItem[] = Array.from({ length: 5 }, (_, i) => ({ kind: 'event', userId: 'u', json: `{"i":${i}}`, bytes: 7, seq: i, attempts: 0, done: false }));
     const { batches } = takeBatches(items, 'p', { maxEvents: 2, maxBytes: 1000, maxBatches: 10 });
     for (const b of batches) expect(b.bytes).toBe(Buffer.byteLength(b.body));
   });
