@@ -1,8 +1,9 @@
 // Shapes of a treatment as the API returns them (the client's wire types, generated from the
 // service's own schemas), and what the console reads off them.
-import type { GetTreatmentResponse } from '../../../client/src/wire.generated.js';
+import type { GetAllTreatmentsResponse } from '../../../client/src/wire.generated.js';
 
-export type Treatment = GetTreatmentResponse['treatment'];
+/** A treatment as a management key reads it (GetAllTreatments, GetTreatment): the whole record. */
+export type Treatment = GetAllTreatmentsResponse['treatments'][number];
 export type Version = Treatment['versions'][number];
 export type Content = Version['content'];
 export type ContentFieldValue = Content['languageAgnosticContentFields'][number];
