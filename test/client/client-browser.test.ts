@@ -9,7 +9,7 @@ import { waitUntil } from '../helpers/context.js';
 import { freePort } from '../helpers/child-service.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 import { launchConsoleBrowser } from '../console/console-driver.js';
-import { pointedAt, readmeBlocks } from './readme-examples.js';
+import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks } from './readme-examples.js';
 
 /**
  * The built client in Chromium, on a page served from another origin than the service's: with
@@ -41,7 +41,7 @@ beforeAll(async () => {
     else res.writeHead(200, { 'content-type': 'text/html' }).end(req.url === '/readme.html' ? readmePage : PAGE);
   });
   await new Promise<void>((resolve) => pages.listen(pagePort, '127.0.0.1', resolve));
-  s = await startTestService({ CORS_ORIGINS: `http://localhost:${pagePort}` });
+  s = await startTestService({ CORS_ORIGINS: `http://localhost:${pagePort}`, ...NO_LOAD_SHEDDING });
   keys = await projectWithKeys(s, 'web');
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'web', apiKey: keys.management });
   await mgmt.insertSurface({ name: 'hero' });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManagementClient } from '../../client/src/management.js';
 import { waitUntil } from '../helpers/context.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
-import { pointedAt, readmeBlocks } from './readme-examples.js';
+import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks } from './readme-examples.js';
 
 /**
  * The README's Node.js example of the client, and docs/client.md's management example, type-checked
@@ -23,7 +23,7 @@ beforeAll(async () => {
   // inside the repository (git-ignored), so the type check finds the packages' types
   mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true });
   dir = mkdtempSync(join(ROOT, 'test-artifacts', 'readme-'));
-  s = await startTestService();
+  s = await startTestService(NO_LOAD_SHEDDING);
   keys = await projectWithKeys(s, 'demo');
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: keys.management });
   await mgmt.insertSurface({ name: 'home_banner' });

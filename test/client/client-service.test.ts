@@ -4,6 +4,7 @@ import { createManagementClient, type ManagementClient } from '../../client/src/
 import type { FetchLike } from '../../client/src/http.js';
 import { waitUntil } from '../helpers/context.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
+import { NO_LOAD_SHEDDING } from './readme-examples.js';
 import { startServiceProxy, type ServiceProxy } from './service-proxy.js';
 
 /**
@@ -20,7 +21,7 @@ const field: Record<string, string> = {};
 const clients: TdsClient[] = [];
 
 beforeAll(async () => {
-  s = await startTestService();
+  s = await startTestService(NO_LOAD_SHEDDING);
   keys = await projectWithKeys(s, 'shop');
   mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'shop', apiKey: keys.management });
   // the README's catalogue, through the typed management client
@@ -143,8 +144,10 @@ describe('the client against the running service', () => {
     for (let i = 0; i < 300; i++) c.track({ userId: `crowd${i % 30}`, eventName: 'bulk' });
     await c.close(30_000);
     expect(c.stats()).toMatchObject({ sent: 2800, failed: 0, dropped: 0 });
-    expect(requests.every((r) => r.status === 200 && r.events <= 1000 && r.bytes <= 100_000)).toBe(true);
-    expect(requests.reduce((n, r) => n + r.events, 0)).toBe(2800);
+    expect(requests.every((r) => r.events <= 1000 && r.bytes <= 100_000)).toBe(true);
+    // an overloaded service may refuse some (503 or 429): the client sends them again
+    expect(requests.every((r) => [200, 429, 503].includes(r.status)), JSON.stringify(requests.map((r) => r.status))).toBe(true);
+    expect(requests.filter((r) => r.status === 200).reduce((n, r) => n + r.events, 0)).toBe(2800);
     expect(requests.length).toBeGreaterThanOrEqual(30 + Math.ceil((2500 * 130) / 100_000));
     await settlesAt('dan', field.bulk, '2500');
     await settlesAt('crowd7', field.bulk, '10');

@@ -18,3 +18,10 @@ export function pointedAt(code: string, baseUrl: string): string {
   if (!code.includes('http://127.0.0.1:8080')) throw new Error('the example no longer names http://127.0.0.1:8080');
   return code.replaceAll('http://127.0.0.1:8080', baseUrl);
 }
+
+/**
+ * These tests call the service as a page or a script would, one call at a time, and assert its
+ * answers: load shedding (OVERLOAD_MAX_LAG_MS, where the service has it) would refuse some of them
+ * whenever the shared test machine lags, which is not what they are about.
+ */
+export const NO_LOAD_SHEDDING: Record<string, string> = { OVERLOAD_MAX_LAG_MS: '0' };
