@@ -12,12 +12,15 @@
 # --- build: all dependencies, TypeScript compiled to dist/ ---
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# the client is a workspace of the package: npm ci needs its package.json
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY workers ./workers
 COPY shared ./shared
+COPY client ./client
 RUN npm run build
 
 # --- runtime: production dependencies, dist/ and the files read at run time ---
@@ -32,6 +35,7 @@ ENV NODE_ENV=production \
     AUTO_START_REDIS=false
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # read at run time, resolved from the directory of package.json (shared/platform/repo-root.ts)

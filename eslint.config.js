@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'console/dist/**', 'test-artifacts/**', '**/*.d.ts'] },
+  { ignores: ['node_modules/**', 'dist/**', 'client/dist/**', 'data/**', 'console/dist/**', 'test-artifacts/**', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -7,6 +7,7 @@ import { camelizeKeys, schemaFieldNames } from '../shared/platform/http/camelize
 import { bodyShapeError, jsonTextShapeError } from '../shared/platform/http/body-shape.js';
 import { trustProxyOption } from '../shared/platform/limits/client-address.js';
 import { registerErrorHandler } from './http/error-handler.js';
+import { undecodedEncodingError } from './http/gzip-body.js';
 import { registerOperation, type Listener } from './http/v1-operation.js';
 import { v1Operations } from './v1.routes.js';
 import { adminOperations, registerAdminRoutes } from './admin.routes.js';
@@ -53,6 +54,9 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    // an encoded body is inflated before this only where it is accepted (LogEvents, interactions)
+    const encodingError = undecodedEncodingError(req);
+    if (encodingError !== undefined) return done(encodingError, undefined);
     const shapeError = jsonTextShapeError(body as string);
     if (shapeError !== undefined) return done(shapeError, undefined);
     parseJson(req, body as string, done);

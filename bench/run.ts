@@ -12,9 +12,10 @@ import { ingestScenario } from './scenarios/ingest.js';
 import { freshnessScenario } from './scenarios/freshness.js';
 import { backfillScenario } from './scenarios/backfill.js';
 import { reportScenario } from './scenarios/report.js';
+import { clientScenario } from './scenarios/client.js';
 
 /** In run order: freshness reuses the capacity log-events measured before it. */
-export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario, reportScenario];
+export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario, reportScenario, clientScenario];
 
 export interface CliOptions {
   scenarios: Scenario[];

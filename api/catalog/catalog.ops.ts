@@ -102,7 +102,7 @@ function storedContentConflict(details: ErrorDetail[]): FailedPreconditionError 
   return new FailedPreconditionError(`the change would leave stored treatment content invalid: ${summary}${more}`, shown);
 }
 
-const insertSurface = defineOperation({
+export const insertSurface = defineOperation({
   operation: 'InsertSurface',
   summary: 'Register a surface (idempotent: an existing name returns the stored surface)',
   permissions: MANAGEMENT,
@@ -118,7 +118,7 @@ const insertSurface = defineOperation({
   },
 });
 
-const getAllSurfaces = defineOperation({
+export const getAllSurfaces = defineOperation({
   operation: 'GetAllSurfaces',
   summary: 'Every surface of the project, sorted by name',
   permissions: MANAGEMENT,
@@ -127,7 +127,7 @@ const getAllSurfaces = defineOperation({
   handler: async (body, _auth, ctx) => ({ surfaces: await ctx.surfaces.list(body.projectId) }),
 });
 
-const insertTreatmentType = defineOperation({
+export const insertTreatmentType = defineOperation({
   operation: 'InsertTreatmentType',
   summary: 'Create a treatment type (409 if the name exists; every surface must exist)',
   permissions: MANAGEMENT,
@@ -146,7 +146,7 @@ const insertTreatmentType = defineOperation({
   },
 });
 
-const updateTreatmentType = defineOperation({
+export const updateTreatmentType = defineOperation({
   operation: 'UpdateTreatmentType',
   summary: 'Change a treatment type: name, content field types, surfaces, delivery type',
   permissions: MANAGEMENT,
@@ -172,7 +172,7 @@ const updateTreatmentType = defineOperation({
   },
 });
 
-const getAllTreatmentTypes = defineOperation({
+export const getAllTreatmentTypes = defineOperation({
   operation: 'GetAllTreatmentTypes',
   summary: 'Every treatment type of the project, ascending id',
   permissions: MANAGEMENT,
@@ -181,7 +181,7 @@ const getAllTreatmentTypes = defineOperation({
   handler: async (body, _auth, ctx) => ({ treatmentTypes: (await ctx.treatmentTypes.list(body.projectId)).map(presentTreatmentType) }),
 });
 
-const insertDataField = defineOperation({
+export const insertDataField = defineOperation({
   operation: 'InsertDataField',
   summary: 'Register a user-property data field (idempotent on name; another dataType is 409)',
   permissions: MANAGEMENT,
@@ -190,7 +190,7 @@ const insertDataField = defineOperation({
   handler: async (body, _auth, ctx) => ({ dataField: presentDataField(await ctx.dataFields.insertNamed(body.projectId, body.name, body.userProperty.dataType, API_ACTOR)) }),
 });
 
-const getDataFields = defineOperation({
+export const getDataFields = defineOperation({
   operation: 'GetDataFields',
   summary: 'Resolve data field params to stable data field ids, creating new aggregations on first use',
   permissions: MANAGEMENT,
@@ -213,7 +213,7 @@ function presentAnyDataField(f: DataFieldRecord) {
     : presentDataField(f);
 }
 
-const getAllDataFields = defineOperation({
+export const getAllDataFields = defineOperation({
   operation: 'GetAllDataFields',
   summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type; each with its backfill status',
   permissions: MANAGEMENT,

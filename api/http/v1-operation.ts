@@ -5,6 +5,8 @@ import type { AuthContext } from '../../shared/projects/index.js';
 import { UnauthenticatedError } from '../../shared/platform/errors.js';
 import type { ApiServices } from '../compose-api.js';
 import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
+import { corsPolicy, isClientKeyOperation, registerPreflight } from './cors.js';
+import { gzipBodies } from './gzip-body.js';
 
 export type Listener = 'base' | 'alt';
 
@@ -18,6 +20,8 @@ export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TS
   keyParam?: 'api_key' | 'api-key';
   /** Also served on the alternate delivery listener. */
   alt?: boolean;
+  /** Accepts `Content-Encoding: gzip` bodies (the body limits apply to the inflated body). */
+  gzip?: boolean;
   body: B;
   response: R;
   handler: (body: Static<B>, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<Static<R>>;
@@ -50,6 +54,9 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
     req.auth = auth;
     return undefined;
   };
+  // The operations a client key may call answer browsers of CORS_ORIGINS; no other one does.
+  const cors = isClientKeyOperation(op.permissions) ? corsPolicy(ctx.config.corsOrigins) : undefined;
+  if (cors !== undefined) registerPreflight(app, `/v1/${op.operation}`, cors);
   app.post(
     `/v1/${op.operation}`,
     {
@@ -61,7 +68,9 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
       // A verified key spends a token of its own bucket; anything else first needs its
       // address to be under the failed-authentication limit, so floods of unknown keys are
       // refused before they can cost a Redis read.
-      onRequest: (req, _reply, done) => {
+      onRequest: (req, reply, done) => {
+        // first, so that every answer (a 401 or 429 too) is readable by the allowed page
+        if (cors !== undefined) cors.onRequest(req.headers.origin, reply);
         const raw = presentedKey(req, op.keyParam);
         const known = ctx.auth.knownKey(raw);
         if (known !== undefined) {
@@ -89,6 +98,7 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
         if (admitted !== undefined) return done(placed(req as AuthedRequest, admitted));
         ctx.auth.authorize(key, projectId, op.permissions).then((auth) => done(placed(req as AuthedRequest, auth)), done);
       },
+      ...(op.gzip ? { preParsing: gzipBodies() } : {}),
     },
     async (req) => op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req),
   );

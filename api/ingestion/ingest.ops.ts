@@ -12,6 +12,7 @@ export const logEvents = defineOperation({
   summary: 'Ingest events of one user; answers {} once they are durably queued',
   permissions: ['LOG_EVENTS'],
   keyParam: 'api-key',
+  gzip: true,
   body: LogEventsRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
@@ -53,6 +54,7 @@ export const logTreatmentInteraction = defineOperation({
   summary: 'Record what a user did with a returned treatment',
   permissions: ['DELIVERY'],
   keyParam: 'api-key',
+  gzip: true,
   body: LogTreatmentInteractionRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {

@@ -57,6 +57,8 @@ export const EMAIL_INTERACTION_TYPES = [
   'GROUP_RESUBSCRIBED',
 ] as const;
 
+export type InteractionType = (typeof INTERACTION_TYPES)[number] | (typeof EMAIL_INTERACTION_TYPES)[number];
+
 export const LogTreatmentInteractionRequest = Strict({
   projectId: ProjectId,
   /** Optional; omitted, the workers read it from the decision log by the tracking id's response id. */
@@ -66,7 +68,8 @@ export const LogTreatmentInteractionRequest = Strict({
   treatmentId: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   /** Optional; omitted, the workers read it from the decision log. */
   surface: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-  interactionType: Type.Union([...INTERACTION_TYPES, ...EMAIL_INTERACTION_TYPES].map((t) => Type.Literal(t))),
+  // Unsafe only names the static type (a union built from an array is typed `never`); the schema is the union of constants
+  interactionType: Type.Unsafe<InteractionType>(Type.Union([...INTERACTION_TYPES, ...EMAIL_INTERACTION_TYPES].map((t) => Type.Literal(t)))),
   interactionTimeMicros: Int64In,
   actionName: Type.Optional(Type.String({ maxLength: 256 })),
 });

@@ -127,6 +127,12 @@ export interface Config {
    * merged (ids merged before stay merged). @defaultValue on
    */
   identityMerge: boolean;
+  /**
+   * Web origins allowed to call the operations a client key may call (GetTreatments, GetTreatment,
+   * LogEvents, LogTreatmentInteraction) from a browser (`CORS_ORIGINS`): serialised origins such
+   * as `https://shop.example`, or `'*'` for any. Unset: no cross-origin access.
+   */
+  corsOrigins?: readonly string[] | '*';
 }
 
 /** Requests per second a key may make by default (RATE_LIMIT_PER_KEY): see `Config.rateLimitPerKey`. */
@@ -233,6 +239,31 @@ function trustProxy(env: Env): boolean | number | string[] {
   return parts;
 }
 
+/**
+ * `CORS_ORIGINS`: `*`, or comma-separated origins (scheme, host and port only, as a browser sends
+ * them in `Origin`), normalised (lower-case host, default port dropped); at most 100.
+ */
+function corsOrigins(env: Env): readonly string[] | '*' | undefined {
+  const raw = optional(env, 'CORS_ORIGINS');
+  if (raw === undefined) return undefined;
+  if (raw.trim() === '*') return '*';
+  const parts = raw.split(',').map((s) => s.trim());
+  if (parts.length > 100) throw new ConfigError('CORS_ORIGINS', `at most 100 origins, got ${parts.length}`);
+  const origins = parts.map((part) => {
+    if (part === '*') throw new ConfigError('CORS_ORIGINS', 'use * alone (any origin) or a list of origins, not both');
+    let origin: string | undefined;
+    try {
+      // no path, query, fragment or credentials: what a browser sends in `Origin`
+      if (/^https?:\/\/[^/?#@\s]+$/i.test(part)) origin = new URL(part).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined) throw new ConfigError('CORS_ORIGINS', `expected * or comma-separated origins such as https://shop.example or http://localhost:3000 (scheme, host, optional port; no path, no trailing slash), got "${part}"`);
+    return origin;
+  });
+  return Object.freeze([...new Set(origins)]);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -296,6 +327,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 1000, 0, 1_000_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
+    corsOrigins: corsOrigins(env),
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);

@@ -17,6 +17,7 @@ const EXPECTED_FIGURES: Record<string, string[]> = {
   freshness: ['p50Ms', 'p99Ms', 'peakRssApiMb', 'peakRssBackgroundMb', 'peakRssTotalMb'],
   backfill: ['seconds', 'peakRssApiMb', 'peakRssBackgroundMb', 'peakRssTotalMb'],
   report: ['seconds', 'peakRssApiMb', 'peakRssBackgroundMb', 'peakRssTotalMb'],
+  client: ['cpuMsPerCall'],
 };
 
 let workDir: string;

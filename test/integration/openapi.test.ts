@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v1Operations } from '../../api/v1.routes.js';
 import { adminOperations } from '../../api/admin.routes.js';
 import { createTestApp, type TestApp } from '../helpers/context.js';
+import { openApiText } from '../../api/http/openapi-export.js';
 
 /** One schema per wire shape serves validation and the API description (issue: "API description"). */
 let t: TestApp;
@@ -26,6 +28,12 @@ describe('GET /openapi.json', () => {
       const error = post.responses['4XX'] ?? post.responses['4xx'];
       expect(error?.content?.['application/json']?.schema?.properties?.error?.properties?.status, path).toBeDefined();
     }
+  });
+
+  it('is the openapi.json committed at the repository root (else: npm run openapi)', () => {
+    const committed = readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8');
+    expect(committed === openApiText(doc), 'openapi.json is out of date: run npm run openapi').toBe(true);
+    expect(JSON.parse(committed).paths['/v1/GetTreatments'].post.operationId).toBe('GetTreatments');
   });
 
   it('serves a browsable page at /docs', async () => {

@@ -198,4 +198,20 @@ describe('loadConfig', () => {
       expect(err.message).toContain('host:port');
     }
   });
+
+  it('CORS_ORIGINS: unset (no cross-origin access), * or a list of origins, normalised as browsers send them', () => {
+    expect(loadConfig({}).corsOrigins).toBeUndefined();
+    expect(loadConfig({ CORS_ORIGINS: '' }).corsOrigins).toBeUndefined();
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(loadConfig({ CORS_ORIGINS: 'https://Shop.Example, http://localhost:3000,https://shop.example:443,https://bücher.example' }).corsOrigins).toEqual([
+      'https://shop.example',
+      'http://localhost:3000',
+      'https://xn--bcher-kva.example',
+    ]);
+    for (const bad of ['shop.example', 'https://shop.example/', 'https://shop.example/app', 'https://shop.example?x=1', 'ftp://shop.example', 'https://user@shop.example', '*,https://a.example', 'https://a.example,,https://b.example', 'https://exa mple.com', 'null']) {
+      const err = configErrorOf({ CORS_ORIGINS: bad });
+      expect(err.variable, bad).toBe('CORS_ORIGINS');
+      expect(err.message).toContain('CORS_ORIGINS');
+    }
+  });
 });

@@ -1,9 +1,7 @@
 // The console's only way to the service: the public /v1 and /admin/v1 operations.
+import type { ErrorBody } from '../../../client/src/wire.generated.js';
 
-export interface ErrorDetail {
-  field: string;
-  description: string;
-}
+export type ErrorDetail = ErrorBody['error']['details'][number];
 
 export class ApiError extends Error {
   constructor(

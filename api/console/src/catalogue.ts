@@ -1,49 +1,14 @@
-// Shapes of the catalogue as the API returns them, and how the console names them.
+// Shapes of the catalogue as the API returns them (the client's wire types, generated from the
+// service's own schemas), and how the console names them.
+import type { GetAllDataFieldsResponse, GetAllSurfacesResponse, GetAllTreatmentTypesResponse, GetEventSchemasResponse, GetMutualExclusionGroupsResponse } from '../../../client/src/wire.generated.js';
 
-export interface Surface {
-  name: string;
-  description: string;
-  createTime: string;
-}
-
-export interface ContentFieldType {
-  fieldName: string;
-  maximumLengthAllowed: number;
-  isPerLanguage: boolean;
-  dataType: string;
-}
-
-export interface TreatmentType {
-  treatmentTypeId: string;
-  treatmentTypeName: string;
-  contentFieldTypes: ContentFieldType[];
-  surfaces: { surfaceName: string }[];
-  deliveryType: string;
-  lastModifiedBy: string;
-  lastModifiedTimestamp: string;
-  modificationSource?: string;
-}
-
-export interface EventSchema {
-  eventId: string;
-  eventName: string;
-  createTime: string;
-}
-
-export interface DataField {
-  dataFieldId: string;
-  name?: string;
-  userProperty?: { dataType: string };
-  dataFieldParams?: Record<string, Record<string, unknown>>;
-  dataFieldType?: string;
-  /** how far the fill of an aggregation from history got; NOT_APPLICABLE for user properties */
-  backfillStatus?: 'NOT_APPLICABLE' | 'PENDING' | 'RUNNING' | 'COMPLETE' | 'FAILED';
-}
-
-export interface MutualExclusionGroup {
-  mutualExclusionGroupId: string;
-  name: string;
-}
+export type Surface = GetAllSurfacesResponse['surfaces'][number];
+export type TreatmentType = GetAllTreatmentTypesResponse['treatmentTypes'][number];
+export type ContentFieldType = TreatmentType['contentFieldTypes'][number];
+export type EventSchema = GetEventSchemasResponse['eventSchemas'][number];
+/** `backfillStatus`: how far the fill of an aggregation from history got; NOT_APPLICABLE for user properties */
+export type DataField = GetAllDataFieldsResponse['dataFields'][number];
+export type MutualExclusionGroup = GetMutualExclusionGroupsResponse['mutualExclusionGroups'][number];
 
 export function fieldType(f: DataField): string {
   return f.dataFieldType ?? f.userProperty?.dataType ?? 'UNSPECIFIED_DATA_FIELD_TYPE';
@@ -53,20 +18,21 @@ export function fieldType(f: DataField): string {
 export function describeField(f: DataField): string {
   if (f.userProperty) return `user property ${f.name}`;
   const params = f.dataFieldParams ?? {};
-  const [kind, p] = Object.entries(params)[0] ?? ['', {} as Record<string, unknown>];
+  const { treatmentDataFieldParams: t, eventDataFieldParams: e, userAttributeDataFieldParams: u } = params;
+  const p: Record<string, unknown> = t ?? e ?? u ?? {};
   const agg = Object.entries(p).find(([k]) => k.endsWith('Aggregation'));
   const window = agg ? (agg[1] as { windowName?: string }).windowName : undefined;
   const aggText = agg ? agg[0].replace(/Aggregation$/, '').replace(/([A-Z])/g, ' $1').toLowerCase() + (window ? ` ${window}` : '') : '';
   let what: string;
-  if (kind === 'treatmentDataFieldParams') {
-    what = `${String(p.treatmentInteractionType ?? '')}${p.surfaceName ? ` on ${String(p.surfaceName)}` : ''}${p.treatmentId ? ` of treatment ${String(p.treatmentId)}` : ''}${p.isDistinctInteraction ? ' (distinct)' : ''}`;
-  } else if (kind === 'eventDataFieldParams') {
-    const props = p.propertyValueByPropertyName ? ` where ${JSON.stringify(p.propertyValueByPropertyName)}` : '';
-    what = `event ${String(p.eventSchemaName ?? '')}${props}`;
-  } else if (kind === 'userAttributeDataFieldParams') {
-    what = `user property ${String(p.propertyName)}`;
+  if (t) {
+    what = `${t.treatmentInteractionType}${t.surfaceName ? ` on ${t.surfaceName}` : ''}${t.treatmentId ? ` of treatment ${t.treatmentId}` : ''}${t.isDistinctInteraction ? ' (distinct)' : ''}`;
+  } else if (e) {
+    const props = e.propertyValueByPropertyName ? ` where ${JSON.stringify(e.propertyValueByPropertyName)}` : '';
+    what = `event ${e.eventSchemaName}${props}`;
+  } else if (u) {
+    what = `user property ${u.propertyName}`;
   } else {
-    what = kind || 'data field';
+    what = Object.keys(params)[0] || 'data field';
   }
   return aggText ? `${what} · ${aggText}` : what;
 }

@@ -1,53 +1,14 @@
-// Shapes of a treatment as the API returns them, and what the console reads off them.
+// Shapes of a treatment as the API returns them (the client's wire types, generated from the
+// service's own schemas), and what the console reads off them.
+import type { GetAllTreatmentsResponse } from '../../../client/src/wire.generated.js';
 
-export interface ContentFieldValue {
-  fieldName: string;
-  stringValue: string;
-}
-export interface Content {
-  contentByLanguage: { languageCode: { languageCode: string }; contentFields: ContentFieldValue[] }[];
-  languageAgnosticContentFields: ContentFieldValue[];
-}
-export interface Rule {
-  dataFieldId: string;
-  condition: string;
-  rhsValue: string;
-  dataMissingBehaviour: string;
-}
-export interface Version {
-  versionNumber: number;
-  status: string;
-  tags: { name: string }[];
-  startTimestamp: string;
-  endTimestamp?: string;
-  content: Content;
-  eligibilityRules: { rules: Rule[] };
-  removedSurfaces: { surfaces: { name: string }[] };
-  targetAction?: { eventId: string };
-  publishTime?: string;
-  createTime: string;
-}
-export interface FrequencyCap {
-  maxCount: number;
-  windowName: string;
-  countOf: string;
-}
-export interface Treatment {
-  treatmentId: string;
-  name: string;
-  description: string;
-  status: string;
-  treatmentType: { name: string; surfaces: { name: string }[] };
-  versions: Version[];
-  lastModifiedBy: string;
-  lastModifiedTimestamp: string;
-  modificationSource: string;
-  mutualExclusionGroup?: { name: string };
-  holdoutPercentage: number;
-  qaUserIds: string[];
-  isFallback: boolean;
-  frequencyCap?: FrequencyCap;
-}
+/** A treatment as a management key reads it (GetAllTreatments, GetTreatment): the whole record. */
+export type Treatment = GetAllTreatmentsResponse['treatments'][number];
+export type Version = Treatment['versions'][number];
+export type Content = Version['content'];
+export type ContentFieldValue = Content['languageAgnosticContentFields'][number];
+export type Rule = Version['eligibilityRules']['rules'][number];
+export type FrequencyCap = NonNullable<Treatment['frequencyCap']>;
 
 export const newest = (t: Treatment): Version => t.versions.reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
 

@@ -4,42 +4,11 @@ import type { PageProps } from '../App';
 import { CONDITION_LABELS, describeField, type DataField, type Surface } from '../catalogue';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 import type { Treatment } from '../treatment';
+import type { ExplainTreatmentsResponse, ListDecisionsResponse, PreviewTreatmentResponse } from '../../../../client/src/wire.generated.js';
 
-interface RuleExplanation {
-  dataFieldId: string;
-  dataFieldName?: string;
-  condition: string;
-  rhsValue: string;
-  dataMissingBehaviour: string;
-  value?: unknown;
-  source: string;
-  outcome: { result: boolean; reason: string };
-}
-interface TreatmentExplanation {
-  treatmentId: string;
-  name: string;
-  returned: boolean;
-  outcome: string;
-  status: string;
-  servedVersionNumber?: number;
-  reasons: string[];
-  blockedBy?: string;
-  rules: RuleExplanation[];
-}
-interface Explanation {
-  response: { responseId: string; userTreatments?: { treatmentId: string; surface: string; treatmentContent: string }[] };
-  explanation: { languageCode: string; rankingPolicy: string; surfaces: { surface: string; maximumTreatmentCount: number; treatments: TreatmentExplanation[] }[] };
-}
-
-interface Decision {
-  responseId: string;
-  treatmentId: string;
-  versionNumber: number;
-  surface: string;
-  rank: string;
-  outcome: 'RETURNED' | 'HOLDOUT' | 'GLOBAL_HOLDOUT' | 'QA';
-  decideTime: string;
-}
+// The answers' shapes: the client's wire types, generated from the service's schemas.
+type Explanation = ExplainTreatmentsResponse;
+type Decision = ListDecisionsResponse['decisions'][number];
 
 const OUTCOME_CLASS: Record<string, string> = { RETURNED: 'ok', HOLDOUT: 'no', GLOBAL_HOLDOUT: 'no', QA: '' };
 
@@ -215,10 +184,7 @@ export function InspectorPage({ session, setSession }: PageProps) {
   );
 }
 
-interface PreviewResult {
-  userTreatment: { treatmentContent: string; contentLanguageCode: string; surface: string };
-  eligibility: { eligible: boolean; versionNumber: number; versionStatus: string; rules: RuleExplanation[]; heldOut: boolean; globallyHeldOut: boolean; capped?: string };
-}
+type PreviewResult = PreviewTreatmentResponse;
 
 function Preview({ session, setSession, treatments, userId, language, initial }: Pick<PageProps, 'session' | 'setSession'> & { treatments: Treatment[]; userId: string; language: string; initial: string }) {
   const [treatmentId, setTreatmentId] = useState(initial);

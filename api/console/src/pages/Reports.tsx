@@ -3,22 +3,11 @@ import { v1 } from '../api';
 import type { PageProps } from '../App';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 import type { Treatment } from '../treatment';
+import type { GetTreatmentReportResponse } from '../../../../client/src/wire.generated.js';
 
-interface ReportGroup {
-  group: 'TREATED' | 'HOLDOUT';
-  users: number;
-  impressions: number;
-  clicks: number;
-  conversions?: number;
-  conversionRate?: number;
-}
-export interface Report {
-  treatmentId: string;
-  conversionEventName?: string;
-  groups: ReportGroup[];
-  uplift?: { absolute: number; relative?: number; confidenceInterval95: { low: number; high: number } };
-  computeTime: string;
-}
+/** The report's shape: the client's wire type, generated from the service's schema. */
+export type Report = GetTreatmentReportResponse['report'];
+type ReportGroup = Report['groups'][number];
 
 /** A rate as a percentage, a difference of rates in percentage points. */
 const pct = (x: number | undefined, digits = 1) => (x === undefined ? '—' : `${(x * 100).toFixed(digits)} %`);
