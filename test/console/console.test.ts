@@ -353,10 +353,9 @@ describe('the web console', { timeout: 240_000 }, () => {
     const queues = page.getByTestId('queue-stats');
     await queues.waitFor();
     expect(await queues.locator('tbody th').allTextContents()).toEqual(expect.arrayContaining(['events', 'interactions', 'aggregations']));
-    const stats = (await adminApi('GetQueueStats', {})).body as { queues: { queue: string; waiting: number; active: number; completed: number }[] };
-    // completed jobs are removed at once (their markers keep exactly-once), so the counts are live work
-    const events = stats.queues.find((q) => q.queue === 'events')!;
-    expect([events.waiting, events.active, events.completed].every((n) => Number.isInteger(n) && n >= 0)).toBe(true);
+    // completed jobs are removed at once (their markers keep exactly-once): the counts are live work
+    const { queues: stats } = (await adminApi('GetQueueStats', {})).body as { queues: { queue: string; waiting: number; completed: number }[] };
+    expect(stats.some((q) => q.queue === 'events' && Number.isInteger(q.waiting) && Number.isInteger(q.completed))).toBe(true);
     expect(await page.getByTestId('ingest-backlog').textContent()).toMatch(/Ingestion backlog: [\d,]+ events of the [\d,]+ beyond which LogEvents answers 429/);
     await ui.capture('09-operations');
 
