@@ -11,6 +11,7 @@ import { closeIngestion, createIngestion, type Ingestion } from '../shared/inges
 import { closeImpact, createImpact, type Impact } from '../shared/impact/index.js';
 import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery/index.js';
 import { LoadShedder } from './http/load-shedder.js';
+import { corsPolicy } from './http/cors.js';
 
 /** Everything an operation of the API may use: the platform and every feature's objects, all built before the first request. */
 export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
@@ -45,7 +46,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
-  const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload }).start();
+  const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
   const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled, ...delivery, overload };

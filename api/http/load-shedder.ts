@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorBody, UnavailableError } from '../../shared/platform/errors.js';
 import type { OverloadStats } from '../../shared/platform/metrics.js';
+import { CORS_EXPOSED_HEADERS, type CorsPolicy } from './cors.js';
 
 export interface LoadShedderOptions {
   /** Event-loop lag (ms) beyond which public requests are refused; 0: never. */
@@ -10,6 +11,8 @@ export interface LoadShedderOptions {
   /** How often the lag is sampled (ms). @defaultValue 10 */
   sampleMs?: number;
   stats: OverloadStats;
+  /** CORS_ORIGINS: a refusal to a page of an allowed origin says so, so its script can read the 503 and Retry-After. */
+  cors?: CorsPolicy;
 }
 
 /**
@@ -82,17 +85,24 @@ export class LoadShedder {
   /** Wraps a request listener (Fastify's): refuses public requests while overloaded, counts the rest in flight. */
   guard(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
     return (req, res) => {
-      if (!isClientOperation(req.url)) return handler(req, res);
+      // a CORS preflight costs nothing worth refusing, and a refused one would hide the 503 from the page
+      if (req.method !== 'POST' || !isClientOperation(req.url)) return handler(req, res);
       if (this.overloaded) {
         this.opts.stats.shed++;
         // the unread body is discarded by node once the answer is sent, so the connection stays usable
-        res.writeHead(503, REFUSAL_HEADERS).end(REFUSAL);
+        res.writeHead(503, this.refusalHeaders(req.headers.origin)).end(REFUSAL);
         return;
       }
       this.inFlight++;
       res.once('close', () => this.inFlight--);
       handler(req, res);
     };
+  }
+
+  private refusalHeaders(origin: string | undefined): Record<string, string | number> {
+    const allowed = origin === undefined ? undefined : this.opts.cors?.allowOrigin(origin);
+    if (allowed === undefined) return REFUSAL_HEADERS;
+    return { ...REFUSAL_HEADERS, 'access-control-allow-origin': allowed, 'access-control-expose-headers': CORS_EXPOSED_HEADERS, ...(allowed === '*' ? {} : { vary: 'origin' }) };
   }
 
   /** A Fastify `serverFactory`: a plain HTTP server whose requests pass the guard first. */

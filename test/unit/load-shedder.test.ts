@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { LoadShedder } from '../../api/http/load-shedder.js';
+import { corsPolicy } from '../../api/http/cors.js';
 
 /** A response that records what was written; 'close' is emitted by `finish()`. */
 function fakeRes() {
@@ -18,7 +19,7 @@ function fakeRes() {
   return res;
 }
 
-const req = (url: string) => ({ url }) as IncomingMessage;
+const req = (url: string, method = 'POST', headers: Record<string, string> = {}) => ({ url, method, headers }) as unknown as IncomingMessage;
 
 describe('LoadShedder', () => {
   it('refuses public requests beyond maxInFlight with 503 and Retry-After, admits them again as others finish; other paths always pass', () => {
@@ -41,6 +42,24 @@ describe('LoadShedder', () => {
     guard(req('/v1/GetTreatments'), fakeRes() as unknown as ServerResponse);
     expect(handled.at(-1)).toBe('/v1/GetTreatments');
     expect(stats.shed).toBe(1);
+  });
+
+  it('never refuses a CORS preflight, and a refusal to a page of an allowed origin carries its CORS headers', () => {
+    const stats = { shed: 0 };
+    const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 1, stats, cors: corsPolicy(['https://shop.example']) });
+    const handled: string[] = [];
+    const guard = shedder.guard((r) => handled.push(`${r.method} ${r.url}`));
+    guard(req('/v1/GetTreatments'), fakeRes() as unknown as ServerResponse); // holds the one slot
+    guard(req('/v1/GetTreatments', 'OPTIONS', { origin: 'https://shop.example' }), fakeRes() as unknown as ServerResponse);
+    expect(handled).toEqual(['POST /v1/GetTreatments', 'OPTIONS /v1/GetTreatments']);
+    const fromPage = fakeRes();
+    guard(req('/v1/LogEvents', 'POST', { origin: 'https://shop.example' }), fromPage as unknown as ServerResponse);
+    expect(fromPage.status).toBe(503);
+    expect(fromPage.headers).toMatchObject({ 'retry-after': '1', 'access-control-allow-origin': 'https://shop.example', 'access-control-expose-headers': 'retry-after, x-request-id' });
+    const fromElsewhere = fakeRes();
+    guard(req('/v1/LogEvents', 'POST', { origin: 'https://evil.example' }), fromElsewhere as unknown as ServerResponse);
+    expect(fromElsewhere.status).toBe(503);
+    expect(fromElsewhere.headers?.['access-control-allow-origin']).toBeUndefined();
   });
 
   it('refuses while the event loop lags beyond maxEventLoopLagMs two samples in a row, and stops refusing when it catches up', async () => {
