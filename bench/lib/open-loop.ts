@@ -1,5 +1,5 @@
-import { Agent, request } from 'node:http';
 import type { LoadResult } from './load-runner.js';
+import { RawPool, type Outcome } from './raw-http.js';
 import { percentile } from './scenario.js';
 
 export interface OpenLoopOptions {
@@ -15,7 +15,7 @@ export interface OpenLoopOptions {
   body: (i: number) => string;
   /** Hard bound on the run. @defaultValue durationSec + 30 */
   maxSec?: number;
-  /** A request unanswered after this long is abandoned and counted as a timeout. @defaultValue 10000 */
+  /** A request unanswered after this long is abandoned (with its connection) and counted as a timeout. @defaultValue 10000 */
   requestTimeoutMs?: number;
   /** Stops sending (the requests sent are still awaited): the result covers the time until then. */
   signal?: AbortSignal;
@@ -26,11 +26,11 @@ export interface OpenLoopOptions {
   /** @defaultValue 5 */
   tickSec?: number;
   /**
-   * Opens every connection before the clock starts, with concurrent GETs of this path (e.g.
-   * `/readyz`), as a load balancer's pool would have them open: otherwise an overload opens
-   * hundreds of connections at once and measures the listen backlog, not the service.
+   * Opens every connection before the clock starts, as a load balancer's pool holds them open:
+   * otherwise an overload opens hundreds of connections at once and measures the listen backlog,
+   * not the service.
    */
-  preconnectPath?: string;
+  preconnect?: boolean;
   /** When the clock starts (after the preconnection), as `performance.now()`. */
   onStart?: (startedAt: number) => void;
 }
@@ -65,16 +65,20 @@ export interface OpenLoopResult extends LoadResult {
  * An open-loop load: request i is due at start + i / rate, and its latency is measured from that
  * moment to the end of its response, so a slow answer delays no later arrival and a queue in
  * front of the server counts (no coordinated omission). autocannon's `overallRate` is not used
- * for this: it sends each second's quota as fast as it can at the start of the second.
+ * for this: it sends each second's quota as fast as it can at the start of the second. Requests
+ * go over `RawPool`'s keep-alive connections (node:http's client is too costly at these rates).
  *
  * Every status is an answer: a 503 (the service refusing overload, its defence) is counted apart
  * with its own latency, and `maxWaitMs` covers every request, whatever its answer.
  */
 export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
-  const url = new URL(o.path, o.baseUrl);
-  const agent = new Agent({ keepAlive: true, maxSockets: o.connections });
-  if (o.preconnectPath) await preconnect(agent, new URL(o.preconnectPath, o.baseUrl), o.connections);
-  const headers = { 'content-type': 'application/json', ...o.headers };
+  const pool = new RawPool(new URL(o.path, o.baseUrl), o.connections, o.headers ?? {}, o.requestTimeoutMs ?? 10_000);
+  try {
+    if (o.preconnect) await pool.preconnect();
+  } catch (err) {
+    pool.destroy();
+    throw err;
+  }
   const total = Math.max(1, Math.round(o.rate * o.durationSec));
   const latencies: number[] = [];
   const refusedLatencies: number[] = [];
@@ -85,6 +89,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   let maxWaitMs = 0;
   let maxSendLagMs = 0;
   let stopped = false;
+  /** Due times of the requests not settled yet. */
   const open = new Map<number, number>();
   const started = performance.now();
   o.onStart?.(started);
@@ -102,7 +107,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       for (const due of open.values()) maxWaitMs = Math.max(maxWaitMs, now - due);
       counts.errors += open.size;
       open.clear();
-      agent.destroy();
+      pool.destroy();
       latencies.sort((a, b) => a - b);
       refusedLatencies.sort((a, b) => a - b);
       const seconds = (lastAt - started) / 1000;
@@ -124,44 +129,32 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
         maxSendLagMs,
       });
     };
-    const settle = (i: number, due: number, status: number) => {
+    const settle = (i: number, due: number, outcome: Outcome) => {
       if (!open.delete(i)) return;
       done++;
       lastAt = performance.now();
       const wait = lastAt - due;
       maxWaitMs = Math.max(maxWaitMs, wait);
+      const status = outcome.status;
+      if (status === 0) {
+        counts.errors++;
+        if ('failure' in outcome && outcome.failure === 'timeout') counts.timeouts++;
+      } else {
+        statusCodes[status] = (statusCodes[status] ?? 0) + 1;
+        if (status >= 200 && status < 300) {
+          counts.ok++;
+          latencies.push(wait);
+        } else {
+          counts.non2xx++;
+          if (status === 503) refusedLatencies.push(wait);
+        }
+      }
       o.onAnswer?.({ i, dueMs: due - started, waitMs: wait, status });
       if (done === (stopped ? sent : total)) finish();
     };
     const send = (i: number, due: number) => {
-      const body = o.body(i);
       open.set(i, due);
-      const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, timeout: o.requestTimeoutMs ?? 10_000 }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          statusCodes[status] = (statusCodes[status] ?? 0) + 1;
-          const wait = performance.now() - due;
-          if (status >= 200 && status < 300) {
-            counts.ok++;
-            latencies.push(wait);
-          } else {
-            counts.non2xx++;
-            if (status === 503) refusedLatencies.push(wait);
-          }
-          settle(i, due, status);
-        });
-      });
-      req.on('timeout', () => {
-        counts.timeouts++;
-        req.destroy(new Error('timeout'));
-      });
-      req.on('error', () => {
-        if (!open.has(i)) return;
-        counts.errors++;
-        settle(i, due, 0);
-      });
-      req.end(body);
+      pool.submit({ body: o.body(i), onDone: (outcome) => settle(i, due, outcome) });
     };
     // every millisecond, every arrival that is due (timers are late under load: the due time, not
     // the send time, is where a latency starts)
@@ -185,19 +178,4 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     if (o.signal?.aborted) stop();
     o.signal?.addEventListener('abort', stop, { once: true });
   });
-}
-
-/** `n` concurrent GETs through `agent`, so it holds `n` open keep-alive connections. */
-async function preconnect(agent: Agent, url: URL, n: number): Promise<void> {
-  const one = () =>
-    new Promise<void>((resolve, reject) => {
-      const req = request(url, { agent, timeout: 30_000 }, (res) => {
-        res.resume();
-        res.on('end', () => resolve());
-      });
-      req.on('timeout', () => req.destroy(new Error(`preconnect: ${url.href} timed out`)));
-      req.on('error', reject);
-      req.end();
-    });
-  await Promise.all(Array.from({ length: n }, one));
 }

@@ -3,7 +3,7 @@ import { runOpenLoop, type OpenLoopOptions, type OpenLoopResult } from './open-l
 /** What the overload run and the recovery probes send, and how. */
 export interface OverloadOptions {
   /** The request: base URL, path, headers, body. */
-  target: Pick<OpenLoopOptions, 'baseUrl' | 'path' | 'headers' | 'body' | 'preconnectPath'>;
+  target: Pick<OpenLoopOptions, 'baseUrl' | 'path' | 'headers' | 'body' | 'preconnect'>;
   /** Arrivals per second of the overload (twice the service's measured capacity). */
   rate: number;
   durationSec: number;
@@ -108,7 +108,7 @@ export async function overloadAndRecover(o: OverloadOptions, idle: IdleLevel): P
     ...o.target,
     // no preconnection (its delay would shift the probes' clock): the first probes open their
     // connections, and that time counts in their wait, as a new client's would
-    preconnectPath: undefined,
+    preconnect: false,
     rate: o.probeRate,
     durationSec: o.maxRecoverySec,
     connections: 16,
@@ -134,6 +134,14 @@ export function overloadNote(label: string, r: OpenLoopResult): string {
   return (
     `${label}: ${r.sent.toLocaleString('en')} sent, ${r.ok.toLocaleString('en')} answered 200 (p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms), ` +
     `${r.refused.toLocaleString('en')} refused with 503 (${share.toFixed(1)} %, p99 ${r.refusedP99.toFixed(2)} ms), ${r.errors} errors or timeouts, ` +
-    `longest wait ${r.maxWaitMs.toFixed(1)} ms; the generator sent up to ${r.maxSendLagMs.toFixed(1)} ms late`
+    `longest wait ${r.maxWaitMs.toFixed(1)} ms; the generator sent up to ${r.maxSendLagMs.toFixed(1)} ms late${generatorWarning(r)}`
   );
+}
+
+/** Above this, the open-loop generator's own lateness is worth a warning. */
+const GENERATOR_LAG_WARN_MS = 20;
+
+/** Said when the open-loop generator itself sent requests late: its lag is in every wait. */
+export function generatorWarning(r: OpenLoopResult): string {
+  return r.maxSendLagMs > GENERATOR_LAG_WARN_MS ? ` (over ${GENERATOR_LAG_WARN_MS} ms: the load generator was short of CPU, and its lag counts in the waits)` : '';
 }

@@ -5,7 +5,7 @@ import { createCatalogue, profileOf, surfaceName } from '../lib/delivery-catalog
 import { userIdOf } from '../lib/event-generator.js';
 import { checkLoad, type LoadOptions, type LoadResult } from '../lib/load-runner.js';
 import { runOpenLoop, type OpenLoopResult } from '../lib/open-loop.js';
-import { measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
+import { generatorWarning, measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
 import type { GroupPeaks } from '../lib/process-sampler.js';
 import { figure, rssFigures, type Figure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
@@ -154,7 +154,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     const closedLoop = (baseUrl: string, headers: Record<string, string> = {}): LoadOptions => ({ baseUrl, path, connections: p.connections, durationSec: p.durationSec, headers, body });
     const svcHeaders = { 'x-api-key': keys.delivery };
     const openLoop = async (label: string, baseUrl: string, rate: number, cpu: () => number, serverLabel: string, headers: Record<string, string> = {}) => {
-      const o = { baseUrl, path, rate, durationSec: p.durationSec, connections: p.openLoopConnections, headers, body, preconnectPath: '/readyz' };
+      const o = { baseUrl, path, rate, durationSec: p.durationSec, connections: p.openLoopConnections, headers, body, preconnect: true };
       // a warm-up at the same rate: the generator's connections and code paths, not measured
       run.progress(`${label}: ${p.warmupSec} s warm-up + ${p.durationSec} s`);
       await runOpenLoop({ ...o, durationSec: p.warmupSec });
@@ -162,6 +162,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       checkLoad(label, m.value, 0.01, { refusalsAllowed: true });
       run.loadNote(label, m.value, m, serverLabel);
       if (m.value.refused > 0) run.notes.push(`${label}: ${m.value.refused.toLocaleString('en')} answered 503 (p99 ${m.value.refusedP99.toFixed(2)} ms)`);
+      if (generatorWarning(m.value)) run.notes.push(`${label}: the generator sent up to ${m.value.maxSendLagMs.toFixed(1)} ms late${generatorWarning(m.value)}`);
       return m.value;
     };
 
@@ -172,7 +173,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     Object.assign(run.params, { openLoopRate: openRate, overloadRate });
     const open = await openLoop(`service, 1 API process (open loop, ${openRate} req/s)`, s1.baseUrl, openRate, () => s1.sampler.cpuSeconds(), 'service', svcHeaders);
     const ov: OverloadOptions = {
-      target: { baseUrl: s1.baseUrl, path, headers: svcHeaders, body, preconnectPath: '/readyz' },
+      target: { baseUrl: s1.baseUrl, path, headers: svcHeaders, body, preconnect: true },
       rate: overloadRate,
       durationSec: p.overloadSec,
       connections: p.overloadConnections,
@@ -213,7 +214,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     const base = await run.measureLoad('baseline (closed loop)', baseCpu, closedLoop(b.baseUrl), p.warmupSec, { serverLabel: 'baseline server', refusalsAllowed: false });
     const baseOpen = await openLoop(`baseline (open loop, ${openRate} req/s)`, b.baseUrl, openRate, baseCpu, 'baseline server');
     run.progress(`baseline at the overload rate: ${overloadRate} req/s for ${p.overloadSec} s`);
-    const baseOverload = await runOpenLoop({ baseUrl: b.baseUrl, path, body, rate: overloadRate, durationSec: p.overloadSec, connections: p.overloadConnections, preconnectPath: '/readyz', onTick: (sec) => run.progress(`baseline at the overload rate: ${sec.toFixed(0)} s`) });
+    const baseOverload = await runOpenLoop({ baseUrl: b.baseUrl, path, body, rate: overloadRate, durationSec: p.overloadSec, connections: p.overloadConnections, preconnect: true, onTick: (sec) => run.progress(`baseline at the overload rate: ${sec.toFixed(0)} s`) });
     run.notes.push(overloadNote(`baseline at the overload rate (${overloadRate} req/s)`, baseOverload));
     await b.stop();
 

@@ -8,6 +8,7 @@ import { docsBlock, docsMarkers, docsRefusal, DOCS_MARKERS, writeDocsBlock, type
 import { DOCS_FILE } from '../../bench/run.js';
 import { runOpenLoop } from '../../bench/lib/open-loop.js';
 import { RecoveryDetector } from '../../bench/lib/overload.js';
+import { parseResponse } from '../../bench/lib/raw-http.js';
 import { figure } from '../../bench/lib/scenario.js';
 import { markdownTable, resultsTable } from '../../bench/lib/table-printer.js';
 import { BENCH_PORTS, ephemeralRange, freePorts } from '../../bench/lib/tsx-child.js';
@@ -35,16 +36,35 @@ describe('ports the bench hands out', () => {
   });
 });
 
+describe('the open loop\'s HTTP client', () => {
+  const b = (s: string) => Buffer.from(s, 'latin1');
+  it('finds where a response ends: Content-Length, chunked, no body; nothing while incomplete', () => {
+    const one = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\ncontent-length: 2\r\n\r\n{}';
+    expect(parseResponse(b(one + 'HTTP/1.1 503'))).toEqual({ status: 200, length: one.length, close: false });
+    expect(parseResponse(b(one.slice(0, -1)))).toBeUndefined();
+    expect(parseResponse(b('HTTP/1.1 200 OK\r\nConte'))).toBeUndefined();
+    const chunked = 'HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\nA\r\n0123456789\r\n0\r\n\r\n';
+    expect(parseResponse(b(chunked))).toEqual({ status: 503, length: chunked.length, close: true });
+    expect(parseResponse(b(chunked.slice(0, -2)))).toBeUndefined();
+    expect(parseResponse(b(chunked.slice(0, 70)))).toBeUndefined();
+    expect(parseResponse(b('HTTP/1.1 204 No Content\r\n\r\n'))).toEqual({ status: 204, length: 27, close: false });
+  });
+});
+
 describe('open loop', () => {
   let server: Server;
   let baseUrl: string;
   let n = 0;
   beforeAll(async () => {
-    // every other request is refused at once with 503; the others answer after 30 ms
+    // every other request is refused at once with 503; the others answer after 30 ms; every 7th
+    // answer closes its connection; /hang never answers
     server = createServer((req, res) => {
       req.resume();
-      if (n++ % 2 === 1) return void res.writeHead(503, { 'retry-after': '1' }).end('{}');
-      setTimeout(() => res.writeHead(200).end('{}'), 30);
+      if (req.url === '/hang') return;
+      const k = n++;
+      const close = k % 7 === 6 ? { connection: 'close' } : {};
+      if (k % 2 === 1) return void res.writeHead(503, { 'retry-after': '1', ...close }).end('{}');
+      setTimeout(() => res.writeHead(200, close).end(k % 4 === 0 ? 'x'.repeat(100_000) : '{}'), 30);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const a = server.address();
@@ -54,7 +74,8 @@ describe('open loop', () => {
 
   it('counts a 503 as an answer with its own latency, and the longest wait over every answer', async () => {
     const answers: number[] = [];
-    const r = await runOpenLoop({ baseUrl, path: '/x', rate: 200, durationSec: 0.5, connections: 20, body: () => '{}', onAnswer: (a) => answers.push(a.status) });
+    n = 0;
+    const r = await runOpenLoop({ baseUrl, path: '/x', rate: 200, durationSec: 0.5, connections: 20, body: () => '{}', preconnect: true, onAnswer: (a) => answers.push(a.status) });
     expect(r.sent).toBe(100);
     expect(r.answered).toBe(100);
     expect(r.ok).toBe(50);
@@ -64,6 +85,15 @@ describe('open loop', () => {
     expect(r.refusedP50).toBeLessThan(r.p50);
     expect(r.p50).toBeGreaterThanOrEqual(29);
     expect(r.maxWaitMs).toBeGreaterThanOrEqual(r.max);
+  });
+
+  it('abandons a request unanswered in time as a timeout, its wait counted', async () => {
+    const r = await runOpenLoop({ baseUrl, path: '/hang', rate: 20, durationSec: 0.1, connections: 2, body: () => '{}', requestTimeoutMs: 300 });
+    expect(r.sent).toBe(2);
+    expect(r.answered).toBe(0);
+    expect(r.timeouts).toBe(2);
+    expect(r.errors).toBe(2);
+    expect(r.maxWaitMs).toBeGreaterThanOrEqual(300);
   });
 
   it('stops sending when its signal aborts and still awaits what it sent', async () => {
