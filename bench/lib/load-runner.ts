@@ -135,10 +135,19 @@ export function runLoad(o: LoadOptions): Promise<LoadResult> {
   });
 }
 
-/** Throws when a run had errors on more than `maxShare` of its requests (its figures would mean nothing). */
-export function checkLoad(label: string, r: LoadResult, maxShare = 0.01): void {
-  const bad = r.non2xx + r.errors;
-  if (r.ok === 0 || bad > maxShare * (r.ok + bad)) {
+/** 503 answers of a run: the service refusing overload (load shedding). */
+export function refusals(r: LoadResult): number {
+  return r.statusCodes['503'] ?? 0;
+}
+
+/**
+ * Throws when a run had errors on more than `maxShare` of its requests (its figures would mean
+ * nothing). `refusalsAllowed`: 503s are the service's defence against overload, not errors (the
+ * run's requests/s counts only 2xx answers, and the notes say how many were refused).
+ */
+export function checkLoad(label: string, r: LoadResult, maxShare = 0.01, o: { refusalsAllowed?: boolean } = {}): void {
+  const bad = r.non2xx + r.errors - (o.refusalsAllowed ? refusals(r) : 0);
+  if (r.ok === 0 || bad > maxShare * (r.ok + r.non2xx + r.errors)) {
     throw new Error(`${label}: ${r.ok} ok, ${r.non2xx} non-2xx (${JSON.stringify(r.statusCodes)}), ${r.errors} errors (${r.timeouts} timeouts)`);
   }
 }

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { redisKeys, type RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
 import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
-import { checkLoad, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';
+import { checkLoad, refusals, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';
 import { CpuSpan, ownCpuSeconds, type GroupPeaks } from './process-sampler.js';
 import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
@@ -16,6 +16,9 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
   const get = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
   return get('used_cpu_sys') + get('used_cpu_user');
 }
+
+/** The longest a scenario stays silent: the watchdog writes a line when nothing was written for this long. */
+export const WATCHDOG_MS = 8000;
 
 /**
  * What every scenario needs around its measurements: its own data directory and Redis prefix
@@ -30,6 +33,11 @@ export class ScenarioRun {
   private readonly loadAtStart = loadavg()[0];
   private readonly services = new Set<ServiceProcess>();
   private readonly dirs: string[] = [];
+  /** The last progress line the scenario wrote itself, and when: the watchdog repeats it. */
+  private lastMessage = 'starting';
+  private lastMessageAt = performance.now();
+  private lastLineAt = performance.now();
+  private readonly watchdog: NodeJS.Timeout;
 
   private constructor(
     readonly ctx: ScenarioContext,
@@ -39,6 +47,14 @@ export class ScenarioRun {
     readonly redis: Redis,
   ) {
     this.keys = redisKeys(prefix);
+    // At least one line every WATCHDOG_MS whatever the scenario is waiting for (a service start or
+    // drain, a ClickHouse task, a slow probe): a silent bench cannot be told from a hung one.
+    this.watchdog = setInterval(() => {
+      if (performance.now() - this.lastLineAt < WATCHDOG_MS) return;
+      this.lastLineAt = performance.now();
+      this.ctx.progress(`[${this.name}] … still: ${this.lastMessage} (${((performance.now() - this.lastMessageAt) / 1000).toFixed(0)} s)`);
+    }, 1000);
+    this.watchdog.unref();
   }
 
   static open(ctx: ScenarioContext, name: string): ScenarioRun {
@@ -49,6 +65,8 @@ export class ScenarioRun {
   }
 
   progress(message: string): void {
+    this.lastMessage = message;
+    this.lastMessageAt = this.lastLineAt = performance.now();
     this.ctx.progress(`[${this.name}] ${message}`);
   }
 
@@ -59,11 +77,18 @@ export class ScenarioRun {
     return dir;
   }
 
-  async startService(opts: { apiProcesses?: number } = {}): Promise<ServiceProcess> {
+  /**
+   * Starts the service (the supervisor, `apiProcesses` API processes and the background process);
+   * `env` adds to its environment (e.g. DECISION_LOG=off); `label` names the run in the progress
+   * lines and its CPU profile directory.
+   */
+  async startService(opts: { apiProcesses?: number; env?: Record<string, string>; label?: string } = {}): Promise<ServiceProcess> {
     const n = opts.apiProcesses ?? 1;
-    this.progress(`starting the service: the supervisor with ${n} API process${n === 1 ? '' : 'es'} and the background process`);
-    const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, `${this.name}-api${n}`) : undefined;
-    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir, apiProcesses: n });
+    const label = opts.label ?? `api${n}`;
+    const extra = opts.env ? ` (${Object.entries(opts.env).map(([k, v]) => `${k}=${v}`).join(', ')})` : '';
+    this.progress(`starting the service: the supervisor with ${n} API process${n === 1 ? '' : 'es'} and the background process${extra}`);
+    const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, `${this.name}-${label}`) : undefined;
+    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir, apiProcesses: n, env: opts.env, progress: (m) => this.progress(m) });
     this.services.add(svc);
     const r = svc.readyRss;
     this.progress(`service ready (supervisor pid ${svc.pid}; RSS ${r.totalMb.toFixed(0)} MB in total, API process ${r.apiMb.toFixed(0)} MB, background ${r.backgroundMb.toFixed(0)} MB)`);
@@ -75,7 +100,7 @@ export class ScenarioRun {
    * summarised into the notes.
    */
   async stopService(svc: ServiceProcess, label = 'service'): Promise<GroupPeaks> {
-    this.progress('stopping the service');
+    this.progress(`stopping the service (${label}; its background process drains its workers first)`);
     const { peaks, cpuProfiles } = await svc.stop();
     this.services.delete(svc);
     const each = peaks.processes.map((p) => `${p.kind} ${p.peakMb.toFixed(0)} MB`).join(', ');
@@ -100,18 +125,26 @@ export class ScenarioRun {
 
   /**
    * A warm-up run (JIT, caches, connection pools), then the measured run, with the CPU the server
-   * process and this process used during the measured run; noted, and checked for errors.
+   * process and this process used during the measured run; noted, and checked for errors (a 503,
+   * the service shedding load, is an answer, not an error, unless `refusalsAllowed` is false).
    */
-  async measureLoad(label: string, serverCpu: () => number, o: LoadOptions, warmupSec: number, serverLabel = 'service'): Promise<LoadResult> {
-    if (warmupSec > 0) await runLoad({ ...o, amount: undefined, durationSec: warmupSec, onTick: undefined });
-    const m = await this.withCpu(serverCpu, () => runLoad(o));
-    checkLoad(label, m.value);
-    this.loadNote(label, m.value, m, serverLabel);
+  async measureLoad(label: string, serverCpu: () => number, o: LoadOptions, warmupSec: number, opts: { serverLabel?: string; refusalsAllowed?: boolean } = {}): Promise<LoadResult> {
+    if (warmupSec > 0) {
+      this.progress(`${label}: ${warmupSec} s warm-up`);
+      await runLoad({ ...o, amount: undefined, durationSec: warmupSec, onTick: undefined });
+    }
+    this.progress(`${label}: measuring${o.durationSec ? ` for ${o.durationSec} s` : ''}, ${o.connections} connections`);
+    const onTick = (sec: number, n: number) => {
+      if (Math.round(sec) % 5 === 0) this.progress(`${label}: ${sec.toFixed(0)} s, ${n.toLocaleString('en')} responses`);
+    };
+    const m = await this.withCpu(serverCpu, () => runLoad({ onTick, ...o }));
+    checkLoad(label, m.value, 0.01, { refusalsAllowed: opts.refusalsAllowed ?? true });
+    this.loadNote(label, m.value, m, opts.serverLabel);
     return m.value;
   }
 
   loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number; redisCores: number }, serverLabel = 'service'): void {
-    const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors` : '';
+    const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)} (${refusals(r)} refused with 503), ${r.errors} errors` : '';
     const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores` : '';
     this.notes.push(`${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`);
   }
@@ -132,11 +165,14 @@ export class ScenarioRun {
 
   /** Stops whatever is still running and removes the scenario's data and Redis keys. */
   async close(): Promise<void> {
+    if (this.services.size > 0) this.progress('stopping what still runs');
     for (const svc of this.services) await svc.stop().catch(() => undefined);
     this.services.clear();
     try {
+      this.progress('removing the scenario\'s Redis keys and data');
       await deletePrefix(this.redis, this.prefix);
     } finally {
+      clearInterval(this.watchdog);
       this.redis.disconnect();
       for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
     }

@@ -6,7 +6,8 @@
 export type Size = 'tiny' | 'full';
 export const SIZES: readonly Size[] = ['tiny', 'full'];
 
-export type Unit = 'req/s' | 'events/s' | 'ms' | 's' | 'MB';
+/** `share`: a fraction (0.08 = 8 %), printed as a percentage. */
+export type Unit = 'req/s' | 'events/s' | 'ms' | 's' | 'MB' | 'share';
 
 /** A target of the issue, checked against the value or against the ratio. */
 export interface Target {
@@ -20,11 +21,16 @@ export interface Figure {
   label: string;
   unit: Unit;
   value: number;
-  baseline: number;
+  /**
+   * The same figure measured on a baseline in the same run. Absent only for a figure that has no
+   * meaningful baseline (e.g. the time to recover from overload: a bare route is never overloaded
+   * at the service's rates); every such figure is named in the README.
+   */
+  baseline?: number;
   /** What the baseline is, in a few words (shown in the README and the JSON). */
-  baselineLabel: string;
-  /** value / baseline. For latencies and times lower is better, for rates higher is better. */
-  ratio: number;
+  baselineLabel?: string;
+  /** value / baseline (absent without a baseline). For latencies and times lower is better, for rates higher is better. */
+  ratio?: number;
   better: 'higher' | 'lower';
   target?: Target;
   /** Undefined when the figure has no target. */
@@ -52,10 +58,13 @@ export interface ScenarioContext {
   workDir: string;
   /** When set, the service child runs with `--cpu-prof` and writes its profile under this directory. */
   cpuProfDir?: string;
-  /** Results of scenarios run earlier in the same run (freshness reuses log-events' capacity). */
+  /** Results of scenarios run earlier in the same run (freshness reuses the capacity ingest measured). */
   previous: ReadonlyMap<string, ScenarioResult>;
-  /** LogEvents capacity (req/s) given on the command line: freshness loads at half of it instead of measuring it. */
-  logEventsCapacity?: number;
+  /**
+   * End-to-end ingest capacity given on the command line (`--capacity`), in LogEvents requests/s
+   * of freshness's 10 events (events/s ÷ 10): freshness loads at half of it when ingest did not run.
+   */
+  ingestCapacity?: number;
 }
 
 export interface Scenario {
@@ -66,16 +75,17 @@ export interface Scenario {
 
 /** Builds a figure; the ratio is value / baseline and `met` is checked against the target. */
 export function figure(f: Omit<Figure, 'ratio' | 'met'>): Figure {
-  const ratio = f.value / f.baseline;
+  if (f.target?.on === 'ratio' && f.baseline === undefined) throw new Error(`${f.label}: a target on the ratio needs a baseline`);
+  const ratio = f.baseline === undefined ? undefined : f.value / f.baseline;
   let met: boolean | undefined;
   if (f.target) {
-    const x = f.target.on === 'ratio' ? ratio : f.value;
+    const x = f.target.on === 'ratio' ? (ratio as number) : f.value;
     met = f.target.bound === 'min' ? x >= f.target.limit : x <= f.target.limit;
   }
   return { ...f, ratio, met };
 }
 
-/** Issue 11's memory targets: per API process under delivery load, the background process under ingest. */
+/** The memory targets (issue 19): per API process under delivery load, the background process under ingest. */
 export const API_RSS_TARGET: Target = { on: 'value', bound: 'max', limit: 150 };
 export const BACKGROUND_RSS_TARGET: Target = { on: 'value', bound: 'max', limit: 600 };
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcessGroupSampler, type GroupPeaks, type ProcessKind } from './process-sampler.js';
-import { freePort, REPO_ROOT, spawnTsxChild, waitForHttp, type TsxChild } from './tsx-child.js';
+import { ChildFailedError, freePort, freePorts, REPO_ROOT, spawnTsxChild, waitForHttp, type TsxChild, type WaitOptions } from './tsx-child.js';
 
 export interface ServiceProcessOptions {
   redisUrl: string;
@@ -14,7 +14,16 @@ export interface ServiceProcessOptions {
   readyTimeoutMs?: number;
   /** `API_PROCESSES` of the supervisor. @defaultValue 1 */
   apiProcesses?: number;
+  /** Progress lines while it starts (and restarts on other ports). */
+  progress?: (message: string) => void;
 }
+
+/**
+ * Limits the bench sets in the service's environment: a rate limit is a policy of a deployment,
+ * not part of what is measured, so no scenario may ever be refused by one (429). Load shedding
+ * (503) stays at its defaults: it is part of what is measured.
+ */
+export const BENCH_LIMITS_ENV: Record<string, string> = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000' };
 
 /** RSS in MB of the group once ready: the whole group, the largest API process, the background process. */
 export interface GroupRss {
@@ -63,10 +72,28 @@ export class ServiceProcess {
     return this.readyRss.totalMb;
   }
 
+  /**
+   * Starts the supervisor and waits until every process is ready. Its ports are taken outside
+   * the ephemeral range (`freePorts`); should one be taken anyway (EADDRINUSE in the child's
+   * output), the child is stopped and started again on other ports, up to 3 times.
+   */
   static async start(opts: ServiceProcessOptions): Promise<ServiceProcess> {
-    const [port, altPort] = [await freePort(), await freePort()];
-    // the background process's ops listener; API process i listens on opsPort + i
-    const opsPort = await freePort();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ServiceProcess.startOnce(opts);
+      } catch (err) {
+        if (!(err instanceof ChildFailedError) || attempt >= 3) throw err;
+        opts.progress?.(`a port was taken (EADDRINUSE): starting again on other ports (attempt ${attempt + 1})`);
+      }
+    }
+  }
+
+  private static async startOnce(opts: ServiceProcessOptions): Promise<ServiceProcess> {
+    const apiProcesses = opts.apiProcesses ?? 1;
+    const port = await freePort();
+    const altPort = await freePort();
+    // the background process's ops listener is OPS_PORT, API process i's OPS_PORT + i: one block
+    const opsPort = await freePorts(1 + apiProcesses);
     const adminToken = randomBytes(24).toString('hex');
     // Extra V8/node flags for the service's processes only, to try a setting (e.g. --max-semi-space-size=32).
     const nodeArgs: string[] = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -85,7 +112,7 @@ export class ServiceProcess {
       tsx: !fromDist,
       nodeArgs,
       env: {
-        API_PROCESSES: String(opts.apiProcesses ?? 1),
+        API_PROCESSES: String(apiProcesses),
         PORT: String(port),
         ALT_PORT: String(altPort),
         OPS_PORT: String(opsPort),
@@ -96,15 +123,17 @@ export class ServiceProcess {
         ADMIN_TOKEN: adminToken,
         AUTO_START_REDIS: 'false',
         LOG_LEVEL: 'warn',
+        ...BENCH_LIMITS_ENV,
         ...opts.env,
       },
     });
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
       const timeout = opts.readyTimeoutMs ?? 90_000;
+      const wait = (what: string): WaitOptions => ({ failOn: /EADDRINUSE/, onWait: (ms) => opts.progress?.(`waiting for ${what} to be ready (${(ms / 1000).toFixed(0)} s)`) });
       // the API processes, then the background process (the workers consume, ClickHouse answers)
-      await waitForHttp(`${baseUrl}/readyz`, child, timeout);
-      await waitForHttp(`http://127.0.0.1:${opsPort}/readyz`, child, timeout);
+      await waitForHttp(`${baseUrl}/readyz`, child, timeout, wait('the API'));
+      await waitForHttp(`http://127.0.0.1:${opsPort}/readyz`, child, timeout, wait('the background process'));
     } catch (err) {
       await child.stop(2000);
       throw err;

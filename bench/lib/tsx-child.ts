@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -78,30 +79,98 @@ function lines(stream: NodeJS.ReadableStream, onLine: ((line: string) => void) |
   });
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where the bench hands out ports: outside the kernel's ephemeral range (32768–60999 on Linux),
+ * from which every outgoing connection (Redis clients, the load generator's own sockets) takes
+ * its local port, so a port picked there and bound a moment later by a child may already be
+ * taken (EADDRINUSE). Below the range only a deliberate bind takes a port.
+ */
+export const BENCH_PORTS = { low: 20_000, high: 32_000 };
+
+/** The kernel's ephemeral port range (Linux), or the usual default where it cannot be read. */
+export function ephemeralRange(): { low: number; high: number } {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low > 0 && high >= low) return { low, high };
+  } catch {
+    // not Linux
+  }
+  return { low: 32_768, high: 60_999 };
+}
+
+/** Ports handed out by this process, never handed out twice (a child may not have bound its port yet). */
+const handedOut = new Set<number>();
+
+function canBind(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => (a && typeof a !== 'string' ? resolve(a.port) : reject(new Error('no port'))));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve(true)));
   });
 }
 
-/** Polls `url` until it answers 200, the child exits, or `timeoutMs` passes. */
-export async function waitForHttp(url: string, child: TsxChild, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
+/**
+ * `count` consecutive free ports (a block: the supervisor's ops listeners are OPS_PORT + i),
+ * chosen at random in `BENCH_PORTS` outside the ephemeral range and checked by binding each.
+ * Returns the first.
+ */
+export async function freePorts(count: number, host = '127.0.0.1'): Promise<number> {
+  const eph = ephemeralRange();
+  const candidates: number[] = [];
+  for (let p = BENCH_PORTS.low; p + count - 1 <= BENCH_PORTS.high; p++) {
+    if (p + count - 1 < eph.low || p > eph.high) candidates.push(p);
+  }
+  if (candidates.length === 0) throw new Error(`no port range ${BENCH_PORTS.low}–${BENCH_PORTS.high} outside the ephemeral range ${eph.low}–${eph.high}`);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const first = candidates[Math.floor(Math.random() * candidates.length)];
+    const block = Array.from({ length: count }, (_, i) => first + i);
+    if (block.some((p) => handedOut.has(p))) continue;
+    let free = true;
+    for (const p of block) if (!(free = await canBind(p, host))) break;
+    if (!free) continue;
+    for (const p of block) handedOut.add(p);
+    return first;
+  }
+  throw new Error(`no ${count} consecutive free ports found in ${BENCH_PORTS.low}–${BENCH_PORTS.high}`);
+}
+
+/** One free port outside the ephemeral range (see `freePorts`). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return freePorts(1, host);
+}
+
+export interface WaitOptions {
+  /** Called about every `everyMs` while waiting, with the time waited so far. */
+  onWait?: (waitedMs: number) => void;
+  /** @defaultValue 5000 */
+  everyMs?: number;
+  /** Gives up at once when the child's output matches (e.g. EADDRINUSE: a supervisor would restart it for minutes). */
+  failOn?: RegExp;
+}
+
+/** Thrown by `waitForHttp` when the child's output matched `failOn`. */
+export class ChildFailedError extends Error {}
+
+/** Polls `url` until it answers 200, the child exits, its output matches `failOn`, or `timeoutMs` passes. */
+export async function waitForHttp(url: string, child: TsxChild, timeoutMs: number, o: WaitOptions = {}): Promise<void> {
+  const started = Date.now();
+  const end = started + timeoutMs;
+  let reported = started;
   let exited = false;
   void child.exited.then(() => (exited = true));
   while (Date.now() < end) {
     if (exited) throw new Error(`child exited before ${url} answered:\n${child.output()}`);
+    if (o.failOn?.test(child.output())) throw new ChildFailedError(`child failed before ${url} answered (${o.failOn.source}):\n${child.output()}`);
     try {
       const res = await fetch(url);
       await res.arrayBuffer();
       if (res.status === 200) return;
     } catch {
       // not listening yet
+    }
+    if (o.onWait && Date.now() - reported >= (o.everyMs ?? 5000)) {
+      reported = Date.now();
+      o.onWait(reported - started);
     }
     await sleep(100);
   }

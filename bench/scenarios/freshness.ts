@@ -1,28 +1,39 @@
 import { randomBytes } from 'node:crypto';
+import type { Queue } from 'bullmq';
 import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
-import { checkLoad, runLoad } from '../lib/load-runner.js';
+import { checkDrained, sendAndDrain } from '../lib/ingest-run.js';
+import { checkLoad } from '../lib/load-runner.js';
+import { runOpenLoop } from '../lib/open-loop.js';
 import { figure, percentile, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
 import type { ProjectKeys, ServiceProcess } from '../lib/service-process.js';
 import { sleep } from '../lib/tsx-child.js';
+import { INGEST_SIZES } from './ingest.js';
 import { LOG_EVENTS_SIZES, logEventsBodies, PROJECT_ID } from './log-events.js';
 
 export interface FreshnessParams {
   idleProbes: number;
+  /** Probes of each loaded phase (fewer when the phase's time runs out first). */
   loadedProbes: number;
-  /** Length of the capacity measurement when no log-events result of this run is available. */
-  capacitySec: number;
+  /** Events sent to measure the end-to-end ingest capacity when neither ingest nor `--capacity` gives it. */
+  capacityEvents: number;
   /** A probe that is not reflected within this long counts as failed. */
   probeTimeoutMs: number;
   /** Pause between two GetTreatments polls of a probe. */
   pollMs: number;
-  /** Bound on the loaded phase. */
-  maxLoadSec: number;
+  /** Time a loaded phase may take for its probes. */
+  maxPhaseSec: number;
+  /** Load before the first probe of a phase (the backlog reaches its steady state). */
+  settleSec: number;
+  /** The fixed-rate phase: events/s (the issue's 10,000 at full size). */
+  fixedEventsPerSec: number;
+  /** Bound on waiting for the events queue to drain between phases. */
+  maxDrainSec: number;
 }
 
 export const FRESHNESS_SIZES: Record<Size, FreshnessParams> = {
-  tiny: { idleProbes: 3, loadedProbes: 5, capacitySec: 1, probeTimeoutMs: 10_000, pollMs: 2, maxLoadSec: 60 },
-  full: { idleProbes: 50, loadedProbes: 200, capacitySec: 5, probeTimeoutMs: 10_000, pollMs: 2, maxLoadSec: 600 },
+  tiny: { idleProbes: 3, loadedProbes: 5, capacityEvents: 2_000, probeTimeoutMs: 10_000, pollMs: 2, maxPhaseSec: 30, settleSec: 0.2, fixedEventsPerSec: 200, maxDrainSec: 60 },
+  full: { idleProbes: 50, loadedProbes: 200, capacityEvents: 200_000, probeTimeoutMs: 10_000, pollMs: 2, maxPhaseSec: 180, settleSec: 2, fixedEventsPerSec: 10_000, maxDrainSec: 300 },
 };
 
 const PROBE_SURFACE = 'probe';
@@ -74,56 +85,123 @@ function prober(svc: ServiceProcess, keys: ProjectKeys, p: FreshnessParams): Pro
   };
 }
 
-async function probeMany(pr: Prober, n: number, progress: (done: number) => void): Promise<{ sorted: number[]; failed: number }> {
+interface Probed {
+  sorted: number[];
+  failed: number;
+}
+
+/** Up to `n` probes one after another, for at most `budgetMs`; a progress line every 5 s (a probe may take its whole timeout). */
+async function probeMany(pr: Prober, n: number, budgetMs: number, progress: (s: string) => void): Promise<Probed> {
   const ok: number[] = [];
   let failed = 0;
-  for (let i = 0; i < n; i++) {
-    const ms = await pr.probe();
-    if (Number.isNaN(ms)) failed++;
-    else ok.push(ms);
-    progress(i + 1);
+  const end = performance.now() + budgetMs;
+  const timer = setInterval(() => {
+    const sorted = [...ok].sort((a, b) => a - b);
+    progress(`${ok.length + failed} / ${n} probes (${failed} not reflected in time${sorted.length > 0 ? `; p50 so far ${percentile(sorted, 50).toFixed(0)} ms` : ''})`);
+  }, 5000);
+  try {
+    for (let i = 0; i < n && performance.now() < end; i++) {
+      const ms = await pr.probe();
+      if (Number.isNaN(ms)) failed++;
+      else ok.push(ms);
+    }
+  } finally {
+    clearInterval(timer);
   }
   return { sorted: ok.sort((a, b) => a - b), failed };
 }
 
-async function waitForDrain(run: ScenarioRun, maxMs: number): Promise<number> {
-  const queue = eventsQueue(run.redis, run.prefix);
-  const end = performance.now() + maxMs;
+/** Waits (bounded) until the events queue is empty, with progress; returns the jobs left. */
+async function waitForDrain(run: ScenarioRun, queue: Queue, maxSec: number): Promise<number> {
+  const end = performance.now() + maxSec * 1000;
+  let reported = performance.now();
   let state = await eventsQueueState(queue);
   while (state.pending > 0 && performance.now() < end) {
+    if (performance.now() - reported >= 5000) {
+      reported = performance.now();
+      run.progress(`waiting for the events queue to drain: ${state.pending.toLocaleString('en')} jobs pending`);
+    }
     await sleep(100);
     state = await eventsQueueState(queue);
   }
-  await queue.close();
   return state.pending;
 }
 
-/** LogEvents' accept capacity: from the log-events scenario of this run, else `--capacity`, else measured here. */
-async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, p: FreshnessParams): Promise<number> {
-  const known = ctx.previous.get('log-events')?.figures.requestsPerSec?.value;
+/**
+ * The end-to-end ingest capacity in LogEvents requests/s of `eventsPerRequest` events: from the
+ * ingest scenario of this run (its events/s), else `--capacity`, else measured here with the
+ * ingest scenario's method on `capacityEvents` events.
+ */
+async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, queue: Queue, eventsPerRequest: number): Promise<number> {
+  const p = FRESHNESS_SIZES[ctx.size];
+  const known = ctx.previous.get('ingest')?.figures.eventsPerSec?.value;
   if (known !== undefined && Number.isFinite(known)) {
-    run.notes.push(`capacity taken from the log-events scenario of this run: ${Math.round(known).toLocaleString('en')} req/s`);
-    return known;
+    run.notes.push(`end-to-end ingest capacity from the ingest scenario of this run: ${Math.round(known).toLocaleString('en')} events/s`);
+    return known / eventsPerRequest;
   }
-  if (ctx.logEventsCapacity !== undefined) {
-    run.notes.push(`capacity given on the command line: ${Math.round(ctx.logEventsCapacity).toLocaleString('en')} req/s`);
-    return ctx.logEventsCapacity;
+  if (ctx.ingestCapacity !== undefined) {
+    run.notes.push(`end-to-end ingest capacity given on the command line: ${Math.round(ctx.ingestCapacity).toLocaleString('en')} req/s of ${eventsPerRequest} events`);
+    return ctx.ingestCapacity;
   }
-  const le = LOG_EVENTS_SIZES[ctx.size];
-  run.progress(`measuring LogEvents capacity (${p.capacitySec} s, ${le.connections} connections)`);
-  const r = await runLoad({ baseUrl: svc.baseUrl, path: '/v1/LogEvents', connections: le.connections, durationSec: p.capacitySec, headers: { 'x-api-key': keys.logEvents }, body: logEventsBodies(le) });
-  checkLoad('capacity LogEvents', r);
-  run.notes.push(`capacity measured here: ${Math.round(r.rps).toLocaleString('en')} req/s of ${le.eventsPerRequest} events`);
-  run.progress('waiting for the workers to drain the capacity run');
-  const left = await waitForDrain(run, 300_000);
-  if (left > 0) throw new Error(`${left} jobs of the capacity run still pending after 300 s`);
-  return r.rps;
+  const ing = INGEST_SIZES[ctx.size];
+  const requests = Math.ceil(p.capacityEvents / ing.eventsPerRequest);
+  const events = requests * ing.eventsPerRequest;
+  run.progress(`measuring the end-to-end ingest capacity: ${events.toLocaleString('en')} events, ${ing.eventsPerRequest} per request, ${ing.connections} connections`);
+  const stream = { runId: randomBytes(4).toString('hex'), users: ing.users, eventsPerRequest: ing.eventsPerRequest };
+  const r = await sendAndDrain({ svc, key: keys.logEvents, projectId: PROJECT_ID, stream, requests, connections: ing.connections, queue, maxSec: ing.maxSec, progress: (m) => run.progress(`capacity: ${m}`) });
+  checkDrained(r, requests, ing.maxSec);
+  run.notes.push(`end-to-end ingest capacity measured here: ${events.toLocaleString('en')} events stored in ${r.seconds.toFixed(1)} s = ${Math.round(events / r.seconds).toLocaleString('en')} events/s`);
+  return events / r.seconds / eventsPerRequest;
+}
+
+/**
+ * LogEvents load at `rate` req/s (open loop: evenly spaced, whatever the latency) while probes
+ * run one after another; then the load stops and, when another phase follows, the backlog drains.
+ */
+async function loadedPhase(run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, queue: Queue, pr: Prober, label: string, rate: number, drainAfter: boolean): Promise<Probed> {
+  const p = FRESHNESS_SIZES[run.ctx.size];
+  const le = LOG_EVENTS_SIZES[run.ctx.size];
+  run.progress(`${label}: LogEvents at ${rate.toLocaleString('en')} req/s (${(rate * le.eventsPerRequest).toLocaleString('en')} events/s); up to ${p.loadedProbes} probes in ${p.maxPhaseSec} s`);
+  const stop = new AbortController();
+  const before = await eventsQueueState(queue);
+  let maxBacklog = before.pending;
+  const loadRun = runOpenLoop({
+    baseUrl: svc.baseUrl,
+    path: '/v1/LogEvents',
+    rate,
+    durationSec: p.maxPhaseSec + p.settleSec + 30,
+    connections: le.connections,
+    headers: { 'x-api-key': keys.logEvents },
+    body: logEventsBodies(le),
+    signal: stop.signal,
+  });
+  const backlog = setInterval(() => {
+    void eventsQueueState(queue).then((s) => (maxBacklog = Math.max(maxBacklog, s.pending)), () => undefined);
+  }, 1000);
+  let probed: Probed;
+  try {
+    await sleep(p.settleSec * 1000);
+    probed = await probeMany(pr, p.loadedProbes, p.maxPhaseSec * 1000, (s) => run.progress(`${label}: ${s}; backlog ${maxBacklog.toLocaleString('en')} jobs at most`));
+  } finally {
+    stop.abort();
+    clearInterval(backlog);
+  }
+  const load = await loadRun;
+  const after = await eventsQueueState(queue);
+  checkLoad(`${label}: LogEvents load`, load, 0.01, { refusalsAllowed: true });
+  run.loadNote(`${label}: LogEvents load (asked ${rate.toLocaleString('en')} req/s; ${load.refused} refused with 503)`, load);
+  run.notes.push(`${label}: ${probed.sorted.length + probed.failed} probes; backlog of the events queue ${before.pending} → ${after.pending} jobs (at most ${Math.max(maxBacklog, after.pending)})`);
+  if (drainAfter) {
+    const left = await waitForDrain(run, queue, p.maxDrainSec);
+    if (left > 0) run.notes.push(`${label}: ${left} jobs still pending ${p.maxDrainSec} s after the load stopped: the next phase starts with that backlog`);
+  }
+  return probed;
 }
 
 /**
  * Time from a LogEvents 200 to GetTreatments reflecting it (a user property rendered into the
- * content), while LogEvents load runs at half its measured capacity; baseline: the same probes on
- * the idle service.
+ * content), while LogEvents load runs at a fixed 10,000 events/s, then at half the end-to-end
+ * ingest capacity; baseline: the same probes on the idle service.
  */
 export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult> {
   const p = FRESHNESS_SIZES[ctx.size];
@@ -134,54 +212,37 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
     const svc = await run.startService();
     const keys = await svc.createProject(PROJECT_ID);
     await createProbeCatalogue(svc, keys);
+    const queue = eventsQueue(run.redis, run.prefix);
     const pr = prober(svc, keys, p);
     await pr.probe(); // warm-up: caches, JIT
 
     run.progress(`${p.idleProbes} probes on the idle service`);
-    const idle = await probeMany(pr, p.idleProbes, () => undefined);
-    const cap = await capacity(ctx, run, svc, keys, p);
-    const rate = Math.max(1, Math.round(cap / 2));
-    run.params.loadRate = rate;
+    const idle = await probeMany(pr, p.idleProbes, p.maxPhaseSec * 1000, (s) => run.progress(`idle: ${s}`));
+    const cap = await capacity(ctx, run, svc, keys, queue, le.eventsPerRequest);
+    const left = await waitForDrain(run, queue, p.maxDrainSec);
+    if (left > 0) run.notes.push(`${left} jobs of the capacity measurement still pending after ${p.maxDrainSec} s`);
 
-    run.progress(`LogEvents load at ${rate} req/s (half of ${cap.toFixed(0)}); ${p.loadedProbes} probes`);
-    const stop = new AbortController();
-    const queue = eventsQueue(run.redis, run.prefix);
-    const before = await eventsQueueState(queue);
-    const loadRun = runLoad({
-      baseUrl: svc.baseUrl,
-      path: '/v1/LogEvents',
-      connections: le.connections,
-      durationSec: p.maxLoadSec,
-      overallRate: rate,
-      headers: { 'x-api-key': keys.logEvents },
-      body: logEventsBodies(le),
-      signal: stop.signal,
-    });
-    let loaded;
-    try {
-      await sleep(Math.min(2000, p.maxLoadSec * 100));
-      loaded = await probeMany(pr, p.loadedProbes, (done) => {
-        if (done % 20 === 0 || done === p.loadedProbes) run.progress(`${done} / ${p.loadedProbes} probes`);
-      });
-    } finally {
-      stop.abort();
-    }
-    const load = await loadRun;
-    const after = await eventsQueueState(queue);
+    const fixedRate = Math.max(1, Math.round(p.fixedEventsPerSec / le.eventsPerRequest));
+    const halfRate = Math.max(1, Math.round(cap / 2));
+    Object.assign(run.params, { fixedRate, loadRate: halfRate });
+    const fixed = await loadedPhase(run, svc, keys, queue, pr, `fixed ${p.fixedEventsPerSec.toLocaleString('en')} events/s`, fixedRate, true);
+    const half = await loadedPhase(run, svc, keys, queue, pr, `half the ingest capacity (${Math.round(cap * le.eventsPerRequest).toLocaleString('en')} events/s)`, halfRate, false);
     await queue.close();
-    checkLoad('LogEvents load', load);
-    run.loadNote(`background load (asked ${rate} req/s)`, load);
-    run.notes.push(`backlog of the events queue ${before.pending} → ${after.pending} jobs during the loaded phase`);
-    const failed = idle.failed + loaded.failed;
-    if (failed > 0) run.notes.push(`${failed} probes not reflected within ${p.probeTimeoutMs} ms (left out of the percentiles)`);
-    if (loaded.sorted.length === 0 || idle.sorted.length === 0) throw new Error('no probe was reflected in time');
+
+    const failed = idle.failed + fixed.failed + half.failed;
+    if (failed > 0) run.notes.push(`${failed} probes not reflected within ${p.probeTimeoutMs} ms (left out of the percentiles): idle ${idle.failed}, fixed rate ${fixed.failed}, half capacity ${half.failed}`);
+    if (idle.sorted.length === 0 || fixed.sorted.length === 0 || half.sorted.length === 0) throw new Error('no probe of a phase was reflected in time');
     const svcStop = await run.stopService(svc);
 
     const baselineLabel = 'the same probes on the idle service';
-    run.notes.push(`idle: p50 ${percentile(idle.sorted, 50).toFixed(1)} ms, max ${idle.sorted[idle.sorted.length - 1].toFixed(1)} ms; loaded: max ${loaded.sorted[loaded.sorted.length - 1].toFixed(1)} ms`);
+    const max = (xs: number[]) => xs[xs.length - 1].toFixed(1);
+    run.notes.push(`idle: p50 ${percentile(idle.sorted, 50).toFixed(1)} ms, max ${max(idle.sorted)} ms; fixed rate: p50 ${percentile(fixed.sorted, 50).toFixed(1)} ms, max ${max(fixed.sorted)} ms; half capacity: max ${max(half.sorted)} ms`);
+    const idleP50 = percentile(idle.sorted, 50);
+    const idleP99 = percentile(idle.sorted, 99);
     return run.result({
-      p50Ms: figure({ label: 'LogEvents 200 → GetTreatments, p50', unit: 'ms', value: percentile(loaded.sorted, 50), baseline: percentile(idle.sorted, 50), baselineLabel, better: 'lower' }),
-      p99Ms: figure({ label: 'LogEvents 200 → GetTreatments, p99', unit: 'ms', value: percentile(loaded.sorted, 99), baseline: percentile(idle.sorted, 99), baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 1000 } }),
+      p50Ms: figure({ label: 'LogEvents 200 → GetTreatments, p50, at half the ingest capacity', unit: 'ms', value: percentile(half.sorted, 50), baseline: idleP50, baselineLabel, better: 'lower' }),
+      p99Ms: figure({ label: 'LogEvents 200 → GetTreatments, p99, at half the ingest capacity', unit: 'ms', value: percentile(half.sorted, 99), baseline: idleP99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 1000 } }),
+      p99Ms10k: figure({ label: `LogEvents 200 → GetTreatments, p99, at ${p.fixedEventsPerSec.toLocaleString('en')} events/s`, unit: 'ms', value: percentile(fixed.sorted, 99), baseline: idleP99, baselineLabel, better: 'lower' }),
       ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
@@ -191,6 +252,6 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
 
 export const freshnessScenario: Scenario = {
   name: 'freshness',
-  summary: 'time from a LogEvents 200 to GetTreatments reflecting it, under LogEvents load at half capacity, vs the idle service',
+  summary: 'time from a LogEvents 200 to GetTreatments reflecting it, under LogEvents load at 10,000 events/s and at half the end-to-end ingest capacity, vs the idle service',
   run: runFreshness,
 };

@@ -1,0 +1,193 @@
+import { connect, type Socket } from 'node:net';
+
+/**
+ * A minimal HTTP/1.1 client for the open-loop load: keep-alive connections, one request at a
+ * time on each (no pipelining), requests written as one preformatted string, responses parsed
+ * only for their status and length. node:http's client costs ~100 µs of CPU per request, so at
+ * twice the service's capacity (10,000–15,000 req/s) the load generator itself ran out of CPU and
+ * sent requests seconds late; this costs a fraction of that. Only what the bench's servers send
+ * is understood: Content-Length or chunked bodies, `Connection: close`.
+ */
+
+export type Outcome = { status: number } | { status: 0; failure: 'timeout' | 'error'; message: string };
+
+export interface RawRequest {
+  body: string;
+  onDone(outcome: Outcome): void;
+}
+
+/** A complete response at the start of `buf`: its status, its length in bytes, whether the server closes after it. */
+export function parseResponse(buf: Buffer): { status: number; length: number; close: boolean } | undefined {
+  const headEnd = buf.indexOf('\r\n\r\n');
+  if (headEnd < 0) return undefined;
+  const head = buf.toString('latin1', 0, headEnd);
+  const status = Number(head.slice(9, 12));
+  const close = /\r\nconnection:[ \t]*close/i.test(head);
+  const lengthMatch = /\r\ncontent-length:[ \t]*(\d+)/i.exec(head);
+  let pos = headEnd + 4;
+  if (lengthMatch) {
+    const end = pos + Number(lengthMatch[1]);
+    return buf.length >= end ? { status, length: end, close } : undefined;
+  }
+  if (!/\r\ntransfer-encoding:[ \t]*chunked/i.test(head)) return { status, length: pos, close };
+  for (;;) {
+    const lineEnd = buf.indexOf('\r\n', pos);
+    if (lineEnd < 0) return undefined;
+    const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
+    pos = lineEnd + 2;
+    if (size === 0) {
+      // no trailers: the empty line that ends the body
+      return buf.length >= pos + 2 ? { status, length: pos + 2, close } : undefined;
+    }
+    if (buf.length < pos + size + 2) return undefined;
+    pos += size + 2;
+  }
+}
+
+class Connection {
+  private socket: Socket | undefined;
+  private pending: Buffer | undefined;
+  private current: RawRequest | undefined;
+  /** When the request in flight was written (performance.now()), for the timeout sweep. */
+  sentAt = 0;
+
+  constructor(private readonly pool: RawPool) {}
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** Opens the TCP connection (resolves once connected). */
+  open(): Promise<void> {
+    const socket = this.ensure();
+    return new Promise((resolve, reject) => {
+      if (!socket.connecting) return resolve();
+      socket.once('connect', () => resolve());
+      socket.once('error', reject);
+    });
+  }
+
+  send(req: RawRequest): void {
+    this.current = req;
+    this.sentAt = performance.now();
+    this.ensure().write(this.pool.head + Buffer.byteLength(req.body) + '\r\n\r\n' + req.body);
+  }
+
+  /** Gives up the request in flight (timeout) and the connection with it. */
+  abort(failure: 'timeout' | 'error', message: string): void {
+    const req = this.current;
+    this.current = undefined;
+    this.drop();
+    req?.onDone({ status: 0, failure, message });
+    this.pool.release(this);
+  }
+
+  destroy(): void {
+    this.drop();
+  }
+
+  private ensure(): Socket {
+    if (this.socket && !this.socket.destroyed) return this.socket;
+    const socket = connect({ host: this.pool.host, port: this.pool.port, noDelay: true });
+    socket.on('data', (d: Buffer) => this.onData(socket, d));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.pending = undefined;
+      if (this.current) this.abort('error', 'connection closed');
+    });
+    this.socket = socket;
+    return socket;
+  }
+
+  private drop(): void {
+    const s = this.socket;
+    this.socket = undefined;
+    this.pending = undefined;
+    s?.destroy();
+  }
+
+  private onData(socket: Socket, d: Buffer): void {
+    // nothing asked for: a stray byte stream is not an answer (and must not free the connection twice)
+    if (socket !== this.socket || !this.current) return;
+    const buf = this.pending ? Buffer.concat([this.pending, d]) : d;
+    const r = parseResponse(buf);
+    if (!r) {
+      this.pending = buf;
+      return;
+    }
+    this.pending = r.length < buf.length ? buf.subarray(r.length) : undefined;
+    const req = this.current;
+    this.current = undefined;
+    if (r.close) this.drop();
+    req?.onDone({ status: r.status });
+    this.pool.release(this);
+  }
+}
+
+/**
+ * `connections` keep-alive connections to one server; a request submitted while all are busy
+ * waits in a FIFO queue (and the wait counts in its latency); a request unanswered after
+ * `timeoutMs` is abandoned with its connection.
+ */
+export class RawPool {
+  readonly host: string;
+  readonly port: number;
+  /** The request line and headers up to `Content-Length: `. */
+  readonly head: string;
+  private readonly all: Connection[];
+  private readonly free: Connection[];
+  private queue: RawRequest[] = [];
+  private queueHead = 0;
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(url: URL, connections: number, headers: Record<string, string>, timeoutMs: number) {
+    this.host = url.hostname;
+    this.port = Number(url.port || 80);
+    const extra = Object.entries({ 'content-type': 'application/json', ...headers })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    this.head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n${extra}content-length: `;
+    this.all = Array.from({ length: connections }, () => new Connection(this));
+    this.free = [...this.all];
+    this.sweep = setInterval(() => {
+      const now = performance.now();
+      for (const c of this.all) if (c.busy && now - c.sentAt > timeoutMs) c.abort('timeout', `no answer within ${timeoutMs} ms`);
+    }, 100);
+    this.sweep.unref();
+  }
+
+  /** Opens every connection (before a run's clock starts). */
+  async preconnect(): Promise<void> {
+    await Promise.all(this.all.map((c) => c.open()));
+  }
+
+  /** Requests waiting for a free connection. */
+  get queued(): number {
+    return this.queue.length - this.queueHead;
+  }
+
+  submit(req: RawRequest): void {
+    const c = this.free.pop();
+    if (c) c.send(req);
+    else this.queue.push(req);
+  }
+
+  /** A connection is free again: it takes the oldest waiting request, if any. */
+  release(c: Connection): void {
+    if (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead++];
+      if (this.queueHead > 4096 && this.queueHead * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.queueHead);
+        this.queueHead = 0;
+      }
+      c.send(next);
+    } else this.free.push(c);
+  }
+
+  destroy(): void {
+    clearInterval(this.sweep);
+    for (const c of this.all) c.destroy();
+  }
+}
