@@ -2,7 +2,7 @@ import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import type { Platform } from '../shared/platform/platform.js';
-import { createProfiles } from '../shared/profiles/index.js';
+import { createProfiles, type ProfileEvent, type ProfileOp } from '../shared/profiles/index.js';
 import { createAggregation } from '../shared/aggregation/index.js';
 import { createProjects } from '../shared/projects/index.js';
 import { createTreatments } from '../shared/treatments/index.js';
@@ -108,7 +108,19 @@ function concatEventOps(providers: EventOpsProvider[]): EventOpsProvider {
   if (providers.length === 1) return providers[0];
   return async (projectId, userId, events) => {
     const parts = await Promise.all(providers.map((p) => p(projectId, userId, events)));
-    return events.map((_, i) => parts.flatMap((part) => part[i] ?? []));
+    // per event, the providers' ops one after another (loops: this runs for every ingested event)
+    const out: ProfileEvent['ops'][] = new Array(events.length);
+    for (let i = 0; i < events.length; i++) {
+      let ops: ProfileOp[] | undefined;
+      for (const part of parts) {
+        const mine = part[i];
+        if (mine === undefined || mine.length === 0) continue;
+        if (ops === undefined) ops = mine.slice();
+        else for (const op of mine) ops.push(op);
+      }
+      out[i] = ops ?? [];
+    }
+    return out;
   };
 }
 
