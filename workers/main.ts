@@ -50,18 +50,21 @@ export type WorkersDeps = Pick<Platform, 'config' | 'log' | 'redis' | 'keys' | '
  */
 export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
   const { config, keys, now, bus, log, metrics } = ctx;
+  // BullMQ's queues and workers on one connection, the stores' commands on another that
+  // pipelines those of one turn (hundreds of jobs at once each send a few)
   const connection = createRedis(config, 'worker', 'tds-workers');
-  connection.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
-  const stores = { redis: connection, keys, now };
-  const { profiles, userDeletions } = createProfiles({ redis: connection, keys, retentionDays: config.retentionDays });
+  const storeConnection = createRedis(config, 'store', 'tds-workers-stores');
+  for (const c of [connection, storeConnection]) c.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
+  const stores = { redis: storeConnection, keys, now };
+  const { profiles, userDeletions } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays });
   const { dataFields } = createAggregation(stores);
   const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
-  const ranking = { store: new RankingCounterStore(connection, keys), deltasFor: rankingOps };
+  const ranking = { store: new RankingCounterStore(storeConnection, keys), deltasFor: rankingOps };
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
-  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(connection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(storeConnection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
@@ -97,6 +100,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
         returnedCaps.close();
         targetActions.close();
         connection.disconnect();
+        storeConnection.disconnect();
       })();
       return closing;
     },
