@@ -37,8 +37,8 @@ export interface ChildSpec {
  * times what is live before a full collection when a process allocates fast, which under load is
  * two to three times the live heap in RSS. `--heap-growing-percent` holds that factor, and a
  * smaller young generation in the API process (whose requests live a few milliseconds) keeps
- * its scavenges short. A flag the operator set in NODE_OPTIONS (or on the supervisor's command
- * line) is left to them.
+ * its scavenges short. A flag the operator set on the supervisor's command line (or in NODE_OPTIONS,
+ * where node accepts `--max-semi-space-size` but not `--heap-growing-percent`) is left to them.
  */
 export const HEAP_FLAGS: Record<'api' | 'background', readonly string[]> = {
   api: ['--max-semi-space-size=8', '--heap-growing-percent=50'],

@@ -2,7 +2,7 @@ import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import type { Platform } from '../shared/platform/platform.js';
-import { createProfiles } from '../shared/profiles/index.js';
+import { createProfiles, type ProfileEvent, type ProfileOp } from '../shared/profiles/index.js';
 import { createAggregation } from '../shared/aggregation/index.js';
 import { createProjects } from '../shared/projects/index.js';
 import { createTreatments } from '../shared/treatments/index.js';
@@ -50,18 +50,21 @@ export type WorkersDeps = Pick<Platform, 'config' | 'log' | 'redis' | 'keys' | '
  */
 export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts: { concurrency?: number } = {}): Promise<WorkersRole> {
   const { config, keys, now, bus, log, metrics } = ctx;
+  // BullMQ's queues and workers on one connection, the stores' commands on another that
+  // pipelines those of one turn (hundreds of jobs at once each send a few)
   const connection = createRedis(config, 'worker', 'tds-workers');
-  connection.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
-  const stores = { redis: connection, keys, now };
-  const { profiles, userDeletions } = createProfiles({ redis: connection, keys, retentionDays: config.retentionDays });
+  const storeConnection = createRedis(config, 'store', 'tds-workers-stores');
+  for (const c of [connection, storeConnection]) c.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
+  const stores = { redis: storeConnection, keys, now };
+  const { profiles, userDeletions } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays });
   const { dataFields } = createAggregation(stores);
   const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
-  const ranking = { store: new RankingCounterStore(connection, keys), deltasFor: rankingOps };
+  const ranking = { store: new RankingCounterStore(storeConnection, keys), deltasFor: rankingOps };
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
-  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(connection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(storeConnection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
@@ -97,6 +100,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
         returnedCaps.close();
         targetActions.close();
         connection.disconnect();
+        storeConnection.disconnect();
       })();
       return closing;
     },
@@ -108,7 +112,19 @@ function concatEventOps(providers: EventOpsProvider[]): EventOpsProvider {
   if (providers.length === 1) return providers[0];
   return async (projectId, userId, events) => {
     const parts = await Promise.all(providers.map((p) => p(projectId, userId, events)));
-    return events.map((_, i) => parts.flatMap((part) => part[i] ?? []));
+    // per event, the providers' ops one after another (loops: this runs for every ingested event)
+    const out: ProfileEvent['ops'][] = new Array(events.length);
+    for (let i = 0; i < events.length; i++) {
+      let ops: ProfileOp[] | undefined;
+      for (const part of parts) {
+        const mine = part[i];
+        if (mine === undefined || mine.length === 0) continue;
+        if (ops === undefined) ops = mine.slice();
+        else for (const op of mine) ops.push(op);
+      }
+      out[i] = ops ?? [];
+    }
+    return out;
   };
 }
 

@@ -146,6 +146,18 @@ export class ProcessGroupSampler extends PeriodicSampler {
     return live.length > 0 ? Math.max(...live) : NaN;
   }
 
+  /** CPU seconds of the live children of one kind (all their threads: the embedded ClickHouse's too). */
+  kindCpuSeconds(kind: ProcessKind): number {
+    this.discover();
+    let total = 0;
+    for (const c of this.children.values()) {
+      if (c.kind !== kind) continue;
+      const s = c.sampler.cpuSeconds();
+      if (Number.isFinite(s)) total += s;
+    }
+    return total;
+  }
+
   /** CPU seconds of the supervisor and its live children. */
   cpuSeconds(): number {
     this.discover();

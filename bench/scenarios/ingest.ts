@@ -66,6 +66,7 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     const fieldIds = await countFields(svc, keys);
     const queue = eventsQueue(run.redis, run.prefix);
 
+    const cpu0 = { api: svc.sampler.kindCpuSeconds('api'), background: svc.sampler.kindCpuSeconds('background') };
     run.progress(`sending ${events.toLocaleString('en')} events in ${requests.toLocaleString('en')} requests over ${p.connections} connections`);
     const measured = await run.withCpu(
       () => svc.sampler.cpuSeconds(),
@@ -78,6 +79,9 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     run.notes.push(`all ${requests.toLocaleString('en')} requests accepted after ${acceptedSec.toFixed(1)} s (${Math.round(events / acceptedSec).toLocaleString('en')} events/s; p50 ${sent.load.p50.toFixed(1)} ms, p99 ${sent.load.p99.toFixed(1)} ms), all stored after ${seconds.toFixed(1)} s`);
     if (sent.load.refused > 0) run.notes.push(`${sent.load.refused.toLocaleString('en')} requests were refused (503/429: ${JSON.stringify(sent.load.statusCodes)}) and sent again after their Retry-After`);
     run.notes.push(`CPU over the whole run: service ${measured.serviceCores.toFixed(2)} cores, load generator ${measured.loadGeneratorCores.toFixed(2)} cores, Redis ${measured.redisCores.toFixed(2)} cores`);
+    // per event, which barely moves with what else runs on the machine (unlike events/s)
+    const perEvent = (kind: 'api' | 'background') => (((svc.sampler.kindCpuSeconds(kind) - cpu0[kind]) * 1e6) / events).toFixed(1);
+    run.notes.push(`CPU per event: API process ${perEvent('api')} µs, background process ${perEvent('background')} µs (its JavaScript thread and the embedded ClickHouse's threads)`);
     await queue.close();
 
     const totals = await profileTotals(run, p.users, fieldIds);

@@ -25,17 +25,27 @@ export interface EnqueueBatcherOptions<T> {
    * a heavier item goes alone. Bounds what one job holds in a worker's memory.
    */
   merge?: { build: (items: T[]) => unknown; maxWeight: number };
+  /**
+   * Merge mode: how long the first item of a batch waits for others to share its job (ms); a
+   * batch whose weight reaches `maxWeight` goes at once. 0: the items of one event-loop turn.
+   * @defaultValue 0
+   */
+  lingerMs?: number;
 }
 
 /**
  * Gathers the jobs of concurrent requests into one `addBulk` (one Redis round trip for many
  * requests), or, in merge mode, into few merged jobs. Each caller awaits the promise of the batch
  * its item went out in, so a 200 is only ever sent for work Redis has accepted. A batch is flushed
- * on the next turn of the event loop, so a lone request is not delayed.
+ * on the next turn of the event loop, so a lone request is not delayed, or, with `lingerMs`, once
+ * it is full or that long after its first item: a job's cost in the queue and the workers (add,
+ * fetch, completion) is then shared by the requests of several turns.
  */
 export class EnqueueBatcher<T> {
   private pending: Pending<T>[] = [];
+  private pendingWeight = 0;
   private scheduled = false;
+  private lingerTimer: NodeJS.Timeout | undefined;
   private readonly maxBatch: number;
   private readonly timeoutMs: number;
   /** Jobs and item weights (events) Redis accepted from this batcher: the backlog monitor's mix. */
@@ -57,8 +67,12 @@ export class EnqueueBatcher<T> {
    */
   enqueue(data: T, opts: { jobId?: string; weight?: number } = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ data, jobId: opts.jobId, weight: opts.weight ?? 1, resolve, reject });
-      if (this.pending.length >= this.maxBatch) this.flush();
+      const weight = opts.weight ?? 1;
+      this.pending.push({ data, jobId: opts.jobId, weight, resolve, reject });
+      this.pendingWeight += weight;
+      const lingerMs = this.opts.merge ? (this.opts.lingerMs ?? 0) : 0;
+      if (this.pending.length >= this.maxBatch || (lingerMs > 0 && this.pendingWeight >= this.opts.merge!.maxWeight)) this.flush();
+      else if (lingerMs > 0) this.lingerTimer ??= setTimeout(() => this.flush(), lingerMs);
       else if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -68,6 +82,9 @@ export class EnqueueBatcher<T> {
 
   private flush(): void {
     this.scheduled = false;
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
+    this.pendingWeight = 0;
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
       void this.send(batch);

@@ -63,7 +63,7 @@ export interface Config {
    * decision log before it becomes a dead letter (ms). @defaultValue 600000 (10 minutes)
    */
   interactionDecisionWaitMs: number;
-  /** Jobs processed at once per ingestion queue. @defaultValue 64 */
+  /** Jobs processed at once per ingestion queue. @defaultValue 128 */
   workerConcurrency: number;
   /**
    * Nice value (0–19) of a process that runs the workers or scheduler role without the api role
@@ -119,7 +119,12 @@ export interface Config {
    * and `Retry-After` instead of queueing them; 0 turns the check off. @defaultValue 30
    */
   overloadMaxLagMs: number;
-  /** Public requests in flight in an API process beyond which new ones get 503 (0: no limit). @defaultValue 1000 */
+  /**
+   * Client requests in flight in an API process beyond which new ones get 503 (0: no limit). The
+   * requests of one event-loop turn are admitted up to it, so it bounds the work a turn takes on,
+   * and with it the latency of the requests admitted, when more arrive than the process can
+   * answer. @defaultValue 128
+   */
   overloadMaxInFlight: number;
   /**
    * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
@@ -313,7 +318,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     interactionDecisionWaitMs: int(env, 'INTERACTION_DECISION_WAIT_SECONDS', 600, 1, 86_400) * 1000,
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 128, 1, 1000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', DEFAULT_RATE_LIMIT_PER_KEY, 1, MAX_RATE_LIMIT),
@@ -325,7 +330,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     decisionLogMaxBacklog: int(env, 'DECISION_LOG_MAX_BACKLOG', 1_000_000, 1000, 1_000_000_000),
     decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
-    overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 1000, 0, 1_000_000),
+    overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 128, 0, 1_000_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
     corsOrigins: corsOrigins(env),
   };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { JOB_MARKER_TTL_SECONDS } from '../platform/job-retries.js';
 
 export { JOB_MARKER_TTL_SECONDS };
@@ -21,7 +21,8 @@ const DAY_MS = 86_400_000;
  * a day, `set-max-intset-entries`). Collisions within one user's day: about n²/2^65.
  */
 export function insertMarker(dedupId: string): string {
-  return createHash('sha1').update(dedupId).digest().readBigInt64BE(0).toString();
+  // the one-shot hash: no Hash object per event (the events worker hashes every insertId)
+  return hash('sha1', dedupId, 'buffer').readBigInt64BE(0).toString();
 }
 
 /**
@@ -30,6 +31,12 @@ export function insertMarker(dedupId: string): string {
  */
 export function insertMarkerDays(nowMs: number): { days: string[]; expireAt: number } {
   const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
-  const days = Array.from({ length: INSERT_MARKER_DAYS }, (_, i) => new Date(today - i * DAY_MS).toISOString().slice(0, 10));
-  return { days, expireAt: (today + DAY_MS) / 1000 + INSERT_MARKER_TTL_SECONDS };
+  // every job asks, and the answer changes once a day
+  if (today !== markerDays.today) {
+    const days = Array.from({ length: INSERT_MARKER_DAYS }, (_, i) => new Date(today - i * DAY_MS).toISOString().slice(0, 10));
+    markerDays = { today, answer: Object.freeze({ days: Object.freeze(days) as string[], expireAt: (today + DAY_MS) / 1000 + INSERT_MARKER_TTL_SECONDS }) };
+  }
+  return markerDays.answer;
 }
+
+let markerDays: { today: number; answer: { days: string[]; expireAt: number } } = { today: NaN, answer: { days: [], expireAt: 0 } };

@@ -170,13 +170,31 @@ export class UserDeletionStore {
   async deletedAt(refs: readonly UserRef[]): Promise<(number | undefined)[]> {
     if (refs.length === 0) return [];
     const parse = (v: string | null | undefined) => (v === null || v === undefined ? undefined : Number(v));
-    if (isCluster(this.redis)) return Promise.all(refs.map(async (r) => parse(await this.redis.zscore(this.keys.deletedUsers(r.projectId), r.userId))));
-    const p = this.redis.pipeline();
-    for (const r of refs) p.zscore(this.keys.deletedUsers(r.projectId), r.userId);
-    const res = (await p.exec()) ?? [];
+    // Most projects have no deleted user: one EXISTS per project of the batch first, and a
+    // ZSCORE per user only in the projects that have some (a job of 500 users costs one command,
+    // not 500). Both reads are of the moment, as one ZSCORE per user was: a deletion recorded just
+    // after either is the same race as one recorded just after the ZSCORE.
+    const projects = [...new Set(refs.map((r) => r.projectId))];
+    const keys = projects.map((p) => this.keys.deletedUsers(p));
+    const cluster = isCluster(this.redis);
+    const exists = cluster ? await Promise.all(keys.map((k) => this.redis.exists(k))) : await this.pipelined(keys.map((k) => ['exists', k]));
+    const withDeletions = new Set(projects.filter((_, i) => Number(exists[i]) === 1));
+    if (withDeletions.size === 0) return refs.map(() => undefined);
+    const asked = refs.map((r, i) => ({ r, i })).filter(({ r }) => withDeletions.has(r.projectId));
+    const scores = cluster
+      ? await Promise.all(asked.map(({ r }) => this.redis.zscore(this.keys.deletedUsers(r.projectId), r.userId)))
+      : await this.pipelined(asked.map(({ r }) => ['zscore', this.keys.deletedUsers(r.projectId), r.userId]));
+    const out: (number | undefined)[] = refs.map(() => undefined);
+    asked.forEach(({ i }, j) => (out[i] = parse(scores[j] as string | null)));
+    return out;
+  }
+
+  /** One round trip of commands on a single Redis (a Cluster pipeline must stay on one node). */
+  private async pipelined(commands: string[][]): Promise<unknown[]> {
+    const res = (await this.redis.pipeline(commands).exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
-      return parse(v as string | null);
+      return v;
     });
   }
 

@@ -24,4 +24,4 @@ export function pointedAt(code: string, baseUrl: string): string {
  * answers: load shedding (OVERLOAD_MAX_LAG_MS, where the service has it) would refuse some of them
  * whenever the shared test machine lags, which is not what they are about.
  */
-export const NO_LOAD_SHEDDING: Record<string, string> = { OVERLOAD_MAX_LAG_MS: '0' };
+export const NO_LOAD_SHEDDING: Record<string, string> = { OVERLOAD_MAX_LAG_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0' };

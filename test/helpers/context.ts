@@ -23,7 +23,7 @@ export function uniquePrefix(label = 't'): string {
  * other test files, so its lag says nothing about overload (test/integration/overload.test.ts
  * turns it on).
  */
-export const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000', OVERLOAD_MAX_LAG_MS: '0' };
+export const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000', OVERLOAD_MAX_LAG_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0' };
 
 export function testConfig(overrides: Record<string, string> = {}): Readonly<Config> {
   return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...UNLIMITED, ...overrides });

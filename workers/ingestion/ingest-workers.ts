@@ -21,6 +21,9 @@ import { identityMerger } from '../profiles/identity-merge.js';
 import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import { closeWorkers, settlesWithin } from '../../shared/platform/stop.js';
 
+/** How long decisions gather for one insert: with the producer's 100 ms, still readable within a second. */
+export const DECISIONS_INSERT_DELAY_MS = 300;
+
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
 
@@ -103,7 +106,9 @@ function decisionsProject(data: DecisionsJob | undefined): string {
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
-  const writer = new ClickhouseBatchWriter(o.warehouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert });
+  // Decisions wait for their insert longer than events: only their own readability (within a
+  // second) waits on it, whereas an event's profile update, which delivery reads, follows its insert.
+  const writer = new ClickhouseBatchWriter(o.warehouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert, maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS } });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix, o.connection),

@@ -7,6 +7,13 @@ export interface BatchWriterOptions {
   maxRows?: number;
   /** Flush at the latest this long after the first buffered row. @defaultValue 50 */
   maxDelayMs?: number;
+  /**
+   * Per table, a longer wait than `maxDelayMs` where nothing waits on the insert but its own
+   * readability: each insert makes a part the engine later merges, so fewer, larger inserts cost
+   * several times less CPU per row (measured with chDB: 10 µs a row in inserts of 1,000 rows, under
+   * 5 µs in inserts of 10,000, merges included).
+   */
+  maxDelayMsByTable?: Partial<Record<ClickhouseTable, number>>;
   /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
   isPermanent?: (err: unknown) => boolean;
   /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
@@ -38,6 +45,7 @@ export class ClickhouseBatchWriter {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
+  private readonly maxDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
   private readonly isPermanent: (err: unknown) => boolean;
   private readonly onInsert?: BatchWriterOptions['onInsert'];
   rowsWritten = 0;
@@ -49,6 +57,7 @@ export class ClickhouseBatchWriter {
   ) {
     this.maxRows = opts.maxRows ?? 10_000;
     this.maxDelayMs = opts.maxDelayMs ?? 50;
+    this.maxDelayMsByTable = opts.maxDelayMsByTable ?? {};
     this.isPermanent = opts.isPermanent ?? (() => false);
     this.onInsert = opts.onInsert;
   }
@@ -64,7 +73,7 @@ export class ClickhouseBatchWriter {
       buf.waiters.push({ lines, resolve, reject });
       buf.rowCount += lines.length;
       if (buf.rowCount >= this.maxRows) this.flush(table);
-      else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMs);
+      else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMsByTable[table] ?? this.maxDelayMs);
     });
   }
 

@@ -2,11 +2,12 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { RedisNode } from '../config.js';
 
 /**
- * Two connection profiles. Producers on the request path fail fast, so a
- * Redis outage is a prompt 503 and never a hung request; workers and background loops wait for
- * Redis to come back (`maxRetriesPerRequest: null`, as BullMQ requires for workers).
+ * Connection profiles. Producers on the request path fail fast, so a Redis outage is a prompt
+ * 503 and never a hung request; workers and background loops wait for Redis to come back
+ * (`maxRetriesPerRequest: null`, as BullMQ requires for workers); the workers' stores wait the
+ * same way and pipeline the commands of one turn.
  */
-export type RedisProfile = 'producer' | 'worker';
+export type RedisProfile = 'producer' | 'worker' | 'store';
 
 export function redisOptions(profile: RedisProfile): RedisOptions {
   if (profile === 'producer') {
@@ -21,11 +22,16 @@ export function redisOptions(profile: RedisProfile): RedisOptions {
       retryStrategy: (times) => Math.min(times * 100, 1000),
     };
   }
-  return {
+  const worker: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   };
+  // The workers' stores (profiles, markers, counters): hundreds of jobs at once each send a few
+  // commands, and one socket write per turn for all of them costs a fraction of one write each
+  // (the events worker spent a quarter of its time writing commands one by one). BullMQ keeps a
+  // connection of its own without it.
+  return profile === 'store' ? { ...worker, enableAutoPipelining: true } : worker;
 }
 
 /** Where Redis is: the config (REDIS_URL, or REDIS_CLUSTER_NODES when set) or a bare URL. */
