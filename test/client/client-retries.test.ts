@@ -89,13 +89,13 @@ describe('retries after the service refuses', () => {
     c.track({ userId: 'outage0', eventName: 'outage' });
     c.track({ userId: 'outage1', eventName: 'outage' });
     // the key's 2 requests a second may still be spent by the test before
-    await waitUntil(() => c.stats().sent === 3, 30_000, 50);
+    await waitUntil(() => c.stats().sent === 3, 60_000, 50);
 
     redis.kill('SIGKILL');
     await waitUntil(async () => !(await portAnswers(redisPort)), 10_000);
     for (const u of ['outage0', 'outage1']) c.track({ userId: u, eventName: 'outage' });
     c.track({ userId: 'outage1', eventName: 'outage' });
-    await waitUntil(() => seen.filter((x) => x === 503).length >= 2, 30_000, 50);
+    await waitUntil(() => seen.filter((x) => x === 503).length >= 2, 60_000, 50);
     expect(c.stats().sent).toBe(3);
 
     redis = startRedis();
