@@ -21,6 +21,8 @@ import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
 
+/** Pending connections the kernel keeps for the API listeners (node's default is 511). */
+const LISTEN_BACKLOG = 4096;
 /** Last resort: a process whose ordered stop has not ended by then exits 1. */
 const SHUTDOWN_DEADLINE_MS = 25_000;
 /**
@@ -119,8 +121,11 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   if (api) {
     const base = await buildApp(api.services, { listener: 'base', extraPlugins: [metricsPlugin(api.services), queueDashboardPlugin(api.services)] });
     const alt = await buildApp(api.services, { listener: 'alt', extraPlugins: [requestMetricsPlugin(api.services)] });
-    await base.listen({ port: config.port, host: config.host });
-    await alt.listen({ port: config.altPort, host: config.host });
+    // A burst of new connections waits in the kernel's accept queue while the event loop is busy;
+    // beyond node's default of 511 the kernel drops them and each client retries its SYN after
+    // 1, 3, 7 s. The kernel caps this at net.core.somaxconn (4096 on current kernels).
+    await base.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
+    await alt.listen({ port: config.altPort, host: config.host, backlog: LISTEN_BACKLOG });
     apps.push(base, alt);
   }
   // Observability: every process kind serves /healthz, /readyz, /metrics on OPS_PORT; the roles add their checks.

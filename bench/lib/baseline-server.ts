@@ -37,7 +37,8 @@ async function serve(kind: BaselineKind, port: number, redisUrl: string, prefix:
     });
   }
   app.get('/readyz', async () => ({ status: 'ready' }));
-  await app.listen({ port, host: '127.0.0.1' });
+  // the same accept queue as the service's listeners (api/server.ts), so a burst of connections meets the same kernel
+  await app.listen({ port, host: '127.0.0.1', backlog: 4096 });
   process.once('SIGTERM', () => {
     void app.close().then(() => {
       redis.disconnect();

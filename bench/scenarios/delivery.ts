@@ -5,6 +5,7 @@ import { createCatalogue, profileOf, surfaceName } from '../lib/delivery-catalog
 import { userIdOf } from '../lib/event-generator.js';
 import { checkLoad, type LoadOptions, type LoadResult } from '../lib/load-runner.js';
 import { runOpenLoop, type OpenLoopResult } from '../lib/open-loop.js';
+import { listenOverflows, overflowsClause } from '../lib/listen-overflows.js';
 import { generatorWarning, measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
 import type { GroupPeaks } from '../lib/process-sampler.js';
 import { figure, rssFigures, type Figure, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
@@ -186,10 +187,12 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     const idle = await measureIdleLevel(ov, p.idleSec);
     run.notes.push(`idle level (${p.probeRate} req/s): p50 ${idle.p50.toFixed(2)} ms, p99 ${idle.p99.toFixed(2)} ms; a probe is back to it within ${idle.thresholdMs.toFixed(2)} ms, recovered after ${p.recoveryWindow} such probes in a row`);
     run.progress(`overload: ${overloadRate} req/s (twice ${Math.round(closed.rps)}) for ${p.overloadSec} s over ${p.overloadConnections} connections, then probes until recovered`);
+    const overflowsBefore = listenOverflows();
     const over = await run.withCpu(() => s1.sampler.cpuSeconds(), () => overloadAndRecover(ov, idle));
     const outcome = over.value;
     if (outcome.overload.answered === 0) throw new Error(`overload: nothing answered (${outcome.overload.errors} errors)`);
-    run.notes.push(`${overloadNote(`overload (${overloadRate} req/s)`, outcome.overload)}; CPU: service ${over.serviceCores.toFixed(2)} cores, load generator ${over.loadGeneratorCores.toFixed(2)} cores`);
+    const overloadCpu = `CPU: service ${over.serviceCores.toFixed(2)} cores, load generator ${over.loadGeneratorCores.toFixed(2)} cores`;
+    run.notes.push(`${overloadNote(`overload (${overloadRate} req/s)`, outcome.overload)}; ${overloadCpu}${overflowsClause(overflowsBefore)}`);
     run.notes.push(
       outcome.recovered
         ? `recovered ${outcome.recoveryMs.toFixed(0)} ms after the overload stopped (${outcome.relapses} probes above the idle level after that, of ${outcome.probes.sent})`
@@ -214,8 +217,9 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     const base = await run.measureLoad('baseline (closed loop)', baseCpu, closedLoop(b.baseUrl), p.warmupSec, { serverLabel: 'baseline server', refusalsAllowed: false });
     const baseOpen = await openLoop(`baseline (open loop, ${openRate} req/s)`, b.baseUrl, openRate, baseCpu, 'baseline server');
     run.progress(`baseline at the overload rate: ${overloadRate} req/s for ${p.overloadSec} s`);
+    const baseOverflows = listenOverflows();
     const baseOverload = await runOpenLoop({ baseUrl: b.baseUrl, path, body, rate: overloadRate, durationSec: p.overloadSec, connections: p.overloadConnections, preconnect: true, onTick: (sec) => run.progress(`baseline at the overload rate: ${sec.toFixed(0)} s`) });
-    run.notes.push(overloadNote(`baseline at the overload rate (${overloadRate} req/s)`, baseOverload));
+    run.notes.push(overloadNote(`baseline at the overload rate (${overloadRate} req/s)`, baseOverload) + overflowsClause(baseOverflows));
     await b.stop();
 
     const cost = off.r.rps / ((closed.rps + again.r.rps) / 2) - 1;
