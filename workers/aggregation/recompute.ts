@@ -188,7 +188,7 @@ function userState(row: AggregationPageRow, clock: PageClock): UserState {
  * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
  * First/latest keep the extreme of the stored and recomputed values.
  */
-const WRITE = redisScript('write-recomputed');
+const WRITE = redisScript(new URL('./write-recomputed.lua', import.meta.url));
 
 /**
  * The script's arguments: the spec, then per user (in KEYS order) positional strings, no JSON to
