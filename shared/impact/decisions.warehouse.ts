@@ -17,6 +17,7 @@ export interface DecisionRow {
   ingest_ts: string;
 }
 
+// Compile-time check: every column the engine writes for this table is a field of its row type.
 TABLE_COLUMNS.decisions satisfies readonly (keyof DecisionRow)[];
 
 /*

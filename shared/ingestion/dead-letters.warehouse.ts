@@ -55,6 +55,7 @@ export function toDeadLetterRow(input: DeadLetterInput): DeadLetterRow {
   };
 }
 
+// Compile-time check: every column the engine writes for this table is a field of its row type.
 TABLE_COLUMNS.dead_letters satisfies readonly (keyof DeadLetterRow)[];
 
 /** The newest dead letters of a project, each once (FINAL). */

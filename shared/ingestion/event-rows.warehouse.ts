@@ -105,6 +105,7 @@ export function toEventRows(batch: EventBatchInput, carrier: EventCarrier, ctx: 
 
 /** Column order of the `events` rows (the EventRow fields, as inserted). */
 export const EVENT_COLUMNS = TABLE_COLUMNS.events satisfies readonly (keyof EventRow)[];
+// Compile-time check: every column the engine writes for these tables is a field of its row type.
 TABLE_COLUMNS.interactions satisfies readonly (keyof InteractionRow)[];
 TABLE_COLUMNS.user_attribute_updates satisfies readonly (keyof UserAttributeUpdateRow)[];
 
