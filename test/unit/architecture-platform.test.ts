@@ -31,7 +31,7 @@ const FEATURE_ROOMS = readdirSync(join(ROOT, 'shared'), { withFileTypes: true })
   .filter((e) => e.isDirectory() && e.name !== 'platform')
   .map((e) => e.name);
 
-/** `import … from`, `import type … from`, `export … from`, `import '…'` and `import('…')`. */
+/** Static imports and re-exports (type-only ones too), side-effect imports and dynamic import() calls. */
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** The repository paths a file imports (relative imports only: packages are not rooms). */
