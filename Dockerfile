@@ -41,7 +41,6 @@ COPY --from=build /app/dist ./dist
 # read at run time, resolved from the directory of package.json (shared/platform/repo-root.ts)
 COPY infra/clickhouse/migrations ./infra/clickhouse/migrations
 COPY shared/ingestion/proto/tds ./shared/ingestion/proto/tds
-COPY shared/platform/redis/scripts ./shared/platform/redis/scripts
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

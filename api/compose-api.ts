@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../shared/platform/config.js';
 import { closePlatform, createPlatform, type Platform, type PlatformOptions } from '../shared/platform/platform.js';
-import { remoteWarehouseOps, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
+import { remoteRpc, type RpcChannel } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { createProjects, type Projects } from '../shared/projects/index.js';
 import { createCatalog, type Catalog } from '../shared/catalog/index.js';
 import { createTreatments, type Treatments } from '../shared/treatments/index.js';
@@ -17,16 +17,16 @@ import { corsPolicy } from './http/cors.js';
 export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
   /**
    * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
-   * else a request/reply call to the workers role over the rpc queue.
+   * else a request/reply call to the workers role over the rpc queue (the calls each feature declares).
    */
-  warehouse: WarehouseOps;
+  warehouse: RpcChannel;
   /** Refuses public requests while this process is overloaded (shared by its listeners: one event loop). */
   overload: LoadShedder;
 }
 
 /** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
 export interface ApiShared {
-  warehouse: WarehouseOps;
+  warehouse: RpcChannel;
   ingestion: Ingestion;
 }
 
@@ -69,7 +69,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
 export function openApiServices(config: Readonly<Config>, log: Logger, opts: PlatformOptions = {}): ApiRole {
   const platform = createPlatform(config, log, opts);
   const ingestion = createIngestion(platform);
-  const warehouse = remoteWarehouseOps(platform.redis, config.redisPrefix, log);
+  const warehouse = remoteRpc(platform.redis, config.redisPrefix, log);
   const api = composeApi(platform, { warehouse, ingestion });
   return {
     services: api.services,

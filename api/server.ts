@@ -17,7 +17,7 @@ import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { createRedis } from '../shared/platform/redis/redis.js';
-import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
+import { remoteRpc, startRpcWorker, type RpcChannel, type RpcHandlers } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
 
@@ -105,7 +105,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
   // the rpc queue. A process with ClickHouse answers them itself, and with the workers role it
   // also answers the other processes' calls.
-  const { warehouse, closeWarehouse } = await openWarehouse(platform, clickhouse);
+  const { warehouse, handlers, closeWarehouse } = await openWarehouse(platform, clickhouse);
   // One set of ingestion producers per process: the API and the Pub/Sub intake enqueue through it.
   const ingestion = createIngestion(platform);
 
@@ -115,7 +115,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   const { startScheduler, startWorkers } = background ? await import('../workers/main.js') : {};
   if (clickhouse && startWorkers && config.roles.has('workers')) roles.push(await startWorkers({ ...platform, ...ingestion }, clickhouse));
   if (startScheduler && config.roles.has('scheduler')) roles.push(await startScheduler(platform));
-  if (clickhouse && config.roles.has('workers')) roles.push(startRpcRole(config, warehouse, log));
+  if (handlers && config.roles.has('workers')) roles.push(startRpcRole(config, handlers, log));
   const api = config.roles.has('api') ? composeApi(platform, { warehouse, ingestion }) : undefined;
   const apps: FastifyInstance[] = [];
   if (api) {
@@ -176,21 +176,25 @@ async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Wa
 }
 
 /** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
-async function openWarehouse(platform: Platform, clickhouse: Warehouse | undefined): Promise<{ warehouse: WarehouseOps; closeWarehouse(): Promise<void> }> {
+async function openWarehouse(
+  platform: Platform,
+  clickhouse: Warehouse | undefined,
+): Promise<{ warehouse: RpcChannel; handlers?: RpcHandlers; closeWarehouse(): Promise<void> }> {
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
-    const { directWarehouseOps } = await import('../workers/warehouse/warehouse-ops.js');
-    return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
+    const { warehouseCalls } = await import('../workers/warehouse/warehouse-ops.js');
+    const handlers = warehouseCalls({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now });
+    return { warehouse: handlers, handlers, closeWarehouse: async () => undefined };
   }
-  const remote = remoteWarehouseOps(redis, config.redisPrefix, log);
+  const remote = remoteRpc(redis, config.redisPrefix, log);
   return { warehouse: remote, closeWarehouse: () => remote.close() };
 }
 
 /** Answers the other processes' warehouse calls, on a waiting connection of its own. */
-function startRpcRole(config: Readonly<Config>, warehouse: WarehouseOps, log: Logger): RoleHandle {
+function startRpcRole(config: Readonly<Config>, handlers: RpcHandlers, log: Logger): RoleHandle {
   const connection = createRedis(config, 'worker', 'tds-rpc');
   connection.on('error', (err) => log.debug({ err }, 'redis (rpc) error'));
-  const rpc = startWarehouseRpcWorker(connection, config.redisPrefix, warehouse, log.child({ role: 'rpc' }));
+  const rpc = startRpcWorker(connection, config.redisPrefix, handlers, log.child({ role: 'rpc' }));
   return {
     name: 'rpc',
     close: async (graceMs) => {

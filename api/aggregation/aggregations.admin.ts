@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
+import { AGGREGATION_CALLS } from '../../shared/aggregation/index.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 
 /**
@@ -16,7 +17,7 @@ export const runAggregations = defineAdminOperation({
   response: Type.Object({ dataFieldsRecomputed: Type.Integer(), usersUpdated: Type.Integer() }),
   handler: async (body, ctx) => {
     await ctx.projects.require(body.projectId);
-    return ctx.warehouse.runAggregations(body.projectId);
+    return ctx.warehouse.call(AGGREGATION_CALLS.runAggregations, body.projectId);
   },
 });
 

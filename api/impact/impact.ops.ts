@@ -1,4 +1,4 @@
-import { conversionRate, upliftOf } from '../../shared/impact/index.js';
+import { conversionRate, IMPACT_CALLS, upliftOf } from '../../shared/impact/index.js';
 import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
@@ -31,7 +31,7 @@ export const listDecisions = defineOperation({
   response: ListDecisionsResponse,
   handler: async (body, _auth, ctx) => {
     requireDecisionLog(ctx, 'ListDecisions');
-    return { decisions: await ctx.warehouse.listDecisions(body.projectId, body.userId, body.limit ?? 20) };
+    return { decisions: await ctx.warehouse.call(IMPACT_CALLS.listDecisions, body.projectId, body.userId, body.limit ?? 20) };
   },
 });
 
@@ -95,7 +95,8 @@ export const getTreatmentReport = defineOperation({
     const eventId = treatment.versions[treatment.versions.length - 1]?.targetActionEventId;
     const conversionEventName = eventId === undefined ? undefined : (await ctx.eventSchemas.getById(body.projectId, eventId))?.eventName;
     const attributionWindowDays = body.attributionWindowDays ?? 7;
-    const counts = await ctx.warehouse.treatmentReport({ projectId: body.projectId, treatmentId, startMs, endMs, attributionWindowDays, conversionEventName });
+    const query = { projectId: body.projectId, treatmentId, startMs, endMs, attributionWindowDays, conversionEventName };
+    const counts = await ctx.warehouse.call(IMPACT_CALLS.treatmentReport, query);
     const withGoal = conversionEventName !== undefined;
     const groups = counts.map((g) => {
       const rate = conversionRate(g);

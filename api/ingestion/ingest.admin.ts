@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
-import { plainValue } from '../../shared/ingestion/index.js';
+import { INGESTION_CALLS, plainValue } from '../../shared/ingestion/index.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 
 const JsonValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
@@ -52,7 +52,7 @@ export const listDeadLetters = defineAdminOperation({
   response: Type.Object({ deadLetters: Type.Array(DeadLetterOut) }),
   handler: async (body, ctx) => {
     await ctx.projects.require(body.projectId);
-    return { deadLetters: await ctx.warehouse.listDeadLetters(body.projectId, body.pageSize ?? 100) };
+    return { deadLetters: await ctx.warehouse.call(INGESTION_CALLS.listDeadLetters, body.projectId, body.pageSize ?? 100) };
   },
 });
 

@@ -1,7 +1,7 @@
 import { createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
-import { toEventRows } from '../../shared/platform/warehouse/event-rows.js';
+import { toEventRows } from '../../shared/ingestion/event-rows.warehouse.js';
 import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
 import { utcDayStartMs } from '../../shared/aggregation/index.js';
 import { eventRequest, type EventStream } from './event-generator.js';

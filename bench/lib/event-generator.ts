@@ -1,5 +1,5 @@
 import type { PropertyValue } from '../../shared/ingestion/index.js';
-import type { EventInput } from '../../shared/platform/warehouse/event-rows.js';
+import type { EventInput } from '../../shared/ingestion/event-rows.warehouse.js';
 
 /** Event names of the generated traffic; every request cycles through them. */
 export const EVENT_NAMES = ['page_view', 'click', 'purchase', 'search'] as const;

@@ -9,3 +9,6 @@ export interface AggregationFeature {
 export function createAggregation(deps: StoreDeps): AggregationFeature {
   return { dataFields: new DataFieldStore(deps.redis, deps.keys, deps.now) };
 }
+
+// The recompute's reads of the warehouse, for the workers that run it.
+export * from './aggregation-pages.warehouse.js';

@@ -1,4 +1,5 @@
 import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';
+import type { RpcCall } from '../platform/rpc-call.js';
 
 export type DataFieldType =
   | 'UNSPECIFIED_DATA_FIELD_TYPE'
@@ -50,3 +51,51 @@ export interface DataFieldRecord {
   params?: DataFieldParams;
   createTime: string;
 }
+
+/** The rows that count for one data field: the same matching rules as the incremental path. */
+export type AggregationSource =
+  | { table: 'events'; eventName: string; properties: Readonly<Record<string, PropertyValue>> }
+  | { table: 'interactions'; interactionTypes: readonly string[]; treatmentId?: string; surface?: string };
+
+/** dc: counts per day; ft / lt: first / latest timestamp (all-time). */
+export type AggregationKind = 'dc' | 'ft' | 'lt';
+
+export interface AggregationRead {
+  projectId: string;
+  source: AggregationSource;
+  kind: AggregationKind;
+  /** Users whose deletion is pending → its time: their rows ingested up to then are left out. */
+  deletedUsers: ReadonlyMap<string, number>;
+  /** The first instant day counts read (the window plus grace days). */
+  rangeStartMs: number;
+}
+
+export interface AggregationPageQuery extends AggregationRead {
+  /** Users after this id … */
+  after: string;
+  /** … up to and including this one. */
+  upper: string;
+  /** Each tracking id counted once, on its first-seen day (distinct interaction counts). */
+  distinct: boolean;
+  /** The window's first day (yyyymmdd): day counts before it are not returned. */
+  windowStartDay: number;
+}
+
+/** One user's state: `ms` (ft / lt), `dayPairs` [day, count, …] (dc), or `marks` [(day, trackingId)] (distinct dc). */
+export interface AggregationPageRow {
+  user_id: string;
+  ms?: string;
+  dayPairs?: string[];
+  marks?: [number | string, string][];
+}
+
+/** What RunAggregations answers. */
+export interface AggregationRunCounts {
+  dataFieldsRecomputed: number;
+  usersUpdated: number;
+}
+
+/** What the API asks the workers role for (warehouse-rpc): RunAggregations recomputes every data field of a project. */
+export const AGGREGATION_CALLS = {
+  runAggregations: { name: 'runAggregations', answerTimeoutMs: 15 * 60_000 } as RpcCall<[projectId: string], AggregationRunCounts>,
+};

@@ -29,7 +29,7 @@ export function rankingOps(job: InteractionJob): RankingDelta[] {
  * ranking slot (`{<project>}`), apart from the user's profile script, so each script touches one
  * hash slot (Redis Cluster).
  */
-const APPLY_RANKING = redisScript('apply-ranking');
+const APPLY_RANKING = redisScript(new URL('./apply-ranking-2.lua', import.meta.url));
 
 export class RankingCounterStore {
   constructor(

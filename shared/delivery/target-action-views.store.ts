@@ -21,14 +21,14 @@ export interface ConversionClaim {
   viewMs: number;
 }
 
-/** The user's last view of each (treatment, surface), in the user's slot: field `v:<T>:<S>` = view (scripts/record-target-view-1.lua) */
-const RECORD_VIEW = redisScript('record-target-view');
+/** The user's last view of each (treatment, surface), in the user's slot: field `v:<T>:<S>` = view (record-target-view-1.lua) */
+const RECORD_VIEW = redisScript(new URL('./record-target-view-1.lua', import.meta.url));
 
-/** Claims the conversions of target-action events: a view of (T, S) is converted when one of T's (scripts/claim-conversions-1.lua) */
-const CLAIM = redisScript('claim-conversions');
+/** Claims the conversions of target-action events: a view of (T, S) is converted when one of T's (claim-conversions-1.lua) */
+const CLAIM = redisScript(new URL('./claim-conversions-1.lua', import.meta.url));
 
-/** Marks claims counted (their ranking actions are in the ranking hash). (scripts/finish-conversions-1.lua) */
-const FINISH = redisScript('finish-conversions');
+/** Marks claims counted (their ranking actions are in the ranking hash). (finish-conversions-1.lua) */
+const FINISH = redisScript(new URL('./finish-conversions-1.lua', import.meta.url));
 
 /**
  * Per user, the last views of treatments that have a target action, and which of them a

@@ -47,3 +47,6 @@ export function createImpact(deps: ImpactDeps): Impact & { close(): Promise<void
 export async function closeImpact(impact: { close(): Promise<void> }): Promise<void> {
   await impact.close();
 }
+
+// The decision log's warehouse rows and reads, for the workers that write and answer them.
+export * from './decisions.warehouse.js';

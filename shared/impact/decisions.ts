@@ -1,3 +1,8 @@
+import type { Static } from 'typebox';
+import type { RpcCall } from '../platform/rpc-call.js';
+import type { DecisionOut } from './impact.schemas.js';
+import type { GroupCounts } from './report-stats.js';
+
 /**
  * The decision log's record: what one GetTreatments response returned or withheld, per
  * treatment and surface. Delivery produces these (pure), the decision-log pipeline stores them
@@ -97,3 +102,35 @@ export function decisionRecordsOf(job: DecisionsJob | undefined): DecisionRecord
   if (Array.isArray(job?.records)) return job.records.every(isRecord) ? job.records : undefined;
   return undefined;
 }
+
+/** One row of the decision log as ListDecisions answers it (rank as an int64 string): the wire shape. */
+export type LoggedDecision = Static<typeof DecisionOut>;
+
+/** What GetTreatmentReport asks; times in epoch ms, the period is [startMs, endMs). */
+export interface ReportQuery {
+  projectId: string;
+  treatmentId: string;
+  startMs: number;
+  endMs: number;
+  attributionWindowDays: number;
+  /** the target action's event name; conversions are 0 without one */
+  conversionEventName?: string;
+}
+
+/** Who a decision was made for and on which surfaces a response returned (or withheld) a treatment. */
+export interface DecisionFound {
+  userId: string;
+  /** Surfaces of the treatment in that response, the ones it was RETURNED on first. */
+  surfaces: string[];
+}
+
+/** The decision of a tracking id (`<treatmentId>_<responseId>`), if the decision log holds it. */
+export type DecisionLookup = (projectId: string, responseId: string, treatmentId: string) => Promise<DecisionFound | undefined>;
+
+/** The decision log's reads the API asks the workers role for (warehouse-rpc). */
+export const IMPACT_CALLS = {
+  /** A user's decisions, newest first. */
+  listDecisions: { name: 'listDecisions', answerTimeoutMs: 30_000 } as RpcCall<[projectId: string, userId: string, limit: number], LoggedDecision[]>,
+  /** Per group (TREATED, HOLDOUT, both always present): users, impressions, clicks, conversions. */
+  treatmentReport: { name: 'treatmentReport', answerTimeoutMs: 60_000 } as RpcCall<[q: ReportQuery], GroupCounts[]>,
+};

@@ -38,3 +38,7 @@ export async function closeIngestion(ingestion: Ingestion): Promise<void> {
   ingestion.ingestBacklog.close();
   await ingestion.ingest.close();
 }
+
+// Ingestion's rows of the warehouse and its dead-letter read, for the workers that write and answer them.
+export * from './event-rows.warehouse.js';
+export * from './dead-letters.warehouse.js';

@@ -1,3 +1,5 @@
+import type { RpcCall } from '../platform/rpc-call.js';
+
 export type TreatmentInteractionType =
   | 'TREATMENT_INTERACTION_TYPE_UNSPECIFIED'
   | 'SENT'
@@ -33,3 +35,24 @@ export interface EventAttributes {
   deviceId?: string;
   appVersionId?: string;
 }
+
+/** A dead letter as ListDeadLetters answers it. */
+export interface DeadLetter {
+  messageId: string;
+  source: string;
+  reason: string;
+  receiveTime: string;
+  dataType: string;
+  /** At most 64 KiB of the payload. */
+  payloadBase64: string;
+  /** The whole payload's size and SHA-256 (hex); 0 and '' for a dead letter stored before they were recorded. */
+  payloadBytes: number;
+  payloadSha256: string;
+  /** Whether payloadBase64 holds only the beginning of the payload. */
+  payloadTruncated: boolean;
+}
+
+/** Ingestion's reads the API asks the workers role for (warehouse-rpc). */
+export const INGESTION_CALLS = {
+  listDeadLetters: { name: 'listDeadLetters', answerTimeoutMs: 30_000 } as RpcCall<[projectId: string, limit: number], DeadLetter[]>,
+};

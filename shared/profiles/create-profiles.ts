@@ -18,3 +18,6 @@ export interface Profiles {
 export function createProfiles(deps: ProfilesDeps): Profiles {
   return { profiles: new ProfileStore(deps.redis, deps.keys, { retentionDays: deps.retentionDays }), userDeletions: new UserDeletionStore(deps.redis, deps.keys) };
 }
+
+// A user's rows in the warehouse, for the workers that merge and delete users.
+export * from './user-data.warehouse.js';

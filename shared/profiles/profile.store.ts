@@ -8,11 +8,11 @@ import { MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from '.
 import { applyArgs, type ProfileEvent } from './profile-ops.js';
 
 // The field names the scripts write come from the profile layout, as arguments.
-const APPLY = redisScript('apply-events');
-const CLAIM = redisScript('claim-alias');
-const MARK_SIGNED_IN = redisScript('mark-signed-in');
-const MERGE = redisScript('merge-profile');
-const CLEAR = redisScript('clear-merged');
+const APPLY = redisScript(new URL('./apply-events.lua', import.meta.url));
+const CLAIM = redisScript(new URL('./claim-alias-1.lua', import.meta.url));
+const MARK_SIGNED_IN = redisScript(new URL('./mark-signed-in-1.lua', import.meta.url));
+const MERGE = redisScript(new URL('./merge-profile.lua', import.meta.url));
+const CLEAR = redisScript(new URL('./clear-merged-1.lua', import.meta.url));
 
 const ALIAS_FIELD = PROFILE_FIELDS.alias;
 /** Alias hops followed at most (an alias of an alias: a pre-login id merged into a user later merged again). */

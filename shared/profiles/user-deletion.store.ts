@@ -29,7 +29,7 @@ export const TOMBSTONE_TTL_SECONDS = JOB_MARKER_TTL_SECONDS;
 const DAY_MS = 86_400_000;
 
 /** Compare-and-delete of a pending deletion, in one script (one key). */
-const HDEL_IF_EQUAL = redisScript('hdel-if-equal');
+const HDEL_IF_EQUAL = redisScript(new URL('./hdel-if-equal-1.lua', import.meta.url));
 
 /** The change log names a deleted user by this digest, never by the id itself. */
 export function userIdDigest(userId: string): string {

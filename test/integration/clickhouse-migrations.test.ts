@@ -13,15 +13,9 @@ import {
   type MigrationReport,
 } from '../../shared/platform/warehouse/migrations.js';
 import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
-import {
-  eventDedupKey,
-  microsToClickhouseDateTime64,
-  toClickhouseDateTime64,
-  toDeadLetterRow,
-  toEventRows,
-  toInteractionRow,
-  type EventInput,
-} from '../../shared/platform/warehouse/event-rows.js';
+import { microsToClickhouseDateTime64, toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { eventDedupKey, toEventRows, toInteractionRow, type EventInput } from '../../shared/ingestion/event-rows.warehouse.js';
+import { toDeadLetterRow } from '../../shared/ingestion/dead-letters.warehouse.js';
 
 // chDB binds one data directory per process; vitest runs each test file in its own fork.
 const dataDir = mkdtempSync(join(tmpdir(), 'tds-ch-migrations-'));

@@ -8,11 +8,13 @@ import { type EventsJob } from '../../shared/ingestion/jobs.js';
 import { enqueueUserDeletion, jobConcernsUser } from '../../shared/profiles/user-deletion.queue.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
-import { USER_TABLES } from '../../shared/platform/warehouse/sql/user-data.js';
+import { USER_TABLES } from '../../shared/platform/warehouse/tables.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { runAdminCli } from '../../api/cli/admin-cli.js';
 import { JobCompletions } from '../helpers/job-completions.js';
-import { toClickhouseDateTime64, toDeadLetterRow, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { toDeadLetterRow } from '../../shared/ingestion/dead-letters.warehouse.js';
+import { toEventRow } from '../../shared/ingestion/event-rows.warehouse.js';
 
 /**
  * DeleteUserData against the whole service (workers in this process, embedded ClickHouse, real Redis):

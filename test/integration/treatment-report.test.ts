@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
-import { eventRowLine, rowLine, toClickhouseDateTime64, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { eventRowLine, toInteractionRow } from '../../shared/ingestion/event-rows.warehouse.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { rowLine } from '../../shared/platform/warehouse/tables.js';
 import { decisionLines } from '../../workers/impact/decisions.processor.js';
 import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js';
 import { seededRandom } from '../helpers/seeded-random.js';

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ROOMS = ['projects', 'catalog', 'treatments', 'delivery', 'ingestion', 'profiles', 'aggregation', 'impact'];
 /** Files of a room that talk to Redis, queues, the wire (codecs, presenters, schemas) or other processes say so in their name. */
-const ADAPTER_SUFFIX = /\.(store|queue|cache|service|codec|presenter|schemas)\.ts$/;
+const ADAPTER_SUFFIX = /\.(store|queue|cache|service|codec|presenter|schemas|warehouse)\.ts$/;
 /** Logic may name the wire shapes' types (derived from the one schema with Static<>), never load them. */
 const WIRE_TYPES = /(\.schemas\.ts|^typebox)$/;
 const ADAPTER_PACKAGES = ['ioredis', 'bullmq', '@clickhouse/client', 'chdb', 'fastify', '@google-cloud/pubsub', 'typebox', 'pino', 'prom-client'];

@@ -183,7 +183,9 @@ describe('Dockerfile', () => {
       }
     };
     for (const d of ['api', 'workers', 'shared']) walk(d);
-    expect([...readAtRunTime].sort()).toEqual(['dist/console', 'infra/clickhouse/migrations/', 'shared/ingestion/proto/tds/v1/events.proto', 'shared/platform/redis/scripts/']);
+    expect([...readAtRunTime].sort()).toEqual(['dist/console', 'infra/clickhouse/migrations/', 'shared/ingestion/proto/tds/v1/events.proto']);
+    // Lua scripts are read beside the module that runs them: the build copies them into dist/
+    expect((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.build).toContain('npm run build:lua');
     // dist/ (the console's build included) comes from the build stage, the rest from the context
     const copied = ['dist', ...[...runtime.matchAll(/^COPY (?!--from)(\S+) \.\/(\S+)$/gm)].map((m) => m[2])];
     for (const p of readAtRunTime) expect(copied.some((c) => p.startsWith(c)), p).toBe(true);

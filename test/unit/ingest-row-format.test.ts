@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { utcDay } from '../../shared/aggregation/data-field-values.js';
 import { acceptedTimes, normalizeEvents } from '../../shared/ingestion/event-input.codec.js';
 import { InvalidArgumentError } from '../../shared/platform/errors.js';
-import { eventRowLine, rowLine, toClickhouseDateTime64, toEventRow } from '../../shared/platform/warehouse/event-rows.js';
+import { eventRowLine, toEventRow } from '../../shared/ingestion/event-rows.warehouse.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { rowLine } from '../../shared/platform/warehouse/tables.js';
 
 // The ingest hot path formats timestamps and days by arithmetic with a per-day cache; these
 // tests hold it to the Date-based formatting it replaced, across the whole storable range.

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
+import { aggregationPage, aggregationPageEnds, aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
 import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/aggregation/index.js';
-import type { DataFieldRecord } from '../../shared/aggregation/index.js';
+import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { redisScript } from '../../shared/platform/redis/script-loader.js';
-import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
 import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey, UserDeletionStore } from '../../shared/profiles/index.js';
 
@@ -26,7 +26,7 @@ const DAY_MS = 86_400_000;
 const GRACE_DAYS = 7;
 
 export interface RecomputeDeps {
-  warehouse: Pick<Warehouse, 'aggregationPageEnds' | 'aggregationPage'>;
+  warehouse: Pick<Warehouse, 'query'>;
   redis: Redis;
   keys: RedisKeys;
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
@@ -150,7 +150,7 @@ class PageBounds {
   async next(after: string): Promise<string | undefined> {
     if (this.queued.length === 0 && this.more) {
       const clock = pageClock(this.deps.now(), this.run.target.agg.windowDays ?? 1);
-      const { uppers, rest } = await this.deps.warehouse.aggregationPageEnds(readOf(this.run, clock), after, this.pageUsers, PAGES_PER_BOUNDS_QUERY);
+      const { uppers, rest } = await aggregationPageEnds(this.deps.warehouse, readOf(this.run, clock), after, this.pageUsers, PAGES_PER_BOUNDS_QUERY);
       this.queued = uppers;
       this.more = rest;
     }
@@ -188,7 +188,7 @@ function userState(row: AggregationPageRow, clock: PageClock): UserState {
  * (markers written by the incremental path hold 1 and are kept: the next run stamps them).
  * First/latest keep the extreme of the stored and recomputed values.
  */
-const WRITE = redisScript('write-recomputed');
+const WRITE = redisScript(new URL('./write-recomputed.lua', import.meta.url));
 
 /**
  * The script's arguments: the spec, then per user (in KEYS order) positional strings, no JSON to
@@ -257,7 +257,7 @@ async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, boun
   if (upper === undefined) return undefined;
   const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
   const distinct = run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true;
-  const rows = await deps.warehouse.aggregationPage({ ...readOf(run, clock), after, upper, distinct, windowStartDay: Number(clock.windowStart) });
+  const rows = await aggregationPage(deps.warehouse, { ...readOf(run, clock), after, upper, distinct, windowStartDay: Number(clock.windowStart) });
   return { upper, clock, users: rows.map((row) => userState(row, clock)) };
 }
 

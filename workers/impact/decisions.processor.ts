@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { decisionRecordsOf, type DecisionRecord, type DecisionsJob } from '../../shared/impact/index.js';
 import { capCounterField, type AppliedUnit, type ProfileEvent, type ProfileOp, type ProfileStore } from '../../shared/profiles/index.js';
-import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/event-rows.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from '../ingestion/events.processor.js';
 

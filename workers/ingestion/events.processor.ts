@@ -1,7 +1,9 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import { eventDedupKey, eventRowLine, toUserAttributeUpdateRow } from '../../shared/ingestion/index.js';
 import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
-import { eventDedupKey, eventRowLine, rowLine, toClickhouseDateTime64, toUserAttributeUpdateRow } from '../../shared/platform/warehouse/event-rows.js';
+import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { rowLine } from '../../shared/platform/warehouse/tables.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { asPermanent } from './permanent-errors.js';
 import type { IdentityMerger } from '../profiles/identity-merge.js';

@@ -3,12 +3,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { classifyClickhouseError } from '../../shared/platform/warehouse/clickhouse.js';
 import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
-import { type DecisionsJob } from '../../shared/impact/index.js';
-import { type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
+import { DecisionsWarehouse, type DecisionLookup, type DecisionsJob } from '../../shared/impact/index.js';
+import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import { processDecisionsJob, type ReturnedCaps } from '../impact/decisions.processor.js';
-import type { DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
-import type { DecisionLookup, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
+import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
@@ -140,7 +139,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     },
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
-  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: o.decisions ?? o.warehouse.findDecision, decisionWaitMs: o.decisionWaitMs };
+  const findDecision = o.decisions ?? new DecisionsWarehouse(o.warehouse).findDecision;
+  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: findDecision, decisionWaitMs: o.decisionWaitMs };
   const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);

@@ -1,11 +1,11 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { InteractionJob } from '../../shared/ingestion/index.js';
+import { toInteractionRow, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
-import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event-rows.js';
+import { rowLine } from '../../shared/platform/warehouse/tables.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
-import type { DecisionLookup } from '../../shared/platform/warehouse/warehouse.js';
+import type { DecisionLookup } from '../../shared/impact/index.js';
 import { trackingResponseId } from '../../shared/ingestion/index.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;

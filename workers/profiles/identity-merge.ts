@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
-import type { AliasRefusal, ProfileStore } from '../../shared/profiles/index.js';
+import { UserDataWarehouse, type AliasRefusal, type ProfileStore } from '../../shared/profiles/index.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 /** Merges a pre-login id's activity into the signed-in user's, exactly once. */
@@ -37,7 +37,13 @@ const MAX_HOPS = 4;
  * remembered (LRU), so later events carrying both ids cost nothing and a refusal is logged and
  * counted once per process; elsewhere they cost the mark and the claim scripts only.
  */
-export function identityMerger(deps: { warehouse: Pick<Warehouse, 'copyUserRows'>; profiles: ProfileStore; log: Logger; onRefused?: (reason: MergeRefusal) => void }): IdentityMerger {
+export function identityMerger(deps: {
+  warehouse: Pick<Warehouse, 'query' | 'command'>;
+  profiles: ProfileStore;
+  log: Logger;
+  onRefused?: (reason: MergeRefusal) => void;
+}): IdentityMerger {
+  const userData = new UserDataWarehouse(deps.warehouse);
   const done = new LRUCache<string, true>({ max: 10_000 });
   const refuse = (reason: MergeRefusal, fields: Record<string, string>, message: string) => {
     deps.log.warn({ ...fields, reason }, message);
@@ -57,7 +63,7 @@ export function identityMerger(deps: { warehouse: Pick<Warehouse, 'copyUserRows'
       } else if (claim.owner !== userId) {
         refuse('merged-into-another-user', { projectId, tempUserId, userId, mergedInto: claim.owner }, 'identity merge conflict: the pre-login id was merged into another user first; not merged again');
       } else if (claim.pending) {
-        await deps.warehouse.copyUserRows(projectId, tempUserId, userId);
+        await userData.copyUserRows(projectId, tempUserId, userId);
         const merged = await deps.profiles.mergeProfile(projectId, tempUserId, userId);
         await deps.profiles.clearMerged(projectId, tempUserId);
         if (merged) deps.log.info({ projectId, tempUserId, userId }, 'pre-login activity merged into the signed-in user');

@@ -6,7 +6,7 @@ import { eraseQueuedJobs, USER_DELETION_QUEUE, waitUntilInactive, type UserDelet
 
 /** How long a deletion waits for the user's jobs in flight at its time (a dead worker's job is retried later and then dropped). */
 const IN_FLIGHT_WAIT_MS = 120_000;
-import type { UserDeletionStore } from '../../shared/profiles/index.js';
+import { UserDataWarehouse, type UserDeletionStore } from '../../shared/profiles/index.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
@@ -14,7 +14,7 @@ import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 export interface UserDeletionWorkerOptions {
   connection: Redis;
   redisPrefix: string;
-  warehouse: Pick<Warehouse, 'deleteUserRows'>;
+  warehouse: Pick<Warehouse, 'query' | 'command'>;
   store: UserDeletionStore;
   log: Logger;
   metrics?: JobMetrics;
@@ -22,6 +22,7 @@ export interface UserDeletionWorkerOptions {
 
 /** Runs the queued deletions (retried with capped backoff until ClickHouse has carried them out). */
 export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<UserDeletionJob> {
+  const userData = new UserDataWarehouse(o.warehouse);
   const worker = new Worker<UserDeletionJob>(
     USER_DELETION_QUEUE,
     async (job: Job<UserDeletionJob>) => {
@@ -39,7 +40,7 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
         o.log.info({ jobId: job.id, projectId, inFlight: inFlight.length, finished }, 'user erased again after the jobs in flight at its deletion');
       }
       const userIds = [userId, ...mergedIds];
-      await o.warehouse.deleteUserRows(projectId, userIds, deletedAtMs);
+      await userData.deleteUserRows(projectId, userIds, deletedAtMs);
       // the ingest jobs kept for retries (failed, delayed) hold the user's payloads too
       const jobs = await eraseQueuedJobs(o.connection, o.redisPrefix, { projectId, userIds: new Set(userIds), deletedAtMs });
       await o.store.finished(projectId, userIds, deletedAtMs);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ClickhouseTable } from '../../shared/platform/warehouse/event-rows.js';
+import type { ClickhouseTable } from '../../shared/platform/warehouse/tables.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 export interface BatchWriterOptions {

@@ -1,17 +1,23 @@
-import type { WarehouseOps } from '../../shared/platform/warehouse/warehouse-rpc.js';
+import { AGGREGATION_CALLS } from '../../shared/aggregation/index.js';
+import { DecisionsWarehouse, IMPACT_CALLS } from '../../shared/impact/index.js';
+import { INGESTION_CALLS, listDeadLetters } from '../../shared/ingestion/index.js';
+import { RpcHandlers } from '../../shared/platform/warehouse/warehouse-rpc.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { recomputeDataFields, type RecomputeDeps } from '../aggregation/recompute.js';
 
-/** The operations the API asks for, run against this process's own warehouse (the workers role). */
-export function directWarehouseOps(deps: RecomputeDeps & { warehouse: Warehouse }): WarehouseOps {
+/**
+ * The calls the API asks for (each declared by its feature), answered against this process's own
+ * warehouse: by the workers role over the rpc queue, or directly in a process with ClickHouse.
+ */
+export function warehouseCalls(deps: RecomputeDeps & { warehouse: Warehouse }): RpcHandlers {
   const { warehouse } = deps;
-  return {
-    listDeadLetters: (projectId, limit) => warehouse.listDeadLetters(projectId, limit),
-    listDecisions: (projectId, userId, limit) => warehouse.listDecisions(projectId, userId, limit),
-    treatmentReport: (q) => warehouse.treatmentReport(q),
-    runAggregations: async (projectId) => {
+  const decisions = new DecisionsWarehouse(warehouse);
+  return new RpcHandlers()
+    .register(INGESTION_CALLS.listDeadLetters, (projectId, limit) => listDeadLetters(warehouse, projectId, limit))
+    .register(IMPACT_CALLS.listDecisions, (projectId, userId, limit) => decisions.listDecisions(projectId, userId, limit))
+    .register(IMPACT_CALLS.treatmentReport, (q) => decisions.treatmentReport(q))
+    .register(AGGREGATION_CALLS.runAggregations, async (projectId) => {
       const r = await recomputeDataFields({ ...deps, log: deps.log.child({ operation: 'RunAggregations' }) }, { projectId });
       return { dataFieldsRecomputed: r.dataFieldsRecomputed, usersUpdated: r.usersUpdated };
-    },
-  };
+    });
 }

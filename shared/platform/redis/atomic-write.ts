@@ -37,7 +37,7 @@ export const CHANGE_LOG_MAX_ENTRIES = 100_000;
  * Every key arrives in KEYS (the spec names them by index), so the script is Redis Cluster-ready
  * once a change's keys share one hash tag.
  */
-const SCRIPT = redisScript('atomic-write');
+const SCRIPT = redisScript(new URL('./atomic-write.lua', import.meta.url));
 
 export async function atomicWrite(redis: Redis, spec: AtomicWriteSpec): Promise<boolean> {
   const keys: string[] = [];

@@ -1,43 +1,36 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { repoFile } from '../repo-root.js';
+import { readFileSync } from 'node:fs';
 import { RedisScript } from './redis-script.js';
 
 /**
- * The service's Lua scripts: one file each in `scripts/`, named `<name>-<numberOfKeys>.lua`
- * (a script always given that many keys) or `<name>.lua` (as many keys as its caller passes).
- * A line `--- @include "<name>"` is replaced by `scripts/includes/<name>.lua` (helpers shared by
- * several scripts, as in BullMQ's commands).
- * Every key a script touches arrives in KEYS, which is how Redis Cluster routes it. The files
- * are resolved from the repository root, so the TypeScript sources and the compiled `dist/`
- * read the same ones (the container image copies the directory), and read once, on first use.
+ * The service's Lua scripts: each one a file beside the store that runs it, named
+ * `<name>-<numberOfKeys>.lua` (a script always given that many keys) or `<name>.lua` (as many
+ * keys as its caller passes), as in BullMQ's commands. A line `--- @include "<name>"` is replaced
+ * by `scripts/includes/<name>.lua` of this directory (helpers shared by scripts of several rooms).
+ * Every key a script touches arrives in KEYS, which is how Redis Cluster routes it. A caller
+ * names its file relative to itself (`new URL('./x-1.lua', import.meta.url)`): `npm run build`
+ * copies every `.lua` file into `dist/` beside the compiled module, so the TypeScript sources and
+ * the compiled service read the same layout. Read once, when the calling module loads.
  */
-const SCRIPTS_DIR = repoFile('shared/platform/redis/scripts/');
+const INCLUDES_DIR = new URL('./scripts/includes/', import.meta.url);
 
 const FILE_NAME = /^([a-z][a-z0-9-]*?)(?:-(\d+))?\.lua$/;
 const INCLUDE = /^--- @include "([a-z][a-z0-9-]*)"$/gm;
 
-let scripts: Map<string, RedisScript> | undefined;
-
-function readScripts(): Map<string, RedisScript> {
-  const out = new Map<string, RedisScript>();
-  for (const file of readdirSync(SCRIPTS_DIR)) {
-    if (!file.endsWith('.lua')) continue;
-    const m = FILE_NAME.exec(file);
-    if (!m) throw new Error(`Lua script file name ${file} is not <name>[-<numberOfKeys>].lua (lower-case, kebab-case)`);
-    const [, name, keys] = m;
-    out.set(name, new RedisScript(name, withIncludes(readFileSync(new URL(file, SCRIPTS_DIR), 'utf8')), keys === undefined ? undefined : Number(keys)));
-  }
-  return out;
-}
-
 function withIncludes(lua: string): string {
-  return lua.replace(INCLUDE, (_line, name: string) => readFileSync(new URL(`includes/${name}.lua`, SCRIPTS_DIR), 'utf8'));
+  return lua.replace(INCLUDE, (_line, name: string) => readFileSync(new URL(`${name}.lua`, INCLUDES_DIR), 'utf8'));
 }
 
-/** The script of `scripts/<name>[-<numberOfKeys>].lua`; throws when there is none. */
-export function redisScript(name: string): RedisScript {
-  scripts ??= readScripts();
-  const script = scripts.get(name);
-  if (!script) throw new Error(`no Lua script "${name}" in ${SCRIPTS_DIR.pathname}`);
-  return script;
+/** The script of the file `<name>[-<numberOfKeys>].lua`; throws when there is none or its name does not say that. */
+export function redisScript(file: URL): RedisScript {
+  const base = file.pathname.slice(file.pathname.lastIndexOf('/') + 1);
+  const m = FILE_NAME.exec(base);
+  if (!m) throw new Error(`Lua script file name ${base} is not <name>[-<numberOfKeys>].lua (lower-case, kebab-case)`);
+  const [, name, keys] = m;
+  let lua: string;
+  try {
+    lua = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`no Lua script "${name}" at ${file.pathname}`, { cause: err });
+  }
+  return new RedisScript(name, withIncludes(lua), keys === undefined ? undefined : Number(keys));
 }

@@ -3,25 +3,53 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from '../queues.js';
-import type { GroupCounts } from '../../impact/index.js';
 import { duplicateRedis } from '../redis/redis.js';
 import { queueErrorLogger } from '../redis/redis-health.js';
+import type { RpcCall } from '../rpc-call.js';
 import { closeWorkers, settlesWithin } from '../stop.js';
-import type { DeadLetter, DecisionOut, WarehouseReads } from './warehouse.js';
 
 /**
- * The operations that need ClickHouse but are asked for through the API (admin routes, the CLI).
- * API processes never open ClickHouse (with the embedded engine only one process may), so they
- * reach the process that does – the workers role – through a request/reply job on the `rpc`
- * queue: the same code answers on the embedded engine and on a ClickHouse server alike.
+ * The operations that need ClickHouse but are asked for through the API (admin routes, the CLI),
+ * as a channel of named calls: each feature declares its calls (`RpcCall`: name, answer timeout,
+ * argument and result types) and the composition of the workers role registers a function for
+ * each (`RpcHandlers`). API processes never open ClickHouse (with the embedded engine only one
+ * process may), so they reach the process that does – the workers role – through a request/reply
+ * job on the `rpc` queue (`remoteRpc`); a process with its own ClickHouse calls the registered
+ * functions directly (`RpcHandlers` is a channel too). The same code answers on the embedded
+ * engine and on a ClickHouse server alike.
  */
-export interface WarehouseOps extends WarehouseReads {
-  runAggregations(projectId: string): Promise<{ dataFieldsRecomputed: number; usersUpdated: number }>;
+export interface RpcChannel {
+  call<A extends unknown[], R>(call: RpcCall<A, R>, ...args: A): Promise<R>;
 }
 
-type Method = keyof WarehouseOps;
+/** Arguments arrive untyped (from the queue's JSON): the call's declaration is what types them. */
+type Handler = (...args: unknown[]) => Promise<unknown>;
+
+/** The functions that answer the calls, by name: registered at composition, nothing after. */
+export class RpcHandlers implements RpcChannel {
+  private readonly handlers = new Map<string, Handler>();
+
+  register<A extends unknown[], R>(call: RpcCall<A, R>, fn: (...args: A) => Promise<R>): this {
+    if (this.handlers.has(call.name)) throw new Error(`rpc call ${call.name} registered twice`);
+    this.handlers.set(call.name, (...args) => fn(...(args as A)));
+    return this;
+  }
+
+  /** The function registered under `name`, for the queue's answering side; undefined for an unknown name. */
+  handler(name: string): Handler | undefined {
+    return this.handlers.get(name);
+  }
+
+  /** In-process: the registered function itself. */
+  call<A extends unknown[], R>(call: RpcCall<A, R>, ...args: A): Promise<R> {
+    const fn = this.handler(call.name);
+    if (!fn) return Promise.reject(new Error(`no rpc handler registered for ${call.name}`));
+    return fn(...args) as Promise<R>;
+  }
+}
+
 interface RpcJob {
-  method: Method;
+  method: string;
   args: unknown[];
 }
 /** Errors with an HTTP meaning travel as values, so the caller answers the same status. */
@@ -29,7 +57,6 @@ type RpcReply = { ok: true; value: unknown } | { ok: false; status: number; code
 
 /** A job nobody picked up within this long means no workers process runs: 503 rather than a hang. */
 const PICKUP_TIMEOUT_MS = 10_000;
-const ANSWER_TIMEOUT_MS: Record<Method, number> = { listDeadLetters: 30_000, listDecisions: 30_000, treatmentReport: 60_000, runAggregations: 15 * 60_000 };
 
 class RemoteError extends ApiError {
   constructor(status: number, code: string, message: string) {
@@ -37,7 +64,7 @@ class RemoteError extends ApiError {
   }
 }
 
-export interface RemoteWarehouseOps extends WarehouseOps {
+export interface RemoteRpc extends RpcChannel {
   close(): Promise<void>;
 }
 
@@ -45,7 +72,7 @@ export interface RemoteWarehouseOps extends WarehouseOps {
  * The caller's side. `connection` serves the queue; the reply listener opens a blocking
  * connection of its own, only on the first call (most API processes never make one).
  */
-export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: Logger): RemoteWarehouseOps {
+export function remoteRpc(connection: Redis, redisPrefix: string, log: Logger): RemoteRpc {
   const prefix = bullPrefix(redisPrefix, connection);
   let queue: Queue<RpcJob> | undefined;
   let events: QueueEvents | undefined;
@@ -62,7 +89,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     }
     return { queue, events: events! };
   };
-  const call = async (method: Method, args: unknown[]): Promise<unknown> => {
+  const call = async <A extends unknown[], R>({ name: method, answerTimeoutMs }: RpcCall<A, R>, ...args: A): Promise<R> => {
     let opened;
     try {
       opened = await open();
@@ -70,7 +97,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
       throw new UnavailableError('the job queue is unavailable', 'redis');
     }
     const job = await opened.queue.add(method, { method, args }, { removeOnComplete: { age: 300 }, removeOnFail: { age: 300 }, attempts: 1 });
-    const finished = job.waitUntilFinished(opened.events, ANSWER_TIMEOUT_MS[method]) as Promise<RpcReply>;
+    const finished = job.waitUntilFinished(opened.events, answerTimeoutMs) as Promise<RpcReply>;
     finished.catch(() => undefined);
     let pickup: NodeJS.Timeout | undefined;
     const notPicked = new Promise<never>((_, reject) => {
@@ -87,7 +114,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     notPicked.catch(() => undefined);
     try {
       const reply = await Promise.race([finished, notPicked]);
-      if (reply.ok) return reply.value;
+      if (reply.ok) return reply.value as R;
       throw new RemoteError(reply.status, reply.code, reply.message);
     } catch (err) {
       if (err instanceof ApiError) throw err;
@@ -97,10 +124,7 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
     }
   };
   return {
-    listDeadLetters: (projectId, limit) => call('listDeadLetters', [projectId, limit]) as Promise<DeadLetter[]>,
-    listDecisions: (projectId, userId, limit) => call('listDecisions', [projectId, userId, limit]) as Promise<DecisionOut[]>,
-    treatmentReport: (q) => call('treatmentReport', [q]) as Promise<GroupCounts[]>,
-    runAggregations: (projectId) => call('runAggregations', [projectId]) as ReturnType<WarehouseOps['runAggregations']>,
+    call,
     close: async () => {
       // The reply listener's own connection would wait for Redis to say goodbye: bounded.
       if (events) await settlesWithin(events.close(), 1000);
@@ -111,14 +135,15 @@ export function remoteWarehouseOps(connection: Redis, redisPrefix: string, log: 
 }
 
 /** The answering side, run by the workers role with its own ClickHouse. */
-export function startWarehouseRpcWorker(connection: Redis, redisPrefix: string, impl: WarehouseOps, log: Logger): { close(graceMs?: number): Promise<void> } {
+export function startRpcWorker(connection: Redis, redisPrefix: string, handlers: RpcHandlers, log: Logger): { close(graceMs?: number): Promise<void> } {
   const worker = new Worker<RpcJob, RpcReply>(
     QUEUE.rpc,
     async (job: Job<RpcJob>) => {
       const { method, args } = job.data;
-      if (!Object.hasOwn(ANSWER_TIMEOUT_MS, method)) return { ok: false, status: 400, code: 'INVALID_ARGUMENT', message: 'unknown method' };
+      const fn = handlers.handler(method);
+      if (!fn) return { ok: false, status: 400, code: 'INVALID_ARGUMENT', message: 'unknown method' };
       try {
-        const value = await (impl[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+        const value = await fn(...args);
         return { ok: true, value };
       } catch (err) {
         if (err instanceof ApiError) return { ok: false, status: err.httpStatus, code: err.code, message: err.message };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { drainStream, type ClickHouseClient } from '@clickhouse/client';
-import { rowLine, TABLE_COLUMNS, type ClickhouseTable, type TableRows } from '../event-rows.js';
+import { rowLine, TABLE_COLUMNS, type ClickhouseTable } from '../tables.js';
 import type { InsertOptions } from '../warehouse.js';
 
 /**
@@ -21,12 +21,7 @@ import type { InsertOptions } from '../warehouse.js';
  * batch over the limit is refused whole, and the batch writer then retries it caller by caller
  * (classifyClickhouseError: permanent), so one bad job cannot hold back the others.
  */
-export async function insertRows<T extends ClickhouseTable>(
-  client: ClickHouseClient,
-  table: T,
-  rows: readonly TableRows[T][],
-  opts: InsertOptions = {},
-): Promise<void> {
+export async function insertRows(client: ClickHouseClient, table: ClickhouseTable, rows: readonly object[], opts: InsertOptions = {}): Promise<void> {
   if (rows.length === 0) return;
   await insertLines(client, table, rows.map((r) => rowLine(table, r)), opts);
 }

@@ -1,7 +1,7 @@
-import type { ClickHouseClient } from '@clickhouse/client';
-import type { PropertyValue } from '../../../ingestion/index.js';
-import type { AggregationKind, AggregationPageQuery, AggregationPageRow, AggregationRead, AggregationSource } from '../warehouse.js';
-import { parseRfc3339 } from '../../rfc3339.js';
+import type { PropertyValue } from '../ingestion/index.js';
+import { parseRfc3339 } from '../platform/rfc3339.js';
+import type { Warehouse } from '../platform/warehouse/warehouse.js';
+import type { AggregationKind, AggregationPageQuery, AggregationPageRow, AggregationRead, AggregationSource } from './types.js';
 
 /**
  * The reads of the aggregation recompute: one GROUP BY per data field over `events FINAL` /
@@ -73,7 +73,8 @@ function sourceFilter(projectId: string, source: AggregationSource): Filter {
 function readFilter(read: AggregationRead): Filter {
   const f = sourceFilter(read.projectId, read.source);
   if (read.deletedUsers.size === 0) return f;
-  const cond = `(indexOf({delUsers:Array(String)}, user_id) = 0 OR ingest_ts > fromUnixTimestamp64Milli(arrayElement({delMs:Array(Int64)}, indexOf({delUsers:Array(String)}, user_id)), 'UTC'))`;
+  const deletedAt = `fromUnixTimestamp64Milli(arrayElement({delMs:Array(Int64)}, indexOf({delUsers:Array(String)}, user_id)), 'UTC')`;
+  const cond = `(indexOf({delUsers:Array(String)}, user_id) = 0 OR ingest_ts > ${deletedAt})`;
   return { ...f, where: `${f.where} AND ${cond}`, params: { ...f.params, delUsers: [...read.deletedUsers.keys()], delMs: [...read.deletedUsers.values()] } };
 }
 
@@ -84,20 +85,27 @@ function timeFilter(f: Filter, kind: AggregationKind): string {
   return kind === 'dc' ? ` AND ${f.ts} >= fromUnixTimestamp64Milli({rangeStartMs:Int64}, 'UTC')` : '';
 }
 
-/** One DISTINCT scan finds the bounds of many pages instead of one scan per page. */
-export async function aggregationPageEnds(ch: ClickHouseClient, read: AggregationRead, after: string, pageUsers: number, pages: number): Promise<{ uppers: string[]; rest: boolean }> {
+/**
+ * The last user ids of up to `pages` pages of `pageUsers` users after `after`; `rest`: more users
+ * follow. One DISTINCT scan finds the bounds of many pages instead of one scan per page.
+ */
+export async function aggregationPageEnds(
+  warehouse: Pick<Warehouse, 'query'>,
+  read: AggregationRead,
+  after: string,
+  pageUsers: number,
+  pages: number,
+): Promise<{ uppers: string[]; rest: boolean }> {
   const f = readFilter(read);
   const limit = pageUsers * pages;
-  const rs = await ch.query({
-    query: `SELECT length(ids) AS n, arrayFilter((u, i) -> i % {pageUsers:UInt32} = 0 OR i = length(ids), ids, arrayEnumerate(ids)) AS uppers
+  const [row] = await warehouse.query<{ n: number | string; uppers: string[] }>(
+    `SELECT length(ids) AS n, arrayFilter((u, i) -> i % {pageUsers:UInt32} = 0 OR i = length(ids), ids, arrayEnumerate(ids)) AS uppers
             FROM (SELECT arraySort(groupArray(user_id)) AS ids FROM (
               SELECT DISTINCT user_id FROM ${f.table}
               WHERE ${f.where} AND user_id > {after:String}${timeFilter(f, read.kind)}
               ORDER BY user_id LIMIT {limit:UInt32}))`,
-    query_params: { ...f.params, after, limit, pageUsers, rangeStartMs: read.rangeStartMs },
-    format: 'JSONEachRow',
-  });
-  const [row] = await rs.json<{ n: number | string; uppers: string[] }>();
+    { ...f.params, after, limit, pageUsers, rangeStartMs: read.rangeStartMs },
+  );
   return { uppers: row?.uppers ?? [], rest: row !== undefined && Number(row.n) === limit };
 }
 
@@ -125,12 +133,9 @@ function pageSql(f: Filter, kind: AggregationKind, distinct: boolean): string {
           GROUP BY user_id ORDER BY user_id ${FINAL_SETTINGS}`;
 }
 
-export async function aggregationPage(ch: ClickHouseClient, q: AggregationPageQuery): Promise<AggregationPageRow[]> {
+/** One data field's state per user of a page of users. */
+export function aggregationPage(warehouse: Pick<Warehouse, 'query'>, q: AggregationPageQuery): Promise<AggregationPageRow[]> {
   const f = readFilter(q);
-  const rs = await ch.query({
-    query: pageSql(f, q.kind, q.distinct),
-    query_params: { ...f.params, after: q.after, upper: q.upper, rangeStartMs: q.rangeStartMs, windowStartDay: q.windowStartDay },
-    format: 'JSONEachRow',
-  });
-  return rs.json<AggregationPageRow>();
+  const params = { ...f.params, after: q.after, upper: q.upper, rangeStartMs: q.rangeStartMs, windowStartDay: q.windowStartDay };
+  return warehouse.query<AggregationPageRow>(pageSql(f, q.kind, q.distinct), params);
 }
