@@ -16,11 +16,11 @@ import type { InteractionOpsProvider } from './ingestion/interactions.processor.
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
 import { startAggregationWorker } from './aggregation/scheduler.js';
 import { startPubSubIntake } from './ingestion/pubsub-intake.js';
-import { CapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
-import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
+import { CapCache, viewCapInteractionOps } from './delivery/cap-counters.js';
+import { eventSchemaRegistrar } from './catalog/event-schema-registrar.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
-import { TargetActionCache } from './aggregation/target-action-cache.js';
-import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './ingestion/target-action-conversions.js';
+import { TargetActionCache } from './delivery/target-action-cache.js';
+import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './delivery/target-action-conversions.js';
 import { closeWorkers, settlesWithin } from '../shared/platform/stop.js';
 
 export { startScheduler } from './aggregation/scheduler.js';

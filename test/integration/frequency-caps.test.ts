@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
-import { CapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
-import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';
+import { CapCache, viewCapInteractionOps } from '../../workers/delivery/cap-counters.js';
+import { pruneCapCounters } from '../../workers/delivery/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**

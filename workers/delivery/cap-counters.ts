@@ -2,7 +2,7 @@ import type { InvalidationBus } from '../../shared/platform/redis/invalidation-b
 import type { FrequencyCap, TreatmentRecord } from '../../shared/treatments/index.js';
 import type { InteractionJob } from '../../shared/ingestion/index.js';
 import { capCounterField, type ProfileOp } from '../../shared/profiles/index.js';
-import { ProjectCatalogCache } from './project-catalog-cache.js';
+import { ProjectCatalogCache } from '../project-catalog-cache.js';
 import type { InteractionOpsProvider } from '../ingestion/interactions.processor.js';
 
 const DAY_MS = 86_400_000;
