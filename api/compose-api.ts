@@ -13,8 +13,8 @@ import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery
 import { LoadShedder } from './http/load-shedder.js';
 import { corsPolicy } from './http/cors.js';
 
-/** Everything an operation of the API may use: the platform and every feature's objects, all built before the first request. */
-export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
+/** The platform part of the API's services: the process's clients, plus where warehouse reads go and the overload guard. */
+export interface ApiPlatform extends Platform {
   /**
    * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
    * else a request/reply call to the workers role over the rpc queue.
@@ -22,6 +22,22 @@ export interface ApiServices extends Platform, Projects, Catalog, Treatments, Ag
   warehouse: WarehouseOps;
   /** Refuses public requests while this process is overloaded (shared by its listeners: one event loop). */
   overload: LoadShedder;
+}
+
+/**
+ * Everything the API's operations may be given, each feature under its own name, all built before
+ * the first request. An operation module declares the part its handlers use (`Pick<ApiServices, …>`)
+ * and is given only that.
+ */
+export interface ApiServices extends ApiPlatform {
+  projects: Projects;
+  catalog: Catalog;
+  treatments: Treatments;
+  aggregation: AggregationFeature;
+  profiles: Profiles;
+  ingestion: Ingestion;
+  impact: Impact;
+  delivery: Delivery;
 }
 
 /** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
@@ -49,7 +65,19 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
-  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled, ...delivery, overload };
+  const services: ApiServices = {
+    ...platform,
+    warehouse: shared.warehouse,
+    overload,
+    projects,
+    catalog,
+    treatments,
+    aggregation,
+    profiles,
+    ingestion: shared.ingestion,
+    impact: { decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled },
+    delivery,
+  };
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {

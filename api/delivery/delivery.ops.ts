@@ -2,8 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
 import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
 import type { Decision } from '../../shared/impact/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
+import type { ApiServices } from '../compose-api.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
+
+/** What GetTreatments uses: the compiled catalogue, ranking, the profile, and the decision log. */
+export type DeliveryOpsDeps = Pick<ApiServices, 'now' | 'metrics' | 'profiles' | 'delivery' | 'impact'>;
+const defineOperation = operationsUsing<DeliveryOpsDeps>();
 
 /**
  * The request path costs at most one Redis round trip, the user's profile (HGETALL), and none
@@ -23,15 +28,15 @@ export const getTreatments = defineOperation({
   response: GetTreatmentsResponse,
   handler: async (body, _auth, ctx) => {
     const nowMs = ctx.now();
-    const plan = await ctx.catalogPlans.plan(body.projectId);
+    const plan = await ctx.delivery.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
-    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles), ctx.rankingStats.view(body.projectId)]);
-    const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
+    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles.profiles), ctx.delivery.rankingStats.view(body.projectId)]);
+    const result = selectTreatments(plan, body, profile, { policy: ctx.delivery.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
+    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
     return response;
   },
 });
@@ -62,4 +67,4 @@ function decisionsOf(result: DeliveryResult, plan: CatalogPlan, nowMs: number): 
 }
 
 /** GetTreatments. */
-export const deliveryOperations = [getTreatments] as unknown as V1Operation[];
+export const deliveryOperations = [getTreatments] as const;
