@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
-import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
-import type { Decision } from '../../shared/impact/index.js';
+import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments } from '../../shared/delivery/index.js';
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
@@ -36,7 +34,7 @@ export const getTreatments = defineOperation({
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
+    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: result.decisions, userResolved: resolved });
     return response;
   },
 });
@@ -47,23 +45,6 @@ function countOutcome(stats: DeliveryStats, returned: number): void {
     stats.withTreatments++;
     stats.treatmentsReturned += returned;
   } else stats.empty++;
-}
-
-/**
- * The decisions of a response. Delivery itself returns them (`result.decisions`, with the
- * withheld ones) once holdouts land; until then the RETURNED ones are read off the response,
- * with the version that was served at `nowMs`.
- */
-function decisionsOf(result: DeliveryResult, plan: CatalogPlan, nowMs: number): Decision[] {
-  const given = (result as DeliveryResult & { decisions?: Decision[] }).decisions;
-  if (given !== undefined) return given;
-  const out: Decision[] = [];
-  for (const ut of result.response.userTreatments ?? []) {
-    const t = plan.treatmentsById.get(ut.treatmentId);
-    const version = t === undefined ? undefined : servedPlannedVersion(t, nowMs);
-    out.push({ treatmentId: ut.treatmentId, versionNumber: version?.versionNumber ?? 0, surface: ut.surface, rank: Number(ut.rank), outcome: 'RETURNED' });
-  }
-  return out;
 }
 
 /** GetTreatments. */
