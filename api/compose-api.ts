@@ -40,10 +40,15 @@ export interface ApiServices extends ApiPlatform {
   delivery: Delivery;
 }
 
-/** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
+/**
+ * What the process hands the API role: it decides where warehouse reads go, and owns what it shares
+ * with its other roles: the ingestion producers (with the Pub/Sub intake) and the data fields
+ * (with the warehouse reads that recompute them).
+ */
 export interface ApiShared {
   warehouse: WarehouseOps;
   ingestion: Ingestion;
+  aggregation: AggregationFeature;
 }
 
 export interface ApiRole {
@@ -58,7 +63,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const projects = createProjects({ redis, keys, bus, now });
   const catalog = createCatalog({ redis, keys, now });
   const treatments = createTreatments({ redis, keys, now });
-  const aggregation = createAggregation({ redis, keys, now });
+  const { aggregation } = shared;
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
@@ -98,7 +103,7 @@ export function openApiServices(config: Readonly<Config>, log: Logger, opts: Pla
   const platform = createPlatform(config, log, opts);
   const ingestion = createIngestion(platform);
   const warehouse = remoteWarehouseOps(platform.redis, config.redisPrefix, log);
-  const api = composeApi(platform, { warehouse, ingestion });
+  const api = composeApi(platform, { warehouse, ingestion, aggregation: createAggregation(platform) });
   return {
     services: api.services,
     close: async () => {
