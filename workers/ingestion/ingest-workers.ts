@@ -125,9 +125,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       o.onMetric?.('eventsWritten', applied);
       o.onMetric?.('duplicatesDropped', total - applied);
     },
-    deadLetter: async (request: EventsJob, id: string, err: Error) => {
-      o.log.error({ jobId: id, queue: 'log_events', errMessage: err.message }, 'a request of a merged job can never be stored; stored as a dead letter');
-      await deadLetters.store({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
+    deadLetter: async (request: EventsJob, id: string, reason: string) => {
+      o.log.error({ jobId: id, queue: 'log_events', errMessage: reason }, 'a request of a merged job can never be stored; stored as a dead letter');
+      await deadLetters.store({ projectId: request.projectId, messageId: id, source: 'log_events', reason, payload: request });
       o.onMetric?.('deadLetters', 1);
     },
   };
