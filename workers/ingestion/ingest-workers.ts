@@ -6,7 +6,7 @@ import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from 
 import { type DecisionsJob } from '../../shared/impact/index.js';
 import { type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
-import type { ReturnedCaps } from '../impact/decisions.processor.js';
+import type { ReturnedCaps } from '../delivery/cap-counters.js';
 import { DECISIONS_INSERT_DELAY_MS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
 import type { DeadLetterSource } from '../../shared/platform/warehouse/event-rows.js';
 import type { DecisionLookup, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
