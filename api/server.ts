@@ -173,7 +173,11 @@ async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Wa
 }
 
 /** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
-async function openWarehouse(platform: Platform, aggregation: AggregationFeature, clickhouse: Warehouse | undefined): Promise<{ warehouse: WarehouseOps; closeWarehouse(): Promise<void> }> {
+async function openWarehouse(
+  platform: Platform,
+  aggregation: AggregationFeature,
+  clickhouse: Warehouse | undefined,
+): Promise<{ warehouse: WarehouseOps; closeWarehouse(): Promise<void> }> {
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
     const { directWarehouseOps } = await import('../workers/warehouse/warehouse-ops.js');

@@ -32,4 +32,7 @@ export const getEventSchemas = defineOperation({
 export const eventSchemaOperations = [insertEventSchema, getEventSchemas] as const;
 
 /** The same operations for operators and the CLI (`npm run admin -- get-event-schemas --project-id p`). */
-export const eventSchemaAdminOperations = [asAdminOperation(insertEventSchema, 'insert-event-schema'), asAdminOperation(getEventSchemas, 'get-event-schemas')] as const;
+export const eventSchemaAdminOperations = [
+  asAdminOperation(insertEventSchema, 'insert-event-schema'),
+  asAdminOperation(getEventSchemas, 'get-event-schemas'),
+] as const;

@@ -34,7 +34,8 @@ export const getTreatments = defineOperation({
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: result.decisions, userResolved: resolved });
+    const { decisions } = result;
+    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions, userResolved: resolved });
     return response;
   },
 });

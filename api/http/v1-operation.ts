@@ -66,7 +66,10 @@ export function adminOperationList(...ops: AnyAdminOperation[]): AdminOperation[
  * --treatment-id 1`): the same schema and handler, with the admin token instead of a project key.
  * Only for handlers that read neither the key nor the request.
  */
-export function asAdminOperation<B extends TSchema, R extends TSchema, D>(op: V1Operation<B, R, D>, command: string): AdminOperation<B, R, D & Pick<ApiServices, 'projects'>> {
+export function asAdminOperation<B extends TSchema, R extends TSchema, D>(
+  op: V1Operation<B, R, D>,
+  command: string,
+): AdminOperation<B, R, D & Pick<ApiServices, 'projects'>> {
   return {
     operation: op.operation,
     command,

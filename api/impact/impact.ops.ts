@@ -19,7 +19,8 @@ const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
 
 /** The decision log's readers answer 400 on a deployment that keeps none. */
 function requireDecisionLog(ctx: Pick<ApiServices, 'impact'>, operation: string): void {
-  if (!ctx.impact.decisionLogEnabled) throw new FailedPreconditionError(`${operation} needs the decision log, which this deployment turns off (DECISION_LOG=off)`);
+  if (ctx.impact.decisionLogEnabled) return;
+  throw new FailedPreconditionError(`${operation} needs the decision log, which this deployment turns off (DECISION_LOG=off)`);
 }
 
 /** A user's decisions, newest first (debugging what a user was shown or withheld). */

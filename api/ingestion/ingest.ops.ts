@@ -23,7 +23,8 @@ export const logEvents = defineOperation({
     const events = normalizeEvents(body.events, acceptedTimes(ctx.now(), ctx.config.retentionDays));
     const full = ctx.ingestion.ingestBacklog.admission();
     if (full) throw full;
-    await ctx.ingestion.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, { weight: events.length });
+    const job = { kind: 'events' as const, projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' as const }, receivedAt: ctx.now() };
+    await ctx.ingestion.ingest.logEvents.enqueue(job, { weight: events.length });
     return {};
   },
 });

@@ -83,7 +83,11 @@ export function contentOf(c: NonNullable<VersionInput['content']>): Content {
 
 export type RuleInput = NonNullable<NonNullable<VersionInput['eligibilityRules']>['rules']>[number];
 
-export async function rulesOf(ctx: Pick<ApiServices, 'aggregation'>, projectId: string, input: RuleInput[]): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
+export async function rulesOf(
+  ctx: Pick<ApiServices, 'aggregation'>,
+  projectId: string,
+  input: RuleInput[],
+): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
   const rules: EligibilityRule[] = input.map((r, i) => ({
     dataFieldId: int64String(`eligibilityRules.rules[${i}].dataFieldId`, r.dataFieldId),
     condition: r.condition,
@@ -147,7 +151,12 @@ export function unique(values: string[]): string[] {
 }
 
 /** undefined: unchanged; null: cleared (the wire's empty string); else the group's id, created on first use. */
-export async function groupIdOf(ctx: Pick<ApiServices, 'catalog'>, projectId: string, name: string | undefined, actor: string): Promise<string | null | undefined> {
+export async function groupIdOf(
+  ctx: Pick<ApiServices, 'catalog'>,
+  projectId: string,
+  name: string | undefined,
+  actor: string,
+): Promise<string | null | undefined> {
   if (name === undefined) return undefined;
   if (name === '') return null;
   return (await ctx.catalog.mutualExclusionGroups.getOrCreate(projectId, name, actor)).mutualExclusionGroupId;

@@ -70,7 +70,8 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: TreatmentOpsDeps)
     );
   };
   const source = body.modificationSource ?? 'API';
-  return ctx.treatments.treatments.insert(projectId, type.treatmentTypeId, (id, current) => ({ ...build(id, current), modificationSource: source }), { actor: lastModifiedBy, operation: 'InsertTreatment' });
+  const change = { actor: lastModifiedBy, operation: 'InsertTreatment' };
+  return ctx.treatments.treatments.insert(projectId, type.treatmentTypeId, (id, current) => ({ ...build(id, current), modificationSource: source }), change);
 }
 
 // ------------------------------------------------------------------------------------------------

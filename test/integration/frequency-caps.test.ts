@@ -105,7 +105,8 @@ describe('frequency caps', () => {
   it('a RETURNED cap counts the decision log’s counters; the cap is treatment-level and can be removed', async () => {
     const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'RETURNED' } }))).treatment.treatmentId;
     await waitUntil(async () => (await returned('cat')).includes(id), 5000, 25);
-    await t.ctx.profiles.profiles.applyEvents(p.projectId, 'cat', `dec-${++seq}`, [{ ts: t.clock.now, ops: [['inc', capCounterField('RETURNED', id, Math.floor(t.clock.now / DAY)), 1]] }]);
+    const counter = capCounterField('RETURNED', id, Math.floor(t.clock.now / DAY));
+    await t.ctx.profiles.profiles.applyEvents(p.projectId, 'cat', `dec-${++seq}`, [{ ts: t.clock.now, ops: [['inc', counter, 1]] }]);
     expect(await returned('cat')).not.toContain(id);
     const cleared = (await ok('UpdateTreatment', p.management, { treatmentId: id, lastModifiedBy: 'bob', clearFrequencyCap: true })).treatment;
     expect(cleared.frequencyCap).toBeUndefined();

@@ -47,6 +47,8 @@ export function returnedCapOps(rec: DecisionRecord, capped: ReadonlySet<string>)
   if (capped.size === 0) return [];
   const day = Math.floor(rec.decideTimeMs / DAY_MS);
   const ops: ProfileOp[] = [];
-  for (const d of rec.decisions) if (d.outcome === 'RETURNED' && capped.has(d.treatmentId)) ops.push(['inc', capCounterField('RETURNED', d.treatmentId, day), 1]);
+  for (const d of rec.decisions) {
+    if (d.outcome === 'RETURNED' && capped.has(d.treatmentId)) ops.push(['inc', capCounterField('RETURNED', d.treatmentId, day), 1]);
+  }
   return ops;
 }

@@ -138,7 +138,8 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
   // impact's worker, on the same options and writer; it shares the isolation and dead-letter paths below
-  const { worker: decisions, run: runDecisions } = startDecisionsWorker(common, { ...deps, returnedCaps: o.returnedCaps, markerGraceSeconds: markerGraceSeconds(o.lockMs) });
+  const decisionDeps = { ...deps, returnedCaps: o.returnedCaps, markerGraceSeconds: markerGraceSeconds(o.lockMs) };
+  const { worker: decisions, run: runDecisions } = startDecisionsWorker(common, decisionDeps);
 
   // Suspects run one at a time with this process's other workers paused (they finish their
   // active jobs first), so if a suspect kills the process it takes no other job with it, and a

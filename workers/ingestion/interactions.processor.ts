@@ -45,7 +45,8 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
     const waitMs = deps.decisionWaitMs ?? 600_000;
     const waited = deps.now() - (Number.isFinite(d.receivedAt) ? d.receivedAt : 0);
     if (waited >= waitMs) {
-      return deadLetter(`no decision for treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}") in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
+      const what = `treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}")`;
+      return deadLetter(`no decision for ${what} in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
     }
     throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
   }
@@ -54,7 +55,8 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
     return deadLetter(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
   }
   if (typeof d.surface === 'string' && !found.surfaces.includes(d.surface)) {
-    return deadLetter(`surface "${d.surface}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (surfaces: ${found.surfaces.join(', ')})`);
+    const surfaces = found.surfaces.join(', ');
+    return deadLetter(`surface "${d.surface}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (surfaces: ${surfaces})`);
   }
   const resolved: InteractionJob = { ...d, userId: found.userId, surface: typeof d.surface === 'string' ? d.surface : found.surfaces[0] };
   delete resolved.resolve;
