@@ -181,7 +181,8 @@ async function openWarehouse(
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
     const { directWarehouseOps } = await import('../workers/warehouse/warehouse-ops.js');
-    return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: aggregation.dataFields, log, now }), closeWarehouse: async () => undefined };
+    const warehouse = directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: aggregation.dataFields, log, now });
+    return { warehouse, closeWarehouse: async () => undefined };
   }
   const remote = remoteWarehouseOps(redis, config.redisPrefix, log);
   return { warehouse: remote, closeWarehouse: () => remote.close() };

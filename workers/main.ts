@@ -65,7 +65,14 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const { rankingCounters, targetActionViews } = createDeliveryRecorders({ redis: storeConnection, keys, retentionDays: config.retentionDays });
   const ranking = { store: rankingCounters, deltasFor: rankingOps };
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
-  const conversions: TargetActionDeps = { catalog: targetActions, views: targetActionViews, ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const conversions: TargetActionDeps = {
+    catalog: targetActions,
+    views: targetActionViews,
+    ranking: ranking.store,
+    profiles,
+    markerGraceSeconds: markerGraceSeconds(config.workerLockMs),
+    log: log.child({ role: 'workers' }),
+  };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);

@@ -46,7 +46,10 @@ export const insertDataField = defineOperation({
   permissions: MANAGEMENT,
   body: InsertDataFieldBody,
   response: InsertDataFieldResponse,
-  handler: async (body, _auth, ctx) => ({ dataField: presentDataField(await ctx.aggregation.dataFields.insertNamed(body.projectId, body.name, body.userProperty.dataType, API_ACTOR)) }),
+  handler: async (body, _auth, ctx) => {
+    const field = await ctx.aggregation.dataFields.insertNamed(body.projectId, body.name, body.userProperty.dataType, API_ACTOR);
+    return { dataField: presentDataField(field) };
+  },
 });
 
 export const getDataFields = defineOperation({

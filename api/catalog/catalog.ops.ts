@@ -141,7 +141,8 @@ export const updateTreatmentType = defineOperation({
       modificationSource: body.modificationSource,
     }, async (before, after) => {
       // Refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
-      const details = typeChangeConflicts(before, after, await ctx.treatments.treatments.list(body.projectId), ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
+      const stored = await ctx.treatments.treatments.list(body.projectId);
+      const details = typeChangeConflicts(before, after, stored, ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
       if (details.length > 0) throw storedContentConflict(details);
     });
     return { treatmentType: presentTreatmentType(type) };

@@ -29,13 +29,17 @@ export const getTreatments = defineOperation({
     const plan = await ctx.delivery.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
-    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles.profiles), ctx.delivery.rankingStats.view(body.projectId)]);
+    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([
+      resolveRequestUser(plan, prepared, nowMs, ctx.profiles.profiles),
+      ctx.delivery.rankingStats.view(body.projectId),
+    ]);
     const result = selectTreatments(plan, body, profile, { policy: ctx.delivery.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
     const { decisions } = result;
-    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions, userResolved: resolved });
+    const { responseId } = response;
+    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId, decideTimeMs: nowMs, decisions, userResolved: resolved });
     return response;
   },
 });

@@ -36,7 +36,11 @@ const EMAIL_TYPES: ReadonlySet<string> = new Set(EMAIL_INTERACTION_TYPES);
  * already keeps in memory, so an interaction costs no Redis read beyond its enqueue. A treatment
  * created in the last second may not be compiled yet: only then are the stores asked.
  */
-async function treatmentDeliveryType(ctx: Pick<ApiServices, 'delivery' | 'treatments' | 'catalog'>, projectId: string, treatmentId: string): Promise<DeliveryType | undefined | null> {
+async function treatmentDeliveryType(
+  ctx: Pick<ApiServices, 'delivery' | 'treatments' | 'catalog'>,
+  projectId: string,
+  treatmentId: string,
+): Promise<DeliveryType | undefined | null> {
   const planned = (await ctx.delivery.catalogPlans.plan(projectId)).treatmentsById.get(treatmentId);
   if (planned) return planned.type?.deliveryType;
   const treatment = await ctx.treatments.treatments.get(projectId, treatmentId);

@@ -23,7 +23,13 @@ import {
 
 export type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
 
-export async function versionFieldsOf(ctx: Pick<ApiServices, 'now' | 'catalog' | 'aggregation'>, projectId: string, type: TreatmentType, body: VersionInput, base?: TreatmentVersionRecord): Promise<Partial<VersionFields>> {
+export async function versionFieldsOf(
+  ctx: Pick<ApiServices, 'now' | 'catalog' | 'aggregation'>,
+  projectId: string,
+  type: TreatmentType,
+  body: VersionInput,
+  base?: TreatmentVersionRecord,
+): Promise<Partial<VersionFields>> {
   const problems: ErrorDetail[] = [];
   const out: Partial<VersionFields> = {};
   if (body.content !== undefined) {

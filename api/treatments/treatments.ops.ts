@@ -253,7 +253,11 @@ export const getAllTreatmentsOperation = defineOperation({
   response: TreatmentsResponse,
   handler: async (body, _auth, ctx) => {
     const { projectId } = body;
-    const [records, types, groups] = await Promise.all([ctx.treatments.treatments.list(projectId), ctx.catalog.treatmentTypes.list(projectId), ctx.catalog.mutualExclusionGroups.list(projectId)]);
+    const [records, types, groups] = await Promise.all([
+      ctx.treatments.treatments.list(projectId),
+      ctx.catalog.treatmentTypes.list(projectId),
+      ctx.catalog.mutualExclusionGroups.list(projectId),
+    ]);
     const typesById = new Map(types.map((t) => [t.treatmentTypeId, t]));
     const groupsById = new Map(groups.map((g) => [g.mutualExclusionGroupId, g]));
     const nowMs = ctx.now();

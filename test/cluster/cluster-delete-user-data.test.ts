@@ -47,7 +47,8 @@ describe('DeleteUserData on a Redis Cluster', () => {
   it('erases every key of the user, keeps the others, and queues the ClickHouse deletion', async () => {
     const p = await createProjectWithKeys(t);
     const users = Array.from({ length: 12 }, (_, i) => `user-${i}*{x}`);
-    for (const u of users) await t.ctx.profiles.profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] }]);
+    const { profiles } = t.ctx.profiles;
+    for (const u of users) await profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] }]);
     for (const u of users) expect((await userKeys(p.projectId, u)).length).toBe(3); // profile, job marker, insertId markers
 
     const victims = users.slice(0, 6);

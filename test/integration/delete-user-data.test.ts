@@ -169,7 +169,9 @@ describe('DeleteUserData', () => {
     await waitUntil(async () => (await purchases(stranger)) === 1, 60_000, 100);
     // the user signs in: the pre-login id's history merges into the user's
     await ok('LogEvents', k.logEvents, { userId: user, events: [{ eventName: 'purchase', insertId: 'u-in', clientEventTimestamp: new Date().toISOString(), preLoginTempUserId: temp }] });
-    await waitUntil(async () => (await s.ctx.profiles.profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100); // the same insertIds collapse
+    const { profiles } = s.ctx.profiles;
+    // the same insertIds collapse
+    await waitUntil(async () => (await profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100);
     expect(await s.ctx.redis.hget(s.ctx.keys.profile(k.projectId, temp), '@alias')).toBe(user);
     // a merge marker whose id does not stand for the user (an alias expired, the id started anew) erases nothing of that id
     await s.ctx.redis.hset(s.ctx.keys.profile(k.projectId, user), `merged:${stranger}`, String(Date.now()));
@@ -189,7 +191,11 @@ describe('DeleteUserData', () => {
     expect((await new UserDeletionStore(s.ctx.redis, s.ctx.keys).pending(k.projectId)).has(temp)).toBe(false);
 
     // jobs accepted before the deletion and run after it, of the pre-login id and of the user signing in again with it
-    const late = (userId: string, extra: Record<string, string>) => s.ctx.ingestion.ingest.eventsQueue.add('events', { kind: 'events', projectId: k.projectId, userId, events: [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob, INGEST_JOB_OPTIONS);
+    const late = (userId: string, extra: Record<string, string>) => {
+      const events = [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }];
+      const job = { kind: 'events', projectId: k.projectId, userId, events, origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob;
+      return s.ctx.ingestion.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
+    };
     const jobs = [await late(temp, {}), await late(user, { preLoginTempUserId: temp })];
     const done = new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events');
     for (const job of jobs) await waitUntil(() => done.completed(job.id!), 60_000, 100);

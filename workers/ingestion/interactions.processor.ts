@@ -82,7 +82,8 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
 /** The job's steps, each answering an outcome or passing the interaction on: its shape, its user and surface, its admission, its effects. */
 async function interactionJobOutcome(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<JobOutcome> {
   let d = job.data;
-  if (!d || typeof d.projectId !== 'string' || typeof d.treatmentTrackingId !== 'string' || typeof d.treatmentId !== 'string' || typeof d.interactionTimeMicros !== 'string') return deadLetter('malformed interaction job payload');
+  const wellFormed = d && typeof d.projectId === 'string' && typeof d.treatmentTrackingId === 'string' && typeof d.treatmentId === 'string' && typeof d.interactionTimeMicros === 'string';
+  if (!wellFormed) return deadLetter('malformed interaction job payload');
   if (d.resolve === true || typeof d.userId !== 'string' || typeof d.surface !== 'string') {
     const resolved = await resolveInteraction(d, deps);
     if (resolved.kind === 'deadLetter') return resolved;
