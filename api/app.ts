@@ -88,7 +88,7 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   app.addHook('onResponse', (req, reply, done) => {
     const status = reply.statusCode;
     const level = status < 400 || status === 429 || (status === 503 && ctx.redisHealth.isDown) ? 'debug' : 'info';
-    if (level === 'info' || (req.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
+    if (level === 'info' || (req.log as FastifyBaseLogger & { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
       req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
     }
     done();

@@ -13,8 +13,8 @@ import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery
 import { LoadShedder } from './http/load-shedder.js';
 import { corsPolicy } from './http/cors.js';
 
-/** Everything an operation of the API may use: the platform and every feature's objects, all built before the first request. */
-export interface ApiServices extends Platform, Projects, Catalog, Treatments, AggregationFeature, Profiles, Ingestion, Impact, Delivery {
+/** The platform part of the API's services: the process's clients, plus where warehouse reads go and the overload guard. */
+export interface ApiPlatform extends Platform {
   /**
    * ClickHouse reads asked for through the API: this process's own ClickHouse when it has one,
    * else a request/reply call to the workers role over the rpc queue (the calls each feature declares).
@@ -24,10 +24,31 @@ export interface ApiServices extends Platform, Projects, Catalog, Treatments, Ag
   overload: LoadShedder;
 }
 
-/** What the process hands the API role: it decides where warehouse reads go and owns the ingestion producers it shares with the Pub/Sub intake. */
+/**
+ * Everything the API's operations may be given, each feature under its own name, all built before
+ * the first request. An operation module declares the part its handlers use (`Pick<ApiServices, …>`)
+ * and is given only that.
+ */
+export interface ApiServices extends ApiPlatform {
+  projects: Projects;
+  catalog: Catalog;
+  treatments: Treatments;
+  aggregation: AggregationFeature;
+  profiles: Profiles;
+  ingestion: Ingestion;
+  impact: Impact;
+  delivery: Delivery;
+}
+
+/**
+ * What the process hands the API role: it decides where warehouse reads go, and owns what it shares
+ * with its other roles: the ingestion producers (with the Pub/Sub intake) and the data fields
+ * (with the warehouse reads that recompute them).
+ */
 export interface ApiShared {
   warehouse: RpcChannel;
   ingestion: Ingestion;
+  aggregation: AggregationFeature;
 }
 
 export interface ApiRole {
@@ -42,14 +63,26 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const projects = createProjects({ redis, keys, bus, now });
   const catalog = createCatalog({ redis, keys, now });
   const treatments = createTreatments({ redis, keys, now });
-  const aggregation = createAggregation({ redis, keys, now });
+  const { aggregation } = shared;
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
   const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
-  const services: ApiServices = { ...platform, ...shared.ingestion, warehouse: shared.warehouse, ...projects, ...catalog, ...treatments, ...aggregation, ...profiles, decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled, ...delivery, overload };
+  const services: ApiServices = {
+    ...platform,
+    warehouse: shared.warehouse,
+    overload,
+    projects,
+    catalog,
+    treatments,
+    aggregation,
+    profiles,
+    ingestion: shared.ingestion,
+    impact: { decisionLog: impact.decisionLog, decisionLogEnabled: impact.decisionLogEnabled },
+    delivery,
+  };
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -70,7 +103,7 @@ export function openApiServices(config: Readonly<Config>, log: Logger, opts: Pla
   const platform = createPlatform(config, log, opts);
   const ingestion = createIngestion(platform);
   const warehouse = remoteRpc(platform.redis, config.redisPrefix, log);
-  const api = composeApi(platform, { warehouse, ingestion });
+  const api = composeApi(platform, { warehouse, ingestion, aggregation: createAggregation(platform) });
   return {
     services: api.services,
     close: async () => {

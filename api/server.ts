@@ -8,7 +8,7 @@ import { waitForRedis } from '../shared/platform/redis/redis.js';
 import { closePlatform, createPlatform, type Platform } from '../shared/platform/platform.js';
 import { composeApi, type ApiServices } from './compose-api.js';
 import { closeIngestion, createIngestion } from '../shared/ingestion/index.js';
-import { createAggregation } from '../shared/aggregation/index.js';
+import { createAggregation, type AggregationFeature } from '../shared/aggregation/index.js';
 import type { RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
@@ -105,7 +105,9 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // API-only processes never open ClickHouse: their warehouse reads go to the workers role over
   // the rpc queue. A process with ClickHouse answers them itself, and with the workers role it
   // also answers the other processes' calls.
-  const { warehouse, handlers, closeWarehouse } = await openWarehouse(platform, clickhouse);
+  // The data fields of the request-path connection: the API's, and the warehouse reads' that recompute them.
+  const aggregation = createAggregation(platform);
+  const { warehouse, handlers, closeWarehouse } = await openWarehouse(platform, aggregation, clickhouse);
   // One set of ingestion producers per process: the API and the Pub/Sub intake enqueue through it.
   const ingestion = createIngestion(platform);
 
@@ -116,7 +118,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   if (clickhouse && startWorkers && config.roles.has('workers')) roles.push(await startWorkers({ ...platform, ...ingestion }, clickhouse));
   if (startScheduler && config.roles.has('scheduler')) roles.push(await startScheduler(platform));
   if (handlers && config.roles.has('workers')) roles.push(startRpcRole(config, handlers, log));
-  const api = config.roles.has('api') ? composeApi(platform, { warehouse, ingestion }) : undefined;
+  const api = config.roles.has('api') ? composeApi(platform, { warehouse, ingestion, aggregation }) : undefined;
   const apps: FastifyInstance[] = [];
   if (api) {
     const base = await buildApp(api.services, { listener: 'base', extraPlugins: [metricsPlugin(api.services), queueDashboardPlugin(api.services)] });
@@ -178,12 +180,13 @@ async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Wa
 /** Warehouse reads on this process's own ClickHouse when it has one, else over the rpc queue to the workers role. */
 async function openWarehouse(
   platform: Platform,
+  aggregation: AggregationFeature,
   clickhouse: Warehouse | undefined,
 ): Promise<{ warehouse: RpcChannel; handlers?: RpcHandlers; closeWarehouse(): Promise<void> }> {
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
     const { warehouseCalls } = await import('../workers/warehouse/warehouse-ops.js');
-    const handlers = warehouseCalls({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now });
+    const handlers = warehouseCalls({ warehouse: clickhouse, redis, keys, dataFields: aggregation.dataFields, log, now });
     return { warehouse: handlers, handlers, closeWarehouse: async () => undefined };
   }
   const remote = remoteRpc(redis, config.redisPrefix, log);

@@ -8,7 +8,7 @@ import { createProjects } from '../shared/projects/index.js';
 import { createTreatments } from '../shared/treatments/index.js';
 import { createCatalog } from '../shared/catalog/index.js';
 import type { Ingestion } from '../shared/ingestion/index.js';
-import { RankingCounterStore, rankingOps, TargetActionViewStore } from '../shared/delivery/index.js';
+import { createDeliveryRecorders, rankingOps } from '../shared/delivery/index.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 import { markerGraceSeconds, startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
 import type { EventOpsProvider } from './ingestion/events.processor.js';
@@ -16,11 +16,11 @@ import type { InteractionOpsProvider } from './ingestion/interactions.processor.
 import { DataFieldCache, dataFieldEventOps, dataFieldInteractionOps } from './aggregation/data-field-cache.js';
 import { startAggregationWorker } from './aggregation/scheduler.js';
 import { startPubSubIntake } from './ingestion/pubsub-intake.js';
-import { CapCache, viewCapInteractionOps } from './aggregation/cap-counters.js';
-import { eventSchemaRegistrar } from './ingestion/event-schema-registrar.js';
+import { CapCache, viewCapInteractionOps } from './delivery/cap-counters.js';
+import { eventSchemaRegistrar } from './catalog/event-schema-registrar.js';
 import { startUserDeletionWorker } from './profiles/user-data.js';
-import { TargetActionCache } from './aggregation/target-action-cache.js';
-import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './ingestion/target-action-conversions.js';
+import { TargetActionCache } from './delivery/target-action-cache.js';
+import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from './delivery/target-action-conversions.js';
 import { closeWorkers, settlesWithin } from '../shared/platform/stop.js';
 
 export { startScheduler } from './aggregation/scheduler.js';
@@ -62,9 +62,17 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
-  const ranking = { store: new RankingCounterStore(storeConnection, keys), deltasFor: rankingOps };
+  const { rankingCounters, targetActionViews } = createDeliveryRecorders({ redis: storeConnection, keys, retentionDays: config.retentionDays });
+  const ranking = { store: rankingCounters, deltasFor: rankingOps };
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
-  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(storeConnection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const conversions: TargetActionDeps = {
+    catalog: targetActions,
+    views: targetActionViews,
+    ranking: ranking.store,
+    profiles,
+    markerGraceSeconds: markerGraceSeconds(config.workerLockMs),
+    log: log.child({ role: 'workers' }),
+  };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);

@@ -1,7 +1,12 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import { AGGREGATION_CALLS } from '../../shared/aggregation/index.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
+import type { ApiServices } from '../compose-api.js';
+
+/** What RunAggregations uses: the project check and the warehouse. */
+export type AggregationAdminDeps = Pick<ApiServices, 'projects' | 'warehouse'>;
+const defineAdminOperation = adminOperationsUsing<AggregationAdminDeps>();
 
 /**
  * Recomputes every aggregation of a project from ClickHouse now, in the process that owns
@@ -16,9 +21,9 @@ export const runAggregations = defineAdminOperation({
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ dataFieldsRecomputed: Type.Integer(), usersUpdated: Type.Integer() }),
   handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return ctx.warehouse.call(AGGREGATION_CALLS.runAggregations, body.projectId);
   },
 });
 
-export const aggregationAdminOperations = [runAggregations];
+export const aggregationAdminOperations = [runAggregations] as const;

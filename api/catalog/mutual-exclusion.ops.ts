@@ -1,7 +1,12 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import { MutualExclusionGroupOut } from '../../shared/treatments/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
+import type { ApiServices } from '../compose-api.js';
+
+/** What the exclusion-group handler uses: the catalogue's groups. */
+export type MutualExclusionOpsDeps = Pick<ApiServices, 'catalog'>;
+const defineOperation = operationsUsing<MutualExclusionOpsDeps>();
 
 /**
  * Groups are made by naming them on a treatment (InsertTreatment/UpdateTreatment
@@ -14,7 +19,7 @@ export const getMutualExclusionGroups = defineOperation({
   permissions: ['TREATMENT_MANAGEMENT'] as const,
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ mutualExclusionGroups: Type.Array(MutualExclusionGroupOut, { description: 'ascending mutualExclusionGroupId' }) }),
-  handler: async (body, _auth, ctx) => ({ mutualExclusionGroups: await ctx.mutualExclusionGroups.list(body.projectId) }),
+  handler: async (body, _auth, ctx) => ({ mutualExclusionGroups: await ctx.catalog.mutualExclusionGroups.list(body.projectId) }),
 });
 
-export const mutualExclusionOperations: V1Operation[] = [getMutualExclusionGroups] as V1Operation[];
+export const mutualExclusionOperations = [getMutualExclusionGroups] as const;

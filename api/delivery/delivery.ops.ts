@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments, type DeliveryResult } from '../../shared/delivery/index.js';
-import { servedPlannedVersion, type CatalogPlan } from '../../shared/delivery/index.js';
-import type { Decision } from '../../shared/impact/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments } from '../../shared/delivery/index.js';
+import { operationsUsing } from '../http/v1-operation.js';
+import type { ApiServices } from '../compose-api.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
+
+/** What GetTreatments uses: the compiled catalogue, ranking, the profile, and the decision log. */
+export type DeliveryOpsDeps = Pick<ApiServices, 'now' | 'metrics' | 'profiles' | 'delivery' | 'impact'>;
+const defineOperation = operationsUsing<DeliveryOpsDeps>();
 
 /**
  * The request path costs at most one Redis round trip, the user's profile (HGETALL), and none
@@ -23,15 +26,20 @@ export const getTreatments = defineOperation({
   response: GetTreatmentsResponse,
   handler: async (body, _auth, ctx) => {
     const nowMs = ctx.now();
-    const plan = await ctx.catalogPlans.plan(body.projectId);
+    const plan = await ctx.delivery.catalogPlans.plan(body.projectId);
     // 400s before any Redis call
     const prepared = prepareRequest(plan, body);
-    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([resolveRequestUser(plan, prepared, nowMs, ctx.profiles), ctx.rankingStats.view(body.projectId)]);
-    const result = selectTreatments(plan, body, profile, { policy: ctx.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
+    const [{ prepared: forUser, profile, resolved }, stats] = await Promise.all([
+      resolveRequestUser(plan, prepared, nowMs, ctx.profiles.profiles),
+      ctx.delivery.rankingStats.view(body.projectId),
+    ]);
+    const result = selectTreatments(plan, body, profile, { policy: ctx.delivery.rankingPolicy, stats }, nowMs, randomUUID(), { prepared: forUser });
     const { response } = result;
     countOutcome(ctx.metrics.delivery, response.userTreatments?.length ?? 0);
     // Off the request path: `record` only buffers; the records of this turn go to Redis together.
-    ctx.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId: response.responseId, decideTimeMs: nowMs, decisions: decisionsOf(result, plan, nowMs), userResolved: resolved });
+    const { decisions } = result;
+    const { responseId } = response;
+    ctx.impact.decisionLog.record({ projectId: body.projectId, userId: forUser.userId, responseId, decideTimeMs: nowMs, decisions, userResolved: resolved });
     return response;
   },
 });
@@ -44,22 +52,5 @@ function countOutcome(stats: DeliveryStats, returned: number): void {
   } else stats.empty++;
 }
 
-/**
- * The decisions of a response. Delivery itself returns them (`result.decisions`, with the
- * withheld ones) once holdouts land; until then the RETURNED ones are read off the response,
- * with the version that was served at `nowMs`.
- */
-function decisionsOf(result: DeliveryResult, plan: CatalogPlan, nowMs: number): Decision[] {
-  const given = (result as DeliveryResult & { decisions?: Decision[] }).decisions;
-  if (given !== undefined) return given;
-  const out: Decision[] = [];
-  for (const ut of result.response.userTreatments ?? []) {
-    const t = plan.treatmentsById.get(ut.treatmentId);
-    const version = t === undefined ? undefined : servedPlannedVersion(t, nowMs);
-    out.push({ treatmentId: ut.treatmentId, versionNumber: version?.versionNumber ?? 0, surface: ut.surface, rank: Number(ut.rank), outcome: 'RETURNED' });
-  }
-  return out;
-}
-
 /** GetTreatments. */
-export const deliveryOperations = [getTreatments] as unknown as V1Operation[];
+export const deliveryOperations = [getTreatments] as const;

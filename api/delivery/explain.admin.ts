@@ -3,8 +3,12 @@ import { Type, type Static } from 'typebox';
 import { canonicalUserOf, selectTreatments } from '../../shared/delivery/index.js';
 import { greedy } from '../../shared/delivery/index.js';
 import type { ApiServices } from '../compose-api.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
 import { GetTreatmentsRequest, GetTreatmentsResponse } from '../../shared/delivery/index.js';
+
+/** What ExplainTreatments uses: the project check, the profile, and delivery's catalogue and ranking. */
+export type ExplainAdminDeps = Pick<ApiServices, 'projects' | 'profiles' | 'delivery' | 'now'>;
+const defineAdminOperation = adminOperationsUsing<ExplainAdminDeps>();
 
 const RuleExplanationOut = Type.Object({
   dataFieldId: Type.String(),
@@ -58,12 +62,12 @@ const ExplanationOut = Type.Object({
 export const ExplainTreatmentsResponse = Type.Object({ response: GetTreatmentsResponse, explanation: ExplanationOut });
 
 /** One handler for the admin operation and `/v1/ExplainTreatments`; nothing is logged or counted. */
-export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: Pick<ApiServices, 'projects' | 'profiles' | 'catalogPlans' | 'rankingStats' | 'now'>): Promise<Static<typeof ExplainTreatmentsResponse>> {
-  await ctx.projects.require(body.projectId);
+export async function explain(body: Static<typeof GetTreatmentsRequest>, ctx: ExplainAdminDeps): Promise<Static<typeof ExplainTreatmentsResponse>> {
+  await ctx.projects.projects.require(body.projectId);
   const [plan, profile, stats] = await Promise.all([
-    ctx.catalogPlans.plan(body.projectId),
-    ctx.profiles.get(body.projectId, body.userId),
-    ctx.rankingStats.read(body.projectId),
+    ctx.delivery.catalogPlans.plan(body.projectId),
+    ctx.profiles.profiles.get(body.projectId, body.userId),
+    ctx.delivery.rankingStats.read(body.projectId),
   ]);
   // a merged pre-login id is explained as the user it stands for, as GetTreatments decides it
   const request = { ...body, userId: canonicalUserOf(body.userId, profile) };
@@ -77,7 +81,7 @@ export const explainTreatments = defineAdminOperation({
   summary: 'Per requested surface and treatment: returned or not, and why (GetTreatments request body)',
   body: GetTreatmentsRequest,
   response: ExplainTreatmentsResponse,
-  handler: async (body, ctx: ApiServices) => explain(body, ctx),
+  handler: async (body, ctx) => explain(body, ctx),
 });
 
-export const explainAdminOperations = [explainTreatments];
+export const explainAdminOperations = [explainTreatments] as const;

@@ -5,8 +5,8 @@ import { NotFoundError } from '../../shared/platform/errors.js';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import type { ApiServices } from '../compose-api.js';
 import type { StoredProfile } from '../../shared/profiles/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
 import { explain, ExplainTreatmentsResponse, RuleExplanationSchema } from './explain.admin.js';
 import { ContextualAttributeIn, GetTreatmentsRequest, UserTreatmentOut } from '../../shared/delivery/index.js';
 
@@ -31,20 +31,25 @@ const EligibilityOut = Type.Object({
   capped: Type.Optional(Type.String({ description: 'e.g. "capped: 5 of 5 VIEWED in LAST_7D"' })),
 });
 
+/** What the preview handlers use: the stored records a plan is compiled from, the profile, and (explanations) delivery's catalogue and ranking. */
+export type PreviewOpsDeps = Pick<ApiServices, 'now' | 'projects' | 'catalog' | 'treatments' | 'aggregation' | 'profiles' | 'delivery'>;
+const defineOperation = operationsUsing<PreviewOpsDeps>();
+const defineAdminOperation = adminOperationsUsing<PreviewOpsDeps>();
+
 const NO_PROFILE: StoredProfile = Object.freeze({ userProperties: {}, fields: {} });
 
 /**
  * Compiled from the stored records rather than the delivery cache: a preview right after an
  * edit shows the edit, and the cost (a few Redis reads) is a management call's, not delivery's.
  */
-async function preview(body: { projectId: string; treatmentId: string; userId?: string } & Record<string, unknown>, ctx: ApiServices) {
+async function preview(body: { projectId: string; treatmentId: string; userId?: string } & Record<string, unknown>, ctx: PreviewOpsDeps) {
   const { projectId } = body;
   const [record, types, dataFields, project, profile] = await Promise.all([
-    ctx.treatments.get(projectId, body.treatmentId),
-    ctx.treatmentTypes.list(projectId),
-    ctx.dataFields.list(projectId),
-    ctx.projects.get(projectId),
-    body.userId !== undefined ? ctx.profiles.get(projectId, body.userId) : NO_PROFILE,
+    ctx.treatments.treatments.get(projectId, body.treatmentId),
+    ctx.catalog.treatmentTypes.list(projectId),
+    ctx.aggregation.dataFields.list(projectId),
+    ctx.projects.projects.get(projectId),
+    body.userId !== undefined ? ctx.profiles.profiles.get(projectId, body.userId) : NO_PROFILE,
   ]);
   if (record === undefined) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${projectId}`);
   const plan = compileCatalogPlan({ projectId, treatments: [record], types, surfaces: [], dataFields, globalHoldoutPercentage: project?.globalHoldoutPercentage });
@@ -71,8 +76,8 @@ export const previewTreatmentAdmin = defineAdminOperation({
   summary: 'Render any version of a treatment for any user as GetTreatments would, with the rule evaluation (nothing logged or counted)',
   body: PreviewTreatmentRequest,
   response: PreviewTreatmentResponse,
-  handler: async (body, ctx: ApiServices) => {
-    await ctx.projects.require(body.projectId);
+  handler: async (body, ctx) => {
+    await ctx.projects.projects.require(body.projectId);
     return preview(body, ctx);
   },
 });
@@ -87,4 +92,4 @@ export const explainTreatmentsOperation = defineOperation({
 });
 
 /** PreviewTreatment, ExplainTreatments. */
-export const previewOperations = [previewTreatmentOperation, explainTreatmentsOperation] as unknown as V1Operation[];
+export const previewOperations = [previewTreatmentOperation, explainTreatmentsOperation] as const;

@@ -9,7 +9,7 @@ import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
  * One admin operation. The handler is a plain function of (body, context), so the HTTP route and
  * the CLI (`npm run admin`) run the very same code.
  */
-export interface AdminOperation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
+export interface AdminOperation<B extends TSchema = TSchema, R extends TSchema = TSchema, D = ApiServices> {
   operation: string;
   /** kebab-case CLI command, e.g. `create-project` */
   command: string;
@@ -17,11 +17,15 @@ export interface AdminOperation<B extends TSchema = TSchema, R extends TSchema =
   body: B;
   response: R;
   /** `actor` names who made the change, for the change log. */
-  handler: (body: Static<B>, ctx: ApiServices, actor: string) => Promise<Static<R>>;
+  handler: (body: Static<B>, ctx: D, actor: string) => Promise<Static<R>>;
 }
 
-export function defineAdminOperation<B extends TSchema, R extends TSchema>(op: AdminOperation<B, R>): AdminOperation<B, R> {
-  return op;
+/**
+ * `defineAdminOperation` of a module whose handlers are given `D` and nothing more
+ * (`const defineAdminOperation = adminOperationsUsing<ProjectsAdminDeps>()`).
+ */
+export function adminOperationsUsing<D>(): <B extends TSchema, R extends TSchema>(op: AdminOperation<B, R, D>) => AdminOperation<B, R, D> {
+  return (op) => op;
 }
 
 function digest(s: string): Buffer {

@@ -21,7 +21,7 @@ export function registerErrorHandler(app: FastifyInstance, ctx: Pick<Platform, '
     let apiErr: ApiError;
     if (err instanceof ApiError) apiErr = err;
     else if (err.validation) {
-      const details = validationDetails(err.validation as unknown as SchemaError[]);
+      const details = validationDetails(err.validation as readonly SchemaError[]);
       apiErr = new ApiError(400, 'INVALID_ARGUMENT', `invalid request: ${detailsText(details)}`, details);
     } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiErr = new ApiError(413, 'INVALID_ARGUMENT', 'request body is too large');
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') apiErr = new ApiError(400, 'INVALID_ARGUMENT', 'Content-Type must be application/json');

@@ -10,8 +10,8 @@ import { ApiError, InvalidArgumentError } from '../../shared/platform/errors.js'
  * zlib chunk, never its inflated size) and the answer is 413. Any other encoding is 415.
  */
 
-/** Marks a request whose body stream was already decoded, for the JSON parser's encoding check. */
-const DECODED = Symbol('tds.bodyDecoded');
+/** The requests whose body stream was already decoded, for the JSON parser's encoding check. */
+const decoded = new WeakSet<FastifyRequest>();
 
 export function encodingError(encoding: string): ApiError {
   return new ApiError(415, 'INVALID_ARGUMENT', `Content-Encoding "${encoding.slice(0, 64)}" is not supported here; LogEvents and LogTreatmentInteraction accept gzip, other operations an unencoded body`);
@@ -29,7 +29,7 @@ const isIdentity = (encoding: string | undefined): boolean => encoding === undef
  */
 export function undecodedEncodingError(req: FastifyRequest): ApiError | undefined {
   const encoding = req.headers['content-encoding'];
-  if (isIdentity(encoding) || (req as unknown as Record<symbol, boolean>)[DECODED]) return undefined;
+  if (isIdentity(encoding) || decoded.has(req)) return undefined;
   return encodingError(encoding!);
 }
 
@@ -77,7 +77,7 @@ export function gzipBodies(): preParsingHookHandler {
     if (isIdentity(encoding)) return done(null, payload);
     const name = encoding!.trim().toLowerCase();
     if (name !== 'gzip' && name !== 'x-gzip') return done(encodingError(encoding!), undefined);
-    (req as unknown as Record<symbol, boolean>)[DECODED] = true;
+    decoded.add(req);
     // The rest of the upload is never read: the connection closes after the 413.
     done(null, inflateCapped(payload, req.routeOptions.bodyLimit, () => void reply.header('connection', 'close')));
   };

@@ -5,13 +5,17 @@ import type { AuthContext } from '../../shared/projects/index.js';
 import { UnauthenticatedError } from '../../shared/platform/errors.js';
 import type { ApiServices } from '../compose-api.js';
 import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
+import type { AdminOperation } from './admin-operation.js';
 import { corsPolicy, isClientKeyOperation, registerPreflight } from './cors.js';
 import { gzipBodies } from './gzip-body.js';
 
 export type Listener = 'base' | 'alt';
 
-/** One `/v1` operation: schema, permission and handler in one declaration. */
-export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TSchema> {
+/**
+ * One `/v1` operation: schema, permission and handler in one declaration. `D` is what its handler
+ * is given: the deps its module declares, a part of the API's services.
+ */
+export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TSchema, D = ApiServices> {
   operation: string;
   summary: string;
   /** Any one of these permissions admits the call. */
@@ -24,11 +28,59 @@ export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TS
   gzip?: boolean;
   body: B;
   response: R;
-  handler: (body: Static<B>, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<Static<R>>;
+  handler: (body: Static<B>, auth: AuthContext, ctx: D, req: FastifyRequest) => Promise<Static<R>>;
 }
 
-export function defineOperation<B extends TSchema, R extends TSchema>(op: V1Operation<B, R>): V1Operation<B, R> {
-  return op;
+/**
+ * `defineOperation` of a module whose handlers are given `D` and nothing more
+ * (`const defineOperation = operationsUsing<ImpactOpsDeps>()`): a handler cannot reach a feature
+ * its module does not declare.
+ */
+export function operationsUsing<D>(): <B extends TSchema, R extends TSchema>(op: V1Operation<B, R, D>) => V1Operation<B, R, D> {
+  return (op) => op;
+}
+
+/** An operation of any schemas whose deps the API's services provide. */
+type AnyV1Operation = Omit<V1Operation, 'handler'> & { handler: (body: never, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<unknown> };
+/** An admin operation of any schemas whose deps the API's services provide. */
+type AnyAdminOperation = Omit<AdminOperation, 'handler'> & { handler: (body: never, ctx: ApiServices, actor: string) => Promise<unknown> };
+
+/*
+ * The one place where the operations' schema generics are erased (a handler typed for its own
+ * body cannot be stored as one taking any body). Only the schemas are erased: an operation whose
+ * deps ask for something the API's services do not have does not compile here.
+ */
+
+/** The registry's list of `/v1` operations. */
+export function operationList(...ops: AnyV1Operation[]): V1Operation[] {
+  return ops as unknown as V1Operation[];
+}
+
+/** The registry's list of admin operations. */
+export function adminOperationList(...ops: AnyAdminOperation[]): AdminOperation[] {
+  return ops as unknown as AdminOperation[];
+}
+
+/**
+ * A `/v1` operation for operators and the CLI (`npm run admin -- get-treatment-report --project-id p
+ * --treatment-id 1`): the same schema and handler, with the admin token instead of a project key.
+ * Only for handlers that read neither the key nor the request.
+ */
+export function asAdminOperation<B extends TSchema, R extends TSchema, D>(
+  op: V1Operation<B, R, D>,
+  command: string,
+): AdminOperation<B, R, D & Pick<ApiServices, 'projects'>> {
+  return {
+    operation: op.operation,
+    command,
+    summary: op.summary,
+    body: op.body,
+    response: op.response,
+    handler: async (body, ctx) => {
+      await ctx.projects.projects.require((body as { projectId: string }).projectId);
+      return op.handler(body, undefined as unknown as AuthContext, ctx, undefined as never);
+    },
+  };
 }
 
 function presentedKey(req: FastifyRequest, keyParam?: string): string | undefined {
@@ -72,14 +124,14 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
         // first, so that every answer (a 401 or 429 too) is readable by the allowed page
         if (cors !== undefined) cors.onRequest(req.headers.origin, reply);
         const raw = presentedKey(req, op.keyParam);
-        const known = ctx.auth.knownKey(raw);
+        const known = ctx.projects.auth.knownKey(raw);
         if (known !== undefined) {
           (req as AuthedRequest).apiKey = known;
           return done(ctx.limits.keyRequest(known));
         }
         const blocked = ctx.limits.authenticationAttempt(req.ip);
         if (blocked) return done(blocked);
-        ctx.auth.verifyKey(raw).then(
+        ctx.projects.auth.verifyKey(raw).then(
           (key) => {
             ctx.limits.authenticationSucceeded(req.ip);
             (req as AuthedRequest).apiKey = key;
@@ -94,9 +146,9 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
       preValidation: (req, _reply, done) => {
         const key = (req as AuthedRequest).apiKey;
         const projectId = (req.body as Record<string, unknown> | undefined)?.projectId;
-        const admitted = ctx.auth.admitted(key, projectId, op.permissions);
+        const admitted = ctx.projects.auth.admitted(key, projectId, op.permissions);
         if (admitted !== undefined) return done(placed(req as AuthedRequest, admitted));
-        ctx.auth.authorize(key, projectId, op.permissions).then((auth) => done(placed(req as AuthedRequest, auth)), done);
+        ctx.projects.auth.authorize(key, projectId, op.permissions).then((auth) => done(placed(req as AuthedRequest, auth)), done);
       },
       ...(op.gzip ? { preParsing: gzipBodies() } : {}),
     },

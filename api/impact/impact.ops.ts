@@ -5,21 +5,22 @@ import { int64String } from '../../shared/platform/int64.js';
 import {
   GetTreatmentReportBody,
   GetTreatmentReportResponse,
-  GetEventSchemasBody,
-  GetEventSchemasResponse,
-  InsertEventSchemaBody,
-  InsertEventSchemaResponse,
   ListDecisionsBody,
   ListDecisionsResponse,
 } from '../../shared/impact/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
+
+/** What the impact handlers use: the warehouse's reads, whether a decision log is kept, the treatment and its target action's name. */
+export type ImpactOpsDeps = Pick<ApiServices, 'now' | 'warehouse' | 'impact' | 'treatments' | 'catalog'>;
+const defineOperation = operationsUsing<ImpactOpsDeps>();
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
 
 /** The decision log's readers answer 400 on a deployment that keeps none. */
-function requireDecisionLog(ctx: Pick<ApiServices, 'decisionLogEnabled'>, operation: string): void {
-  if (!ctx.decisionLogEnabled) throw new FailedPreconditionError(`${operation} needs the decision log, which this deployment turns off (DECISION_LOG=off)`);
+function requireDecisionLog(ctx: Pick<ApiServices, 'impact'>, operation: string): void {
+  if (ctx.impact.decisionLogEnabled) return;
+  throw new FailedPreconditionError(`${operation} needs the decision log, which this deployment turns off (DECISION_LOG=off)`);
 }
 
 /** A user's decisions, newest first (debugging what a user was shown or withheld). */
@@ -33,26 +34,6 @@ export const listDecisions = defineOperation({
     requireDecisionLog(ctx, 'ListDecisions');
     return { decisions: await ctx.warehouse.call(IMPACT_CALLS.listDecisions, body.projectId, body.userId, body.limit ?? 20) };
   },
-});
-
-/** Registers an event name (idempotent: a known name answers its stored schema). */
-export const insertEventSchema = defineOperation({
-  operation: 'InsertEventSchema',
-  summary: 'Register an event name and get its stable eventId (idempotent)',
-  permissions: MANAGEMENT,
-  body: InsertEventSchemaBody,
-  response: InsertEventSchemaResponse,
-  handler: async (body, _auth, ctx) => ({ eventSchema: await ctx.eventSchemas.ensure(body.projectId, body.eventName, 'api') }),
-});
-
-/** Every event name of the project with its id, ascending eventId. */
-export const getEventSchemas = defineOperation({
-  operation: 'GetEventSchemas',
-  summary: 'Every event schema (event name and its eventId) of the project, ascending eventId',
-  permissions: MANAGEMENT,
-  body: GetEventSchemasBody,
-  response: GetEventSchemasResponse,
-  handler: async (body, _auth, ctx) => ({ eventSchemas: await ctx.eventSchemas.list(body.projectId) }),
 });
 
 function periodOf(body: { startTimestamp?: string; endTimestamp?: string }, nowMs: number): { startMs: number; endMs: number } {
@@ -89,11 +70,11 @@ export const getTreatmentReport = defineOperation({
     const treatmentId = int64String('treatmentId', body.treatmentId);
     const nowMs = ctx.now();
     const { startMs, endMs } = periodOf(body, nowMs);
-    const treatment = await ctx.treatments.get(body.projectId, treatmentId);
+    const treatment = await ctx.treatments.treatments.get(body.projectId, treatmentId);
     if (!treatment) throw new NotFoundError(`treatment ${treatmentId} does not exist in project ${body.projectId}`);
     // The target action of the newest version is the treatment's current goal.
     const eventId = treatment.versions[treatment.versions.length - 1]?.targetActionEventId;
-    const conversionEventName = eventId === undefined ? undefined : (await ctx.eventSchemas.getById(body.projectId, eventId))?.eventName;
+    const conversionEventName = eventId === undefined ? undefined : (await ctx.catalog.eventSchemas.getById(body.projectId, eventId))?.eventName;
     const attributionWindowDays = body.attributionWindowDays ?? 7;
     const query = { projectId: body.projectId, treatmentId, startMs, endMs, attributionWindowDays, conversionEventName };
     const counts = await ctx.warehouse.call(IMPACT_CALLS.treatmentReport, query);
@@ -117,5 +98,5 @@ export const getTreatmentReport = defineOperation({
   },
 });
 
-/** The measuring-impact operations: event schemas, decision log, treatment reports. */
-export const impactOperations = [insertEventSchema, getEventSchemas, listDecisions, getTreatmentReport] as unknown as V1Operation[];
+/** The measuring-impact operations: decision log, treatment reports. */
+export const impactOperations = [listDecisions, getTreatmentReport] as const;

@@ -1,36 +1,12 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
-import { INGESTION_CALLS, plainValue } from '../../shared/ingestion/index.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { INGESTION_CALLS } from '../../shared/ingestion/index.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
+import type { ApiServices } from '../compose-api.js';
 
-const JsonValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
-
-/** Profile values for operators: user properties and computed data-field values, as plain JSON. */
-export const getUserProfile = defineAdminOperation({
-  operation: 'GetUserProfile',
-  command: 'get-user-profile',
-  summary: 'A user’s stored properties and computed data-field values',
-  body: Strict({ projectId: ProjectId, userId: Type.String({ minLength: 1, maxLength: 256 }) }),
-  response: Type.Object({
-    profile: Type.Object({
-      userId: Type.String(),
-      userProperties: Type.Record(Type.String(), JsonValue),
-      dataFields: Type.Record(Type.String(), JsonValue),
-      /** The pre-login ids merged into this user. */
-      mergedFrom: Type.Optional(Type.Array(Type.String())),
-      /** This id was merged into that user; the profile shown is that user's. */
-      mergedInto: Type.Optional(Type.String()),
-    }),
-  }),
-  handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
-    const stored = await ctx.profiles.get(body.projectId, body.userId);
-    const userProperties: Record<string, string | number | boolean> = {};
-    for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
-    const dataFields = await ctx.dataFieldValues(body.projectId, stored);
-    return { profile: { userId: body.userId, userProperties, dataFields, ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}), ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}) } };
-  },
-});
+/** What the ingestion admin handlers use: the project check and the warehouse's dead letters. */
+export type IngestAdminDeps = Pick<ApiServices, 'projects' | 'warehouse'>;
+const defineAdminOperation = adminOperationsUsing<IngestAdminDeps>();
 
 const DeadLetterOut = Type.Object({
   messageId: Type.String(),
@@ -51,9 +27,9 @@ export const listDeadLetters = defineAdminOperation({
   body: Strict({ projectId: ProjectId, pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }),
   response: Type.Object({ deadLetters: Type.Array(DeadLetterOut) }),
   handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return { deadLetters: await ctx.warehouse.call(INGESTION_CALLS.listDeadLetters, body.projectId, body.pageSize ?? 100) };
   },
 });
 
-export const ingestAdminOperations = [getUserProfile, listDeadLetters];
+export const ingestAdminOperations = [listDeadLetters] as const;

@@ -1,11 +1,15 @@
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../shared/ingestion/index.js';
 import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../shared/ingestion/index.js';
 import { invalidField, InvalidArgumentError } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
+import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 import type { InteractionJob } from '../../shared/ingestion/index.js';
+
+/** What the ingestion handlers use: the producers and their backlog, and the catalogue an interaction is checked against. */
+export type IngestOpsDeps = Pick<ApiServices, 'now' | 'config' | 'ingestion' | 'impact' | 'delivery' | 'catalog' | 'treatments'>;
+const defineOperation = operationsUsing<IngestOpsDeps>();
 
 export const logEvents = defineOperation({
   operation: 'LogEvents',
@@ -17,9 +21,10 @@ export const logEvents = defineOperation({
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
     const events = normalizeEvents(body.events, acceptedTimes(ctx.now(), ctx.config.retentionDays));
-    const full = ctx.ingestBacklog.admission();
+    const full = ctx.ingestion.ingestBacklog.admission();
     if (full) throw full;
-    await ctx.ingest.logEvents.enqueue({ kind: 'events', projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' }, receivedAt: ctx.now() }, { weight: events.length });
+    const job = { kind: 'events' as const, projectId: body.projectId, userId: body.userId, events, origin: { source: 'api' as const }, receivedAt: ctx.now() };
+    await ctx.ingestion.ingest.logEvents.enqueue(job, { weight: events.length });
     return {};
   },
 });
@@ -31,12 +36,16 @@ const EMAIL_TYPES: ReadonlySet<string> = new Set(EMAIL_INTERACTION_TYPES);
  * already keeps in memory, so an interaction costs no Redis read beyond its enqueue. A treatment
  * created in the last second may not be compiled yet: only then are the stores asked.
  */
-async function treatmentDeliveryType(ctx: Pick<ApiServices, 'catalogPlans' | 'treatments' | 'treatmentTypes'>, projectId: string, treatmentId: string): Promise<DeliveryType | undefined | null> {
-  const planned = (await ctx.catalogPlans.plan(projectId)).treatmentsById.get(treatmentId);
+async function treatmentDeliveryType(
+  ctx: Pick<ApiServices, 'delivery' | 'treatments' | 'catalog'>,
+  projectId: string,
+  treatmentId: string,
+): Promise<DeliveryType | undefined | null> {
+  const planned = (await ctx.delivery.catalogPlans.plan(projectId)).treatmentsById.get(treatmentId);
   if (planned) return planned.type?.deliveryType;
-  const treatment = await ctx.treatments.get(projectId, treatmentId);
+  const treatment = await ctx.treatments.treatments.get(projectId, treatmentId);
   if (!treatment) return null;
-  return (await ctx.treatmentTypes.get(projectId, treatment.treatmentTypeId))?.deliveryType;
+  return (await ctx.catalog.treatmentTypes.get(projectId, treatment.treatmentTypeId))?.deliveryType;
 }
 
 /**
@@ -44,9 +53,9 @@ async function treatmentDeliveryType(ctx: Pick<ApiServices, 'catalogPlans' | 'tr
  * is not there (a surface created in the last second) from the store. Interactions on unknown
  * surfaces are refused, so the ranking counters only grow with the catalogue.
  */
-async function surfaceExists(ctx: Pick<ApiServices, 'catalogPlans' | 'surfaces'>, projectId: string, surface: string): Promise<boolean> {
-  if ((await ctx.catalogPlans.plan(projectId)).surfaces.has(surface)) return true;
-  return (await ctx.surfaces.get(projectId, surface)) !== undefined;
+async function surfaceExists(ctx: Pick<ApiServices, 'delivery' | 'catalog'>, projectId: string, surface: string): Promise<boolean> {
+  if ((await ctx.delivery.catalogPlans.plan(projectId)).surfaces.has(surface)) return true;
+  return (await ctx.catalog.surfaces.get(projectId, surface)) !== undefined;
 }
 
 export const logTreatmentInteraction = defineOperation({
@@ -58,7 +67,7 @@ export const logTreatmentInteraction = defineOperation({
   body: LogTreatmentInteractionRequest,
   response: EmptyResponse,
   handler: async (body, _auth, ctx) => {
-    const full = ctx.ingestBacklog.admission();
+    const full = ctx.ingestion.ingestBacklog.admission();
     if (full) throw full;
     // An omitted treatmentId is the tracking id's; a given one must be the tracking id's (400)
     const treatmentId = checkTrackingId(body.treatmentTrackingId, body.treatmentId);
@@ -76,11 +85,11 @@ export const logTreatmentInteraction = defineOperation({
     // userId or surface omitted: the workers read them from the decision log (API processes
     // never open ClickHouse); the job carries what was given, to be checked against the decision.
     const resolve = body.userId === undefined || body.surface === undefined;
-    if (resolve && !ctx.decisionLogEnabled) {
+    if (resolve && !ctx.impact.decisionLogEnabled) {
       const missing = (['userId', 'treatmentId', 'surface'] as const).filter((f) => body[f] === undefined);
       throw new InvalidArgumentError(`${missing.join(', ')} required: without a decision log (DECISION_LOG=off) an interaction must name its user, treatment and surface`, missing.map((field) => ({ field, description: 'required when DECISION_LOG=off' })));
     }
-    await ctx.ingest.interactions.enqueue({
+    await ctx.ingestion.ingest.interactions.enqueue({
       kind: 'interaction',
       projectId: body.projectId,
       ...(body.userId !== undefined ? { userId: body.userId } : {}),
@@ -97,4 +106,4 @@ export const logTreatmentInteraction = defineOperation({
   },
 });
 
-export const ingestOperations = [logEvents, logTreatmentInteraction] as unknown as V1Operation[];
+export const ingestOperations = [logEvents, logTreatmentInteraction] as const;

@@ -2,8 +2,12 @@ import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/index.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
 import type { ApiServices } from '../compose-api.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+
+/** What the Pub/Sub source handlers use: the project check and the sources stored in Redis. */
+export type PubSubAdminDeps = Pick<ApiServices, 'redis' | 'keys' | 'now' | 'config' | 'projects'>;
+const defineAdminOperation = adminOperationsUsing<PubSubAdminDeps>();
 
 const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
 
@@ -28,7 +32,7 @@ export const setPubSubSource = defineAdminOperation({
   body: Strict({ projectId: ProjectId, topic: Type.String({ minLength: 1, maxLength: 512, description: 'projects/<project>/topics/<topic>' }) }),
   response: Type.Object({ pubSubSource: PubSubSourceOut }),
   handler: async (body, ctx, actor) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     checkTopicPath(body.topic);
     const source = { projectId: body.projectId, topic: body.topic, subscription: subscriptionPath(ctx.config.pubsubProjectId, body.projectId) };
     await ensureOnTopic(ctx, source);
@@ -43,7 +47,7 @@ export const getPubSubSource = defineAdminOperation({
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ pubSubSource: PubSubSourceOut }),
   handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return { pubSubSource: await sources(ctx).require(body.projectId) };
   },
 });
@@ -55,9 +59,9 @@ export const clearPubSubSource = defineAdminOperation({
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ pubSubSource: PubSubSourceOut }),
   handler: async (body, ctx, actor) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return { pubSubSource: await sources(ctx).clear(body.projectId, actor) };
   },
 });
 
-export const pubSubAdminOperations = [setPubSubSource, getPubSubSource, clearPubSubSource];
+export const pubSubAdminOperations = [setPubSubSource, getPubSubSource, clearPubSubSource] as const;

@@ -1,7 +1,12 @@
 import { Type } from 'typebox';
 import { openQueueHandles, readQueue } from '../../shared/platform/metrics.js';
 import { Strict } from '../../shared/platform/http/common.schemas.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
+import type { ApiServices } from '../compose-api.js';
+
+/** What GetQueueStats uses: the queues in Redis and the ingestion backlog. */
+export type QueuesAdminDeps = Pick<ApiServices, 'redis' | 'config' | 'now' | 'ingestion'>;
+const defineAdminOperation = adminOperationsUsing<QueuesAdminDeps>();
 
 const Count = Type.Integer({ minimum: 0 });
 
@@ -34,7 +39,7 @@ export const getQueueStats = defineAdminOperation({
   handler: async (_body, ctx) => {
     const queues = openQueueHandles(ctx.redis, ctx.config.redisPrefix);
     try {
-      const [stats, events] = await Promise.all([Promise.all(queues.map(readQueue)), ctx.ingestBacklog.current()]);
+      const [stats, events] = await Promise.all([Promise.all(queues.map(readQueue)), ctx.ingestion.ingestBacklog.current()]);
       const now = ctx.now();
       return {
         queues: stats.map((s) => ({
@@ -55,4 +60,4 @@ export const getQueueStats = defineAdminOperation({
   },
 });
 
-export const queueAdminOperations = [getQueueStats];
+export const queueAdminOperations = [getQueueStats] as const;

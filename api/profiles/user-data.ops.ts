@@ -1,9 +1,14 @@
 import { Type, type Static } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import type { ApiServices } from '../compose-api.js';
 import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/index.js';
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
+import type { ApiServices } from '../compose-api.js';
+
+/** What DeleteUserData uses: the deletion store, the queues in Redis, and (as an admin operation) the project check. */
+export type UserDataOpsDeps = Pick<ApiServices, 'profiles' | 'redis' | 'config' | 'now' | 'log'>;
+const defineOperation = operationsUsing<UserDataOpsDeps>();
+const defineAdminOperation = adminOperationsUsing<UserDataOpsDeps & Pick<ApiServices, 'projects'>>();
 
 export const DeleteUserDataBody = Strict({
   projectId: ProjectId,
@@ -20,9 +25,9 @@ export const DeleteUserDataResponse = Type.Object({});
  * and (4) the change log has an entry naming the user by a SHA-256 digest only. Idempotent:
  * repeating the call repeats the erasure (a later deletion time).
  */
-export async function deleteUserData(ctx: Pick<ApiServices, 'userDeletions' | 'redis' | 'config' | 'now' | 'log'>, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
+export async function deleteUserData(ctx: UserDataOpsDeps, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
   const { projectId, userId } = body;
-  const store = ctx.userDeletions;
+  const store = ctx.profiles.userDeletions;
   const deletedAtMs = ctx.now();
   // the merged ids are found through the user's profile, so before its keys go
   const userIds = await store.tombstoneWithMerged(projectId, userId, deletedAtMs);
@@ -60,9 +65,9 @@ export const deleteUserDataAdmin = defineAdminOperation({
   body: DeleteUserDataBody,
   response: DeleteUserDataResponse,
   handler: async (body, ctx, actor) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return deleteUserData(ctx, body, actor);
   },
 });
 
-export const userDataOperations = [deleteUserDataOperation] as unknown as V1Operation[];
+export const userDataOperations = [deleteUserDataOperation] as const;

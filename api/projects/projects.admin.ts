@@ -2,10 +2,15 @@ import { Type } from 'typebox';
 import { invalidField } from '../../shared/platform/errors.js';
 import { listChanges } from '../../shared/projects/index.js';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
-import { defineAdminOperation } from '../http/admin-operation.js';
+import { adminOperationsUsing } from '../http/admin-operation.js';
+import type { ApiServices } from '../compose-api.js';
 import type { Project } from '../../shared/projects/index.js';
 import { percentageProblem } from '../treatments/treatment-input.js';
 import { MAX_RATE_LIMIT } from '../../shared/platform/config.js';
+
+/** What the project and key handlers use: the projects feature and the change log in Redis. */
+export type ProjectsAdminDeps = Pick<ApiServices, 'redis' | 'keys' | 'projects'>;
+const defineAdminOperation = adminOperationsUsing<ProjectsAdminDeps>();
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
@@ -44,7 +49,7 @@ export const createProject = defineAdminOperation({
   response: Type.Object({ project: ProjectOut }),
   handler: async (body, ctx, actor) => {
     checkHoldout(body);
-    return { project: presentProject(await ctx.projects.create(body, actor)) };
+    return { project: presentProject(await ctx.projects.projects.create(body, actor)) };
   },
 });
 
@@ -56,7 +61,7 @@ export const updateProject = defineAdminOperation({
   response: Type.Object({ project: ProjectOut }),
   handler: async (body, ctx, actor) => {
     checkHoldout(body);
-    return { project: presentProject(await ctx.projects.update(body, actor)) };
+    return { project: presentProject(await ctx.projects.projects.update(body, actor)) };
   },
 });
 
@@ -66,7 +71,7 @@ export const getProject = defineAdminOperation({
   summary: 'Read a project',
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ project: ProjectOut }),
-  handler: async (body, ctx) => ({ project: presentProject(await ctx.projects.require(body.projectId)) }),
+  handler: async (body, ctx) => ({ project: presentProject(await ctx.projects.projects.require(body.projectId)) }),
 });
 
 export const listProjects = defineAdminOperation({
@@ -75,7 +80,7 @@ export const listProjects = defineAdminOperation({
   summary: 'List every project',
   body: Strict({}),
   response: Type.Object({ projects: Type.Array(ProjectOut) }),
-  handler: async (_body, ctx) => ({ projects: (await ctx.projects.list()).map(presentProject) }),
+  handler: async (_body, ctx) => ({ projects: (await ctx.projects.projects.list()).map(presentProject) }),
 });
 
 export const createApiKey = defineAdminOperation({
@@ -85,12 +90,12 @@ export const createApiKey = defineAdminOperation({
   body: Strict({ projectId: ProjectId, permissions: Type.Array(PermissionT, { minItems: 1, maxItems: 3, uniqueItems: true }), description: Type.Optional(Type.String({ maxLength: 1024 })), requestsPerSecond: RequestsPerSecondIn }),
   response: Type.Object({ apiKey: ApiKeyOut, key: Type.String() }),
   handler: async (body, ctx, actor) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     // The LogEvents key is separate: LOG_EVENTS is never combined with another permission.
     if (body.permissions.includes('LOG_EVENTS') && body.permissions.length > 1) {
       throw invalidField('permissions', 'LOG_EVENTS must be the only permission of its key (the LogEvents key is separate)');
     }
-    return ctx.apiKeys.create(body, actor);
+    return ctx.projects.apiKeys.create(body, actor);
   },
 });
 
@@ -101,8 +106,8 @@ export const listApiKeys = defineAdminOperation({
   body: Strict({ projectId: ProjectId }),
   response: Type.Object({ apiKeys: Type.Array(ApiKeyOut) }),
   handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
-    return { apiKeys: await ctx.apiKeys.list(body.projectId) };
+    await ctx.projects.projects.require(body.projectId);
+    return { apiKeys: await ctx.projects.apiKeys.list(body.projectId) };
   },
 });
 
@@ -112,7 +117,7 @@ export const revokeApiKey = defineAdminOperation({
   summary: 'Revoke a key; it stops working at once on every process',
   body: Strict({ projectId: ProjectId, keyId: Type.String({ minLength: 1, maxLength: 64 }) }),
   response: Type.Object({ apiKey: ApiKeyOut }),
-  handler: async (body, ctx, actor) => ({ apiKey: await ctx.apiKeys.revoke(body.projectId, body.keyId, actor) }),
+  handler: async (body, ctx, actor) => ({ apiKey: await ctx.projects.apiKeys.revoke(body.projectId, body.keyId, actor) }),
 });
 
 const ChangeOut = Type.Object({
@@ -136,9 +141,9 @@ export const listChangesOp = defineAdminOperation({
   body: Strict({ projectId: ProjectId, pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })), pageToken: Type.Optional(Type.String({ pattern: '^[0-9]+-[0-9]+$' })) }),
   response: Type.Object({ changes: Type.Array(ChangeOut), nextPageToken: Type.Optional(Type.String()) }),
   handler: async (body, ctx) => {
-    await ctx.projects.require(body.projectId);
+    await ctx.projects.projects.require(body.projectId);
     return listChanges(ctx.redis, ctx.keys, body.projectId, body.pageSize ?? 50, body.pageToken);
   },
 });
 
-export const projectAdminOperations = [createProject, updateProject, getProject, listProjects, createApiKey, listApiKeys, revokeApiKey, listChangesOp];
+export const projectAdminOperations = [createProject, updateProject, getProject, listProjects, createApiKey, listApiKeys, revokeApiKey, listChangesOp] as const;

@@ -23,7 +23,13 @@ import {
 
 export type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
 
-export async function versionFieldsOf(ctx: ApiServices, projectId: string, type: TreatmentType, body: VersionInput, base?: TreatmentVersionRecord): Promise<Partial<VersionFields>> {
+export async function versionFieldsOf(
+  ctx: Pick<ApiServices, 'now' | 'catalog' | 'aggregation'>,
+  projectId: string,
+  type: TreatmentType,
+  body: VersionInput,
+  base?: TreatmentVersionRecord,
+): Promise<Partial<VersionFields>> {
   const problems: ErrorDetail[] = [];
   const out: Partial<VersionFields> = {};
   if (body.content !== undefined) {
@@ -44,7 +50,7 @@ export async function versionFieldsOf(ctx: ApiServices, projectId: string, type:
   if (body.targetAction !== undefined) {
     out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
     // The target action is an event of the project (its conversion event in reports).
-    if ((await ctx.eventSchemas.getById(projectId, out.targetActionEventId)) === undefined) {
+    if ((await ctx.catalog.eventSchemas.getById(projectId, out.targetActionEventId)) === undefined) {
       problems.push({ field: 'targetAction.eventId', description: `no event schema ${out.targetActionEventId} in project ${projectId} (register the event name with InsertEventSchema, or log it)` });
     }
   }
@@ -83,7 +89,11 @@ export function contentOf(c: NonNullable<VersionInput['content']>): Content {
 
 export type RuleInput = NonNullable<NonNullable<VersionInput['eligibilityRules']>['rules']>[number];
 
-export async function rulesOf(ctx: ApiServices, projectId: string, input: RuleInput[]): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
+export async function rulesOf(
+  ctx: Pick<ApiServices, 'aggregation'>,
+  projectId: string,
+  input: RuleInput[],
+): Promise<{ rules: EligibilityRule[]; problems: ErrorDetail[] }> {
   const rules: EligibilityRule[] = input.map((r, i) => ({
     dataFieldId: int64String(`eligibilityRules.rules[${i}].dataFieldId`, r.dataFieldId),
     condition: r.condition,
@@ -92,7 +102,7 @@ export async function rulesOf(ctx: ApiServices, projectId: string, input: RuleIn
     dataMissingBehaviour: r.dataMissingBehaviour === 'EVALUATE_TO_ELIGIBLE' ? 'EVALUATE_TO_ELIGIBLE' : 'EVALUATE_TO_INELIGIBLE',
   }));
   if (rules.length === 0) return { rules, problems: [] };
-  const fieldTypes = new Map<string, DataFieldType>((await ctx.dataFields.list(projectId)).map((f) => [f.dataFieldId, f.dataFieldType]));
+  const fieldTypes = new Map<string, DataFieldType>((await ctx.aggregation.dataFields.list(projectId)).map((f) => [f.dataFieldId, f.dataFieldType]));
   const problems = validateRules(rules, fieldTypes, conditionFitsType);
   rules.forEach((rule, i) => {
     const type = fieldTypes.get(rule.dataFieldId);
@@ -147,16 +157,21 @@ export function unique(values: string[]): string[] {
 }
 
 /** undefined: unchanged; null: cleared (the wire's empty string); else the group's id, created on first use. */
-export async function groupIdOf(ctx: ApiServices, projectId: string, name: string | undefined, actor: string): Promise<string | null | undefined> {
+export async function groupIdOf(
+  ctx: Pick<ApiServices, 'catalog'>,
+  projectId: string,
+  name: string | undefined,
+  actor: string,
+): Promise<string | null | undefined> {
   if (name === undefined) return undefined;
   if (name === '') return null;
-  return (await ctx.mutualExclusionGroups.getOrCreate(projectId, name, actor)).mutualExclusionGroupId;
+  return (await ctx.catalog.mutualExclusionGroups.getOrCreate(projectId, name, actor)).mutualExclusionGroupId;
 }
 
-export async function present(ctx: ApiServices, t: TreatmentRecord) {
+export async function present(ctx: Pick<ApiServices, 'now' | 'catalog'>, t: TreatmentRecord) {
   const [type, group] = await Promise.all([
-    ctx.treatmentTypes.get(t.projectId, t.treatmentTypeId),
-    t.mutualExclusionGroupId !== undefined ? ctx.mutualExclusionGroups.get(t.projectId, t.mutualExclusionGroupId) : undefined,
+    ctx.catalog.treatmentTypes.get(t.projectId, t.treatmentTypeId),
+    t.mutualExclusionGroupId !== undefined ? ctx.catalog.mutualExclusionGroups.get(t.projectId, t.mutualExclusionGroupId) : undefined,
   ]);
   return presentTreatment(t, { type: type ?? undefined, group }, ctx.now());
 }

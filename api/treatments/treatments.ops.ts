@@ -1,4 +1,4 @@
-import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
 import { validateContent } from '../../shared/treatments/index.js';
@@ -22,16 +22,20 @@ import {
 } from '../../shared/treatments/index.js';
 import { controlsOf, groupIdOf, present, versionFieldsOf } from './treatment-input.js';
 
+/** What the treatment handlers use: the treatments, the catalogue they are checked against, the data fields their rules name. */
+export type TreatmentOpsDeps = Pick<ApiServices, 'now' | 'treatments' | 'catalog' | 'aggregation'>;
+const defineOperation = operationsUsing<TreatmentOpsDeps>();
+
 // ------------------------------------------------------------------------------------------------
 // InsertTreatment
 
-async function insertTreatment(body: InsertTreatmentBody, ctx: ApiServices): Promise<TreatmentRecord> {
+async function insertTreatment(body: InsertTreatmentBody, ctx: TreatmentOpsDeps): Promise<TreatmentRecord> {
   const { projectId, lastModifiedBy } = body;
-  const type = await ctx.treatmentTypes.getByName(projectId, body.treatmentTypeName);
+  const type = await ctx.catalog.treatmentTypes.getByName(projectId, body.treatmentTypeName);
   if (!type) throw invalidField('treatmentTypeName', `treatment type "${body.treatmentTypeName}" does not exist in project ${projectId}`);
   const controls = controlsOf(body);
   const f = await versionFieldsOf(ctx, projectId, type, body);
-  if (body.externalTreatmentId !== undefined && (await ctx.treatments.idByExternalId(projectId, body.externalTreatmentId)) !== undefined) {
+  if (body.externalTreatmentId !== undefined && (await ctx.treatments.treatments.idByExternalId(projectId, body.externalTreatmentId)) !== undefined) {
     throw new AlreadyExistsError(`externalTreatmentId "${body.externalTreatmentId}" is already used by another treatment of the project`);
   }
   const groupId = await groupIdOf(ctx, projectId, body.mutualExclusionGroup, lastModifiedBy);
@@ -66,7 +70,8 @@ async function insertTreatment(body: InsertTreatmentBody, ctx: ApiServices): Pro
     );
   };
   const source = body.modificationSource ?? 'API';
-  return ctx.treatments.insert(projectId, type.treatmentTypeId, (id, current) => ({ ...build(id, current), modificationSource: source }), { actor: lastModifiedBy, operation: 'InsertTreatment' });
+  const change = { actor: lastModifiedBy, operation: 'InsertTreatment' };
+  return ctx.treatments.treatments.insert(projectId, type.treatmentTypeId, (id, current) => ({ ...build(id, current), modificationSource: source }), change);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -103,15 +108,15 @@ interface UpdateTarget {
 }
 
 /** Unknown ids (also ids of another project) are 404; two ids naming different treatments are 400. */
-async function locateTreatment(ctx: ApiServices, body: UpdateTreatmentBody): Promise<UpdateTarget> {
+async function locateTreatment(ctx: TreatmentOpsDeps, body: UpdateTreatmentBody): Promise<UpdateTarget> {
   const { projectId, treatmentId, externalTreatmentId: ext } = body;
   if (treatmentId === undefined && ext === undefined) {
     throw new InvalidArgumentError('either treatmentId or externalTreatmentId is required', [{ field: 'treatmentId', description: 'either treatmentId or externalTreatmentId is required' }]);
   }
-  const byExt = ext !== undefined ? await ctx.treatments.idByExternalId(projectId, ext) : undefined;
+  const byExt = ext !== undefined ? await ctx.treatments.treatments.idByExternalId(projectId, ext) : undefined;
   const id = treatmentId ?? byExt;
   if (id === undefined) throw new NotFoundError(`no treatment with externalTreatmentId "${ext}" in project ${projectId}`);
-  const record = await ctx.treatments.get(projectId, id);
+  const record = await ctx.treatments.treatments.get(projectId, id);
   if (!record) throw new NotFoundError(`treatment ${id} does not exist in project ${projectId}`);
   if (ext === undefined || record.externalTreatmentId === ext) return { record };
   if (record.externalTreatmentId !== undefined || (byExt !== undefined && byExt !== id)) {
@@ -124,14 +129,14 @@ function withExternalId(t: TreatmentRecord, ext: string | undefined): TreatmentR
   return ext === undefined ? t : { ...t, externalTreatmentId: ext };
 }
 
-function lifecycleTransition(ctx: ApiServices, action: 'pause' | 'delete', body: UpdateTreatmentBody, target: UpdateTarget): TreatmentTransition {
+function lifecycleTransition(ctx: TreatmentOpsDeps, action: 'pause' | 'delete', body: UpdateTreatmentBody, target: UpdateTarget): TreatmentTransition {
   const change = action === 'pause' ? pauseTreatment : deleteTreatment;
   return (current) => ({ treatment: withExternalId(change(current, body.lastModifiedBy, ctx.now()), target.assignExternalId), changed: true });
 }
 
-async function editTransition(ctx: ApiServices, body: UpdateTreatmentBody, target: UpdateTarget): Promise<TreatmentTransition> {
+async function editTransition(ctx: TreatmentOpsDeps, body: UpdateTreatmentBody, target: UpdateTarget): Promise<TreatmentTransition> {
   const { projectId, lastModifiedBy } = body;
-  const type = await ctx.treatmentTypes.get(projectId, target.record.treatmentTypeId);
+  const type = await ctx.catalog.treatmentTypes.get(projectId, target.record.treatmentTypeId);
   if (!type) throw new FailedPreconditionError(`the treatment's type ${target.record.treatmentTypeId} no longer exists`);
   const newest = target.record.versions.reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
   const controls = controlsOf(body);
@@ -186,7 +191,7 @@ function assertClearFlags(body: UpdateTreatmentBody): void {
   if (problems.length > 0) throw new InvalidArgumentError(describe(problems), problems);
 }
 
-async function updateTreatment(body: UpdateTreatmentBody, ctx: ApiServices): Promise<TreatmentRecord> {
+async function updateTreatment(body: UpdateTreatmentBody, ctx: TreatmentOpsDeps): Promise<TreatmentRecord> {
   const action = updateActionOf(body);
   assertClearFlags(body);
   const target = await locateTreatment(ctx, body);
@@ -198,7 +203,7 @@ async function updateTreatment(body: UpdateTreatmentBody, ctx: ApiServices): Pro
     const result = transition(current, type);
     return result.changed ? { ...result, treatment: { ...result.treatment, modificationSource: source } } : result;
   };
-  return ctx.treatments.update(body.projectId, target.record.treatmentId, stamped, { actor: body.lastModifiedBy, operation });
+  return ctx.treatments.treatments.update(body.projectId, target.record.treatmentId, stamped, { actor: body.lastModifiedBy, operation });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -232,10 +237,10 @@ export const getTreatmentOperation = defineOperation({
   body: GetTreatmentRequest,
   response: GetTreatmentResponse,
   handler: async (body, auth, ctx) => {
-    const t = await ctx.treatments.get(body.projectId, body.treatmentId);
+    const t = await ctx.treatments.treatments.get(body.projectId, body.treatmentId);
     if (!t) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${body.projectId}`);
     if (auth.key.permissions.includes('TREATMENT_MANAGEMENT')) return { treatment: await present(ctx, t) };
-    const type = await ctx.treatmentTypes.get(t.projectId, t.treatmentTypeId);
+    const type = await ctx.catalog.treatmentTypes.get(t.projectId, t.treatmentTypeId);
     return { treatment: presentPublicTreatment(t, type ?? undefined, ctx.now()) };
   },
 });
@@ -248,7 +253,11 @@ export const getAllTreatmentsOperation = defineOperation({
   response: TreatmentsResponse,
   handler: async (body, _auth, ctx) => {
     const { projectId } = body;
-    const [records, types, groups] = await Promise.all([ctx.treatments.list(projectId), ctx.treatmentTypes.list(projectId), ctx.mutualExclusionGroups.list(projectId)]);
+    const [records, types, groups] = await Promise.all([
+      ctx.treatments.treatments.list(projectId),
+      ctx.catalog.treatmentTypes.list(projectId),
+      ctx.catalog.mutualExclusionGroups.list(projectId),
+    ]);
     const typesById = new Map(types.map((t) => [t.treatmentTypeId, t]));
     const groupsById = new Map(groups.map((g) => [g.mutualExclusionGroupId, g]));
     const nowMs = ctx.now();
@@ -273,4 +282,4 @@ export const getAllTreatmentsOperation = defineOperation({
 });
 
 /** InsertTreatment, UpdateTreatment, GetTreatment, GetAllTreatments. */
-export const treatmentOperations = [insertTreatmentOperation, updateTreatmentOperation, getTreatmentOperation, getAllTreatmentsOperation] as unknown as V1Operation[];
+export const treatmentOperations = [insertTreatmentOperation, updateTreatmentOperation, getTreatmentOperation, getAllTreatmentsOperation] as const;

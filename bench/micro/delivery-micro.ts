@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   await seedProfiles(t.ctx.redis, t.ctx.keys, k.projectId, p.users, userIdOf, (i) => profileOf(i, c, utcDay(Date.now())), () => undefined);
   const bodies = getTreatmentsBodies(p);
   const reqs = Array.from({ length: 1000 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
-  const plan = await t.ctx.catalogPlans.plan(k.projectId);
+  const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
   const raws = await Promise.all(reqs.slice(0, 200).map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))));
   const profiles = raws.map(parseProfile);
   const now = Date.now();
@@ -63,8 +63,8 @@ async function main(): Promise<void> {
   time('parseProfile', N, (i) => parseProfile(raws[i % 200]));
   time('prepareRequest', N, (i) => prepareRequest(plan, reqs[i % 1000]));
   time('requestNeedsProfile', N, (i) => requestNeedsProfile(plan, prepareRequest(plan, reqs[i % 1000]), now));
-  const stats = await t.ctx.rankingStats.view(k.projectId);
-  time('selectTreatments', N, (i) => selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy: t.ctx.rankingPolicy, stats }, now, 'resp-1'));
+  const stats = await t.ctx.delivery.rankingStats.view(k.projectId);
+  time('selectTreatments', N, (i) => selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1'));
   const payloads = reqs.map((r) => JSON.stringify(r));
   const known = schemaFieldNames([...v1Operations.map((op) => op.body), ...adminOperations.map((op) => op.body)]);
   time('jsonTextShapeError', N, (i) => jsonTextShapeError(payloads[i % 1000]));
@@ -75,10 +75,10 @@ async function main(): Promise<void> {
   const lg = pino({ level: 'info' }, pino.destination('/dev/null'));
   time('pino child', N, (i) => lg.child({ reqId: String(i) }));
   time('metrics.observeRequest', N, () => t.ctx.metrics.observeRequest('/v1/GetTreatments', 200, 0.001));
-  const resp = selectTreatments(plan, reqs[0], profiles[0], { policy: t.ctx.rankingPolicy, stats }, now, 'resp-1').response;
+  const resp = selectTreatments(plan, reqs[0], profiles[0], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1').response;
   time('JSON.stringify(response)', N, () => JSON.stringify(resp));
   const rec = { projectId: k.projectId, userId: 'u', responseId: 'r', decideTimeMs: now, decisions: [{ treatmentId: '1', versionNumber: 1, surface: 's', rank: 1, outcome: 'RETURNED' as const }] };
-  time('decisionLog.record', N, () => t.ctx.decisionLog.record(rec));
+  time('decisionLog.record', N, () => t.ctx.impact.decisionLog.record(rec));
   const session = new Session();
   if (process.env.MICRO_PROF) {
     session.connect();

@@ -17,11 +17,12 @@ const c = await createCatalogue(svc as never, { projectId: k.projectId, manageme
 await seedProfiles(t.ctx.redis, t.ctx.keys, k.projectId, p.users, userIdOf, (i) => profileOf(i, c, utcDay(Date.now())), () => undefined);
 const bodies = getTreatmentsBodies(p);
 const reqs = Array.from({ length: 200 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
-const plan = await t.ctx.catalogPlans.plan(k.projectId);
+const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
 const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))))).map(parseProfile);
-const stats = await t.ctx.rankingStats.view(k.projectId);
+const stats = await t.ctx.delivery.rankingStats.view(k.projectId);
 const now = Date.now();
-const run = (n: number) => { for (let i = 0; i < n; i++) selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy: t.ctx.rankingPolicy, stats }, now, 'resp-1'); };
+const policy = t.ctx.delivery.rankingPolicy;
+const run = (n: number) => { for (let i = 0; i < n; i++) selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy, stats }, now, 'resp-1'); };
 run(20000);
 const s = new Session(); s.connect(); await s.post('Profiler.enable'); await s.post('Profiler.setSamplingInterval', { interval: 50 }); await s.post('Profiler.start');
 const t0 = process.cpuUsage(); run(100000); const u = process.cpuUsage(t0);

@@ -1,7 +1,10 @@
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { dataFieldValuesJson } from '../aggregation/index.js';
 import type { StoredProfile } from '../profiles/index.js';
 import { CatalogCache, type CatalogCacheDeps } from './catalog.cache.js';
-import { RankingStatsStore } from './ranking-stats.store.js';
+import { RankingCounterStore, RankingStatsStore } from './ranking-stats.store.js';
+import { TargetActionViewStore } from './target-action-views.store.js';
 import type { RankingPolicy } from './ranking/ranking-policy.js';
 import { thompsonSampling } from './ranking/thompson-sampling.js';
 
@@ -33,4 +36,19 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 
 export async function closeDelivery(delivery: Delivery): Promise<void> {
   await delivery.catalogPlans.close();
+}
+
+/** Delivery's background writers: what the workers record from interactions and events for ranking and target actions. */
+export interface DeliveryRecorders {
+  /** Ranking counters of interactions, applied once per job. */
+  rankingCounters: RankingCounterStore;
+  /** Views awaiting their target action (a conversion), kept for the retention. */
+  targetActionViews: TargetActionViewStore;
+}
+
+export function createDeliveryRecorders(deps: { redis: Redis; keys: RedisKeys; retentionDays: number }): DeliveryRecorders {
+  return {
+    rankingCounters: new RankingCounterStore(deps.redis, deps.keys),
+    targetActionViews: new TargetActionViewStore(deps.redis, deps.keys, { retentionDays: deps.retentionDays }),
+  };
 }

@@ -64,7 +64,8 @@ async function countOf(userId: string, dataFieldId: string): Promise<unknown> {
 /** Each user's count reaches `expected`, and stays there once the queues are idle. */
 async function settle(users: string[], dataFieldId: string, expected: string): Promise<void> {
   for (const u of users) await waitUntil(async () => (await countOf(u, dataFieldId)) === expected, 60_000, 200);
-  await waitUntil(async () => Object.values(await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 30_000, 100);
+  const { eventsQueue } = s.ctx.ingestion.ingest;
+  await waitUntil(async () => Object.values(await eventsQueue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 30_000, 100);
   for (const u of users) expect(await countOf(u, dataFieldId), u).toBe(expected);
 }
 

@@ -74,7 +74,8 @@ async function profileValue(userId: string, dataFieldId: string): Promise<unknow
 async function settlesAt(userId: string, dataFieldId: string, expected: string): Promise<void> {
   await waitUntil(async () => (await profileValue(userId, dataFieldId)) === expected, 30_000, 100);
   const idle = async () => {
-    const [e, i] = await Promise.all([s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed'), s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed')]);
+    const { eventsQueue, interactionsQueue } = s.ctx.ingestion.ingest;
+    const [e, i] = await Promise.all([eventsQueue.getJobCounts('waiting', 'active', 'delayed'), interactionsQueue.getJobCounts('waiting', 'active', 'delayed')]);
     return [...Object.values(e), ...Object.values(i)].every((n) => n === 0);
   };
   await waitUntil(idle, 30_000, 100);

@@ -132,7 +132,8 @@ describe('on a Redis Cluster', () => {
       adultsOnly = await insertTreatment({ eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
       // profiles of many users: spread over the three primaries by their `{<project>:<user>}` tag
       for (let i = 0; i < 30; i++) {
-        await t.ctx.profiles.applyEvents(p.projectId, `user-${i}`, `seed-${i}`, [{ ts: Date.now(), userProperties: { age: { longValue: String(i % 2 === 0 ? 30 : 12) }, first_name: { stringValue: `U${i}` } } as never }]);
+        const userProperties = { age: { longValue: String(i % 2 === 0 ? 30 : 12) }, first_name: { stringValue: `U${i}` } } as never;
+        await t.ctx.profiles.profiles.applyEvents(p.projectId, `user-${i}`, `seed-${i}`, [{ ts: Date.now(), userProperties }]);
       }
     });
 

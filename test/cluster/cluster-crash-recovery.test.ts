@@ -19,7 +19,7 @@ afterAll(async () => {
 
 describe('worker killed mid-batch on a Redis Cluster', () => {
   it('stores every event exactly once and every profile correctly after two SIGKILLs', async () => {
-    expect(h.t.ctx.ingest.eventsQueue.opts.prefix).toBe(`{${h.prefix}}:bull`);
+    expect(h.t.ctx.ingestion.ingest.eventsQueue.opts.prefix).toBe(`{${h.prefix}}:bull`);
     await eventsSurviveWorkerKills(h);
   }, 240_000);
 });

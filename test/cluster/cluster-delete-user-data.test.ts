@@ -47,13 +47,14 @@ describe('DeleteUserData on a Redis Cluster', () => {
   it('erases every key of the user, keeps the others, and queues the ClickHouse deletion', async () => {
     const p = await createProjectWithKeys(t);
     const users = Array.from({ length: 12 }, (_, i) => `user-${i}*{x}`);
-    for (const u of users) await t.ctx.profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] }]);
+    const { profiles } = t.ctx.profiles;
+    for (const u of users) await profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] }]);
     for (const u of users) expect((await userKeys(p.projectId, u)).length).toBe(3); // profile, job marker, insertId markers
 
     const victims = users.slice(0, 6);
     for (const u of victims) expect(await call(t, 'DeleteUserData', p.management, { projectId: p.projectId, userId: u })).toEqual({ status: 200, body: {} });
     for (const u of victims) expect(await userKeys(p.projectId, u)).toEqual([]);
-    for (const u of users.slice(6)) expect((await t.ctx.profiles.get(p.projectId, u)).fields.n).toBe('1');
+    for (const u of users.slice(6)) expect((await t.ctx.profiles.profiles.get(p.projectId, u)).fields.n).toBe('1');
 
     const store = new UserDeletionStore(t.ctx.redis, t.ctx.keys);
     const at = await store.deletedAt(users.map((userId) => ({ projectId: p.projectId, userId })));
@@ -72,7 +73,8 @@ describe('DeleteUserData on a Redis Cluster', () => {
   it('erases the pre-login ids merged into the user too, each in its own slot', async () => {
     const p = await createProjectWithKeys(t);
     const [user, temp] = ['signed-in{a}', 'pre-login{b}'];
-    const { profiles, keys } = t.ctx;
+    const { keys } = t.ctx;
+    const { profiles } = t.ctx.profiles;
     for (const u of [user, temp]) await profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: `i:${u}`, ts: Date.now(), ops: [['inc', 'n', 1]] }]);
     // the identity merge's Redis steps (its ClickHouse copy needs workers)
     await profiles.claimAlias(p.projectId, temp, user);

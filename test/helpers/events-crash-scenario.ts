@@ -49,7 +49,7 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ userId, events }) => retryUnavailable(() => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events })));
   const answers = await Promise.all(sends);
   expect(answers.every((a) => a.status === 200)).toBe(true);
-  const pending = pendingJobs(t.ctx.ingest.eventsQueue);
+  const pending = pendingJobs(t.ctx.ingestion.ingest.eventsQueue);
   // Concurrent requests are merged into jobs of up to 100 events (5 requests of 20 here).
   const total = await pending();
   expect(total).toBeGreaterThanOrEqual((USERS * REQUESTS_PER_USER) / 5);
@@ -66,9 +66,9 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   expect(Number(row.n)).toBe(USERS * perUser);
   expect(Number(row.u)).toBe(USERS * perUser);
   for (let u = 0; u < USERS; u++) {
-    const p = await t.ctx.profiles.get(projectId, `user-${u}`);
+    const p = await t.ctx.profiles.profiles.get(projectId, `user-${u}`);
     expect(p.userProperties.last).toEqual({ longValue: String(REQUESTS_PER_USER - 1) });
-    const values = await t.ctx.dataFieldValues!(projectId, p);
+    const values = await t.ctx.delivery.dataFieldValues!(projectId, p);
     expect(values[countField]).toBe(String(perUser));
     expect(values[firstField]).toBe(new Date(base).toISOString());
   }

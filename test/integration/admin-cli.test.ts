@@ -53,7 +53,7 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ project: { projectId, displayName: 'CLI shop', deliveryEndpoint: 'BASE', createTime: expect.any(String), globalHoldoutPercentage: 0 } });
-    expect(await t.ctx.projects.get(projectId)).toMatchObject({ displayName: 'CLI shop' });
+    expect(await t.ctx.projects.projects.get(projectId)).toMatchObject({ displayName: 'CLI shop' });
   });
 
   it('a second create-project fails with exit 1 and ALREADY_EXISTS on stderr', async () => {

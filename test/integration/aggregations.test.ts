@@ -57,8 +57,8 @@ async function expectFields(userId: string, expected: Record<string, unknown>, t
 }
 
 async function queuesIdle(): Promise<boolean> {
-  const counts = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const ic = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const counts = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const ic = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((n) => n === 0) && Object.values(ic).every((n) => n === 0);
 }
 
@@ -194,7 +194,7 @@ describe('recompute runs', () => {
     const { ctx } = s;
     const checkpoints: RecomputeCursor[] = [];
     const result = await recomputeDataFields(
-      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.dataFields, log: ctx.log, now: ctx.now },
+      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.aggregation.dataFields, log: ctx.log, now: ctx.now },
       { projectId: keys.projectId },
       { resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 }, pageUsers: 1, batchUsers: 1, onCheckpoint: async (c) => void checkpoints.push(c) },
     );

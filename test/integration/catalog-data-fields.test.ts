@@ -15,7 +15,7 @@ describe('InsertDataField', () => {
     expect(again.status).toBe(200);
     expect(again.body.dataField.dataFieldId).toBe(r.body.dataField.dataFieldId);
     expectError(await cat.mgmt('InsertDataField', { name: 'loyalty_tier', userProperty: { dataType: 'STRING' } }), 409, 'ALREADY_EXISTS');
-    expect((await cat.t.ctx.dataFields.getByName(cat.p.projectId, 'loyalty_tier'))?.dataFieldType).toBe('INTEGER');
+    expect((await cat.t.ctx.aggregation.dataFields.getByName(cat.p.projectId, 'loyalty_tier'))?.dataFieldType).toBe('INTEGER');
   });
 
   it('400 INVALID_ARGUMENT for a dataType other than BOOLEAN, STRING, INTEGER, and for bad names', async () => {
@@ -27,7 +27,7 @@ describe('InsertDataField', () => {
     }
     expect((await cat.mgmt('InsertDataField', { name: 'a'.repeat(256), userProperty: { dataType: 'BOOLEAN' } })).status).toBe(200);
     expectError(await cat.mgmt('InsertDataField', { name: 'f' }), 400, 'INVALID_ARGUMENT', 'userProperty');
-    expect(await cat.t.ctx.dataFields.getByName(cat.p.projectId, 'f')).toBeUndefined();
+    expect(await cat.t.ctx.aggregation.dataFields.getByName(cat.p.projectId, 'f')).toBeUndefined();
   });
 
   it('concurrent inserts of one name give one id', async () => {
@@ -60,7 +60,7 @@ describe('GetDataFields', () => {
     expect(new Set([a.dataFieldId, b.dataFieldId, c.dataFieldId]).size).toBe(3);
     // Each new aggregation is announced once to the backfill worker.
     expect((await streamLength()) - before).toBe(3);
-    const stored = await cat.t.ctx.dataFields.get(cat.p.projectId, a.dataFieldId);
+    const stored = await cat.t.ctx.aggregation.dataFields.get(cat.p.projectId, a.dataFieldId);
     expect(stored).toMatchObject({ dataFieldType: 'INTEGER', params: { eventDataFieldParams: { eventSchemaName: 'purchase' } } });
   });
 
@@ -142,14 +142,14 @@ describe('GetDataFields', () => {
   });
 
   it('a rejected batch creates nothing', async () => {
-    const before = (await cat.t.ctx.dataFields.list(cat.p.projectId)).length;
+    const before = (await cat.t.ctx.aggregation.dataFields.list(cat.p.projectId)).length;
     const r = await cat.mgmt('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'fresh', firstTimestampAggregation: {} } }, { eventDataFieldParams: { eventSchemaName: 'e' } }] });
     expect(r.status).toBe(400);
-    expect((await cat.t.ctx.dataFields.list(cat.p.projectId)).length).toBe(before);
+    expect((await cat.t.ctx.aggregation.dataFields.list(cat.p.projectId)).length).toBe(before);
   });
 
   it('ids are unique across named and params-resolved fields', async () => {
-    const all = await cat.t.ctx.dataFields.list(cat.p.projectId);
+    const all = await cat.t.ctx.aggregation.dataFields.list(cat.p.projectId);
     const ids = all.map((f) => f.dataFieldId);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids.map(BigInt)).toEqual([...ids.map(BigInt)].sort((a, b) => (a < b ? -1 : 1)));

@@ -73,7 +73,7 @@ describe('InsertTreatmentType', () => {
       lastModifiedTimestamp: expect.stringMatching(/Z$/),
       modificationSource: 'API',
     });
-    const stored = await cat.t.ctx.treatmentTypes.getByName(cat.p.projectId, 'Banner');
+    const stored = await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, 'Banner');
     expect(stored?.treatmentTypeId).toBe(tt.treatmentTypeId);
   });
 
@@ -97,7 +97,7 @@ describe('InsertTreatmentType', () => {
   it('400 for an unknown surface, naming the field', async () => {
     const r = await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Nope', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'nowhere' }], contentFieldTypes: fields, lastModifiedBy: 'a' });
     expectError(r, 400, 'INVALID_ARGUMENT', 'surfaces[1].surfaceName');
-    expect(await cat.t.ctx.treatmentTypes.getByName(cat.p.projectId, 'Nope')).toBeUndefined();
+    expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, 'Nope')).toBeUndefined();
   });
 
   it('400 for a surface of another project', async () => {
@@ -116,7 +116,7 @@ describe('InsertTreatmentType', () => {
     expectError(await cat.mgmt('InsertTreatmentType', { ...base, deliveryType: 'SMS' }), 400, 'INVALID_ARGUMENT', 'deliveryType');
     expectError(await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Bad', contentFieldTypes: fields }), 400, 'INVALID_ARGUMENT', 'lastModifiedBy');
     expectError(await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [{ fieldName: 'f', maximumLengthAllowed: 5, size: 1 }] }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes[0].size');
-    expect(await cat.t.ctx.treatmentTypes.getByName(cat.p.projectId, 'Bad')).toBeUndefined();
+    expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, 'Bad')).toBeUndefined();
   });
 
   it('409 ALREADY_EXISTS for a name taken in the project; the same name in another project is fine', async () => {
@@ -146,8 +146,8 @@ describe('UpdateTreatmentType', () => {
       lastModifiedBy: 'carol',
     });
     // The old name is free again, the new one points at the type.
-    expect((await cat.t.ctx.treatmentTypes.getByName(cat.p.projectId, `${tt.treatmentTypeName}-renamed`))?.treatmentTypeId).toBe(tt.treatmentTypeId);
-    expect(await cat.t.ctx.treatmentTypes.getByName(cat.p.projectId, tt.treatmentTypeName)).toBeUndefined();
+    expect((await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, `${tt.treatmentTypeName}-renamed`))?.treatmentTypeId).toBe(tt.treatmentTypeId);
+    expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, tt.treatmentTypeName)).toBeUndefined();
     expect((await cat.mgmt('InsertTreatmentType', { treatmentTypeName: tt.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'a' })).status).toBe(200);
   });
 
@@ -160,7 +160,7 @@ describe('UpdateTreatmentType', () => {
     expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: '', contentFieldTypes: fields, lastModifiedBy: 'x' }), 400, 'INVALID_ARGUMENT', 'treatmentTypeName');
     expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: b.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' }), 409, 'ALREADY_EXISTS');
     expect((await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: a.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' })).status).toBe(200);
-    expect((await cat.t.ctx.treatmentTypes.get(cat.p.projectId, b.treatmentTypeId))?.treatmentTypeName).toBe(b.treatmentTypeName);
+    expect((await cat.t.ctx.catalog.treatmentTypes.get(cat.p.projectId, b.treatmentTypeId))?.treatmentTypeName).toBe(b.treatmentTypeName);
   });
 
   it('surfaces: unset or empty keep them, non-empty replaces, clearSurfaces detaches, unknown is 400', async () => {
@@ -194,7 +194,7 @@ describe('UpdateTreatmentType', () => {
     for (const treatmentTypeId of [theirs.body.treatmentType.treatmentTypeId, '999999999999', 0]) {
       expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x' }), 404, 'NOT_FOUND');
     }
-    const still = await cat.t.ctx.treatmentTypes.get(cat.other.projectId, theirs.body.treatmentType.treatmentTypeId);
+    const still = await cat.t.ctx.catalog.treatmentTypes.get(cat.other.projectId, theirs.body.treatmentType.treatmentTypeId);
     expect(still?.treatmentTypeName).toBe('Theirs');
   });
 

@@ -94,7 +94,7 @@ describe('decision-log workers killed mid-batch', () => {
     expect(stored.length).toBe(identities.size);
     expect(new Set(stored)).toEqual(identities);
     for (let u = 0; u < USERS; u++) {
-      const p = await t.ctx.profiles.get(k.projectId, `user-${u}`);
+      const p = await t.ctx.profiles.profiles.get(k.projectId, `user-${u}`);
       for (const [key, n] of expected) {
         if (!key.startsWith(`user-${u}/`)) continue;
         const treatmentId = key.slice(key.indexOf('/') + 1);

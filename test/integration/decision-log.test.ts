@@ -83,10 +83,10 @@ describe('decision log', () => {
     expect(expectedCounts.every((byDay) => byDay.size > 0)).toBe(true);
     // the counters are applied just after the rows are stored
     await waitUntil(async () => {
-      const profile = await s.ctx.profiles.get(k.projectId, 'alice');
+      const profile = await s.ctx.profiles.profiles.get(k.projectId, 'alice');
       return [...expectedCounts[0]].every(([day, n]) => counted(profile, treatmentIds[0], day) === n);
     }, 10_000);
-    const profile = await s.ctx.profiles.get(k.projectId, 'alice');
+    const profile = await s.ctx.profiles.profiles.get(k.projectId, 'alice');
     for (const [i, id] of treatmentIds.entries()) {
       for (const [day, n] of expectedCounts[i]) expect(counted(profile, id, day)).toBe(i === 2 ? 0 : n);
     }

@@ -64,7 +64,7 @@ async function userKeys(userId: string): Promise<string[]> {
 }
 
 async function purchases(userId: string): Promise<number> {
-  const p = await s.ctx.profiles.get(k.projectId, userId);
+  const p = await s.ctx.profiles.profiles.get(k.projectId, userId);
   const day = new Date().toISOString().slice(0, 10).replace(/-/g, '');
   return Number(p.fields[`dc:${countField}:${day}`] ?? 0);
 }
@@ -127,7 +127,7 @@ describe('DeleteUserData', () => {
     // Redis: every key of the user is gone when the call answers; the other user keeps everything
     expect(await userKeys(ALICE)).toEqual([]);
     expect(await purchases(ALZZCE)).toBe(3);
-    expect((await s.ctx.profiles.get(k.projectId, ALZZCE)).userProperties).toEqual({ tier: { stringValue: 'gold' } });
+    expect((await s.ctx.profiles.profiles.get(k.projectId, ALZZCE)).userProperties).toEqual({ tier: { stringValue: 'gold' } });
 
     // ClickHouse: no row of the user in any table (FINAL) within 60 s
     const none = Object.fromEntries(TABLES.map((t) => [t, 0]));
@@ -147,7 +147,7 @@ describe('DeleteUserData', () => {
     // events logged afterwards start a new profile (an old insertId is new again: its marker is gone)
     await logPurchases(ALICE, ['i1'], 'silver');
     await waitUntil(async () => (await purchases(ALICE)) === 1, 60_000, 100);
-    expect((await s.ctx.profiles.get(k.projectId, ALICE)).userProperties).toEqual({ tier: { stringValue: 'silver' } });
+    expect((await s.ctx.profiles.profiles.get(k.projectId, ALICE)).userProperties).toEqual({ tier: { stringValue: 'silver' } });
     await waitUntil(async () => (await rowsOf('events', ALICE)) === 1, 60_000, 100);
     await s.admin('RunAggregations', { projectId: k.projectId });
     expect(await purchases(ALICE)).toBe(1);
@@ -171,7 +171,9 @@ describe('DeleteUserData', () => {
     await waitUntil(async () => (await purchases(stranger)) === 1, 60_000, 100);
     // the user signs in: the pre-login id's history merges into the user's
     await ok('LogEvents', k.logEvents, { userId: user, events: [{ eventName: 'purchase', insertId: 'u-in', clientEventTimestamp: new Date().toISOString(), preLoginTempUserId: temp }] });
-    await waitUntil(async () => (await s.ctx.profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100); // the same insertIds collapse
+    const { profiles } = s.ctx.profiles;
+    // the same insertIds collapse
+    await waitUntil(async () => (await profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100);
     expect(await s.ctx.redis.hget(s.ctx.keys.profile(k.projectId, temp), '@alias')).toBe(user);
     // a merge marker whose id does not stand for the user (an alias expired, the id started anew) erases nothing of that id
     await s.ctx.redis.hset(s.ctx.keys.profile(k.projectId, user), `merged:${stranger}`, String(Date.now()));
@@ -191,7 +193,11 @@ describe('DeleteUserData', () => {
     expect((await new UserDeletionStore(s.ctx.redis, s.ctx.keys).pending(k.projectId)).has(temp)).toBe(false);
 
     // jobs accepted before the deletion and run after it, of the pre-login id and of the user signing in again with it
-    const late = (userId: string, extra: Record<string, string>) => s.ctx.ingest.eventsQueue.add('events', { kind: 'events', projectId: k.projectId, userId, events: [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob, INGEST_JOB_OPTIONS);
+    const late = (userId: string, extra: Record<string, string>) => {
+      const events = [{ eventName: 'purchase', insertId: `late-${userId}`, clientEventTs: deletedAt - 1000, ...extra }];
+      const job = { kind: 'events', projectId: k.projectId, userId, events, origin: { source: 'api' }, receivedAt: deletedAt - 1000 } satisfies EventsJob;
+      return s.ctx.ingestion.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
+    };
     const jobs = [await late(temp, {}), await late(user, { preLoginTempUserId: temp })];
     const done = new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events');
     for (const job of jobs) await waitUntil(() => done.completed(job.id!), 60_000, 100);
@@ -218,7 +224,7 @@ describe('DeleteUserData', () => {
     expect((await v1('DeleteUserData', k.management, { userId: carol })).status).toBe(200);
     // a job queued a second before the deletion, picked up only now
     const job: EventsJob = { kind: 'events', projectId: k.projectId, userId: carol, events: [{ eventName: 'purchase', insertId: 'late', clientEventTs: deletedAt - 1000 }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 };
-    const added = await s.ctx.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
+    const added = await s.ctx.ingestion.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
     await waitUntil(() => new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events').completed(added.id!), 60_000, 100);
     expect(await userKeys(carol)).toEqual([]);
     expect(await rowsOf('events', carol)).toBe(0);
@@ -241,10 +247,10 @@ describe('DeleteUserData', () => {
       // what the racing job does after the erasure: its rows, then its profile script
       const now = toClickhouseDateTime64(Date.now());
       await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank' }, { eventName: 'purchase', insertId: 'f1' }, Date.now(), undefined, 'i:f1', now, 'api')]);
-      await ctx.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
+      await ctx.profiles.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       // and of the merged pre-login id the deletion named (its merge marker in frank's profile is gone by now)
       await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank-t' }, { eventName: 'purchase', insertId: 'ft1' }, Date.now(), undefined, 'i:ft1', now, 'api')]);
-      await ctx.profiles.applyEvents(k.projectId, 'frank-t', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
+      await ctx.profiles.profiles.applyEvents(k.projectId, 'frank-t', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       expect(await userKeys('frank')).not.toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
       await held!.moveToCompleted('done', token, false);

@@ -74,7 +74,7 @@ describe('DeleteUserData leftovers', () => {
   }, 120_000);
 
   it('erases the user from the failed and delayed jobs kept for retries; jobs of others, and of the user after the deletion, stay', async () => {
-    const queue = s.ctx.ingest.eventsQueue;
+    const queue = s.ctx.ingestion.ingest.eventsQueue;
     const user = 'queued-user';
     const other = 'queued-other';
     const t0 = Date.now();
@@ -107,6 +107,6 @@ describe('DeleteUserData leftovers', () => {
     const count = async (u: string) => Number((await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', { p: k.projectId, u }))[0].n);
     await waitUntil(async () => (await count(other)) === 1, 60_000, 100);
     expect(await count(user)).toBe(0);
-    expect((await s.ctx.profiles.get(k.projectId, user)).userProperties).toEqual({});
+    expect((await s.ctx.profiles.profiles.get(k.projectId, user)).userProperties).toEqual({});
   }, 180_000);
 });

@@ -208,7 +208,8 @@ describe('PreviewTreatment and /v1/ExplainTreatments', () => {
     const p = await setupCatalog();
     const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
     await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'first_name', userProperty: { dataType: 'STRING' } });
-    await t.ctx.profiles.applyEvents(p.projectId, 'ann', `seed-${++seq}`, [{ ts: Date.now(), userProperties: { first_name: { stringValue: 'Ann' } } as never }]);
+    const userProperties = { first_name: { stringValue: 'Ann' } } as never;
+    await t.ctx.profiles.profiles.applyEvents(p.projectId, 'ann', `seed-${++seq}`, [{ ts: Date.now(), userProperties }]);
     const id = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
     // version 2: an unpublished draft, previewed at once (no wait for the delivery cache)
     await update(p, id, { shouldPublish: false, content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'draft for {{first_name|you}}' }] } });
@@ -236,7 +237,7 @@ describe('PreviewTreatment and /v1/ExplainTreatments', () => {
     expect(adm.status).toBe(200);
     expect(adm.body.eligibility).toMatchObject({ eligible: true, versionNumber: 1 });
     // nothing was logged or counted for ann
-    const profile = await t.ctx.profiles.get(p.projectId, 'ann');
+    const profile = await t.ctx.profiles.profiles.get(p.projectId, 'ann');
     expect(Object.keys(profile.fields).filter((f) => f.startsWith('cap:'))).toEqual([]);
   });
 

@@ -63,7 +63,7 @@ async function insertTreatment(p: ProjectKeys, overrides: Record<string, unknown
 }
 
 async function seedProfile(projectId: string, userId: string, userProperties: Record<string, unknown>): Promise<void> {
-  await t.ctx.profiles.applyEvents(projectId, userId, `seed-${++seq}`, [{ ts: Date.now(), userProperties: userProperties as never }]);
+  await t.ctx.profiles.profiles.applyEvents(projectId, userId, `seed-${++seq}`, [{ ts: Date.now(), userProperties: userProperties as never }]);
 }
 
 function getTreatments(p: ProjectKeys, body: Record<string, unknown>, app = t.app) {
@@ -242,7 +242,8 @@ describe('management changes reach delivery', () => {
     const p = await setupCatalog();
     const id = await insertTreatment(p);
     const deafBus = { isListening: false, on: () => () => undefined } as unknown as InvalidationBus;
-    const cache = new CatalogCache({ ...t.ctx, bus: deafBus });
+    const { redis, keys, log, projects, catalog, treatments, aggregation } = t.ctx;
+    const cache = new CatalogCache({ redis, keys, log, bus: deafBus, projects: projects.projects, ...catalog, ...treatments, ...aggregation });
     try {
       const servable = async () => (await cache.plan(p.projectId)).bySurface.get('home')?.some((x) => x.treatmentId === id) ?? false;
       expect(await servable()).toBe(true);

@@ -54,7 +54,7 @@ describe('frequency cap end to end', () => {
     await view();
     // a first view is below the cap: wait for it to be applied before the capping one
     await waitUntil(async () => {
-      const c = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
+      const c = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
       return c.waiting + c.active + c.delayed === 0;
     }, 20_000, 20);
     expect(await shown('carol')).toHaveLength(1);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
-import { CapCache, viewCapInteractionOps } from '../../workers/aggregation/cap-counters.js';
-import { pruneCapCounters } from '../../workers/aggregation/cap-prune.js';
+import { CapCache, viewCapInteractionOps } from '../../workers/delivery/cap-counters.js';
+import { pruneCapCounters } from '../../workers/delivery/cap-prune.js';
 import { admin, call, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
@@ -29,7 +29,7 @@ beforeAll(async () => {
   p = await createProjectWithKeys(t);
   await ok('InsertSurface', p.management, { name: 'home' });
   await ok('InsertTreatmentType', p.management, { treatmentTypeName: 'card', lastModifiedBy: 'setup', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-  viewCaps = new CapCache('VIEWED', (projectId) => t.ctx.treatments.list(projectId), t.ctx.bus);
+  viewCaps = new CapCache('VIEWED', (projectId) => t.ctx.treatments.treatments.list(projectId), t.ctx.bus);
 });
 afterAll(async () => {
   viewCaps?.close();
@@ -59,7 +59,7 @@ async function returned(userId: string): Promise<string[]> {
 async function view(userId: string, treatmentId: string): Promise<void> {
   const job: InteractionJob = { kind: 'interaction', projectId: p.projectId, userId, treatmentId, treatmentTrackingId: `${treatmentId}_r${++seq}`, surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(t.clock.now * 1000), receivedAt: t.clock.now };
   const ops = await viewCapInteractionOps(viewCaps)(job);
-  await t.ctx.profiles.applyEvents(p.projectId, userId, `job-${seq}`, [{ ts: t.clock.now, ops }]);
+  await t.ctx.profiles.profiles.applyEvents(p.projectId, userId, `job-${seq}`, [{ ts: t.clock.now, ops }]);
 }
 
 describe('frequency caps', () => {
@@ -105,7 +105,8 @@ describe('frequency caps', () => {
   it('a RETURNED cap counts the decision log’s counters; the cap is treatment-level and can be removed', async () => {
     const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'RETURNED' } }))).treatment.treatmentId;
     await waitUntil(async () => (await returned('cat')).includes(id), 5000, 25);
-    await t.ctx.profiles.applyEvents(p.projectId, 'cat', `dec-${++seq}`, [{ ts: t.clock.now, ops: [['inc', capCounterField('RETURNED', id, Math.floor(t.clock.now / DAY)), 1]] }]);
+    const counter = capCounterField('RETURNED', id, Math.floor(t.clock.now / DAY));
+    await t.ctx.profiles.profiles.applyEvents(p.projectId, 'cat', `dec-${++seq}`, [{ ts: t.clock.now, ops: [['inc', counter, 1]] }]);
     expect(await returned('cat')).not.toContain(id);
     const cleared = (await ok('UpdateTreatment', p.management, { treatmentId: id, lastModifiedBy: 'bob', clearFrequencyCap: true })).treatment;
     expect(cleared.frequencyCap).toBeUndefined();
@@ -121,7 +122,7 @@ describe('frequency caps', () => {
   it('counts no views of treatments without a VIEWED cap (profiles do not grow for nothing)', async () => {
     const id = (await ok('InsertTreatment', p.management, body())).treatment.treatmentId;
     await view('dan', id);
-    const profile = await t.ctx.profiles.get(p.projectId, 'dan');
+    const profile = await t.ctx.profiles.profiles.get(p.projectId, 'dan');
     expect(Object.keys(profile.fields).filter((f) => f.startsWith('cap:'))).toEqual([]);
   });
 });
@@ -131,10 +132,10 @@ describe('cap counter pruning', () => {
     const today = Math.floor(START / DAY);
     const ops: ['inc', string, number][] = [today, today - 364, today - 365, today - 900].map((d) => ['inc', capCounterField('VIEWED', '42', d), 1]);
     ops.push(['inc', capCounterField('RETURNED', '42', today - 400), 1], ['inc', 'dc:7:20260310', 3]);
-    await t.ctx.profiles.applyEvents(p.projectId, 'erin', `prune-${++seq}`, [{ ts: START, ops }]);
+    await t.ctx.profiles.profiles.applyEvents(p.projectId, 'erin', `prune-${++seq}`, [{ ts: START, ops }]);
     const removed = await pruneCapCounters(t.ctx.redis, t.ctx.keys.profile('*', '*'), START);
     expect(removed).toBe(3);
-    const fields = Object.keys((await t.ctx.profiles.get(p.projectId, 'erin')).fields).sort();
+    const fields = Object.keys((await t.ctx.profiles.profiles.get(p.projectId, 'erin')).fields).sort();
     expect(fields).toEqual([capCounterField('VIEWED', '42', today), capCounterField('VIEWED', '42', today - 364), 'dc:7:20260310'].sort());
   });
 });

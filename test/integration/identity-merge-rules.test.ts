@@ -41,7 +41,7 @@ async function refusals(): Promise<number> {
 /** Every events job queued so far has been processed. */
 async function drained(): Promise<void> {
   await waitUntil(async () => {
-    const c = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+    const c = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
     return c.waiting + c.active + c.delayed + c.prioritized === 0;
   }, 60_000, 100);
 }

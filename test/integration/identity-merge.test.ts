@@ -149,7 +149,7 @@ describe('identity merge', () => {
     // the retried job (here: the next event carrying both ids) finishes the merge without re-applying it
     await ok('LogEvents', k.logEvents, { userId: 'dave', events: [purchase('f1', now - 10, { preLoginTempUserId: 'anon-3' })] });
     await waitUntil(async () => (await profile('dave')).dataFields[purchases] === '3', 60_000, 100);
-    await waitUntil(async () => (await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
+    await waitUntil(async () => (await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
     expect((await profile('dave')).dataFields[purchases]).toBe('3');
     expect((await profile('dave')).mergedFrom).toEqual(['anon-3']);
     // the copied rows count once in a recompute
@@ -164,7 +164,7 @@ describe('identity merge', () => {
     await waitUntil(async () => (await profile('bob')).dataFields[purchases] === '2', 60_000, 100);
     await ok('LogEvents', k.logEvents, { userId: 'carol', events: [purchase('d1', now - 100, { preLoginTempUserId: 'anon-2' })] });
     await waitUntil(async () => (await profile('carol')).dataFields[purchases] === '1', 60_000, 100);
-    await waitUntil(async () => (await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
+    await waitUntil(async () => (await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed')).active === 0, 30_000, 100);
     const carol = await profile('carol');
     expect(carol.mergedFrom).toBeUndefined();
     expect(carol.dataFields[purchases]).toBe('1');

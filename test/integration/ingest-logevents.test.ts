@@ -18,8 +18,8 @@ function eventsCount(userId: string): Promise<number> {
 }
 
 async function queuesIdle(): Promise<boolean> {
-  const counts = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const ic = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const counts = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const ic = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((n) => n === 0) && Object.values(ic).every((n) => n === 0);
 }
 
@@ -107,7 +107,7 @@ describe('LogEvents end to end', () => {
     const request = (userId: string, n: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })), origin: { source: 'api' as const }, receivedAt: Date.now() });
     const sizes = [40, 40, 40, 40, 40, 150];
     // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
-    await Promise.all(sizes.map((n, i) => s.ctx.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
+    await Promise.all(sizes.map((n, i) => s.ctx.ingestion.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
     await waitUntil(queuesIdle, 20_000);
     expect(await done.since(mark)).toHaveLength(4);
     for (const [i, n] of sizes.entries()) expect(await eventsCount(`u-turn-${i}`)).toBe(n);
@@ -118,11 +118,11 @@ describe('LogEvents end to end', () => {
     const request = (userId: string, clientEventTs: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: [{ eventName: 'view', clientEventTs }], origin: { source: 'api' as const }, receivedAt: Date.now() });
     // past DateTime64's range: the row mapping refuses it (the API would have answered 400)
     const job = { kind: 'eventsBatch' as const, requests: [request('u-merge-ok', Date.now()), request('u-merge-poison', Date.UTC(2400, 0, 1)), request('u-merge-ok2', Date.now())] };
-    await s.ctx.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
+    await s.ctx.ingestion.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
     await waitUntil(queuesIdle, 20_000);
     expect(await completions().completed(jobId)).toBe(true);
     // a completed job keeps nothing in Redis (its markers expire after a short grace)
-    expect(await s.ctx.ingest.eventsQueue.getJobState(jobId)).toBe('unknown');
+    expect(await s.ctx.ingestion.ingest.eventsQueue.getJobState(jobId)).toBe('unknown');
     expect(await eventsCount('u-merge-ok')).toBe(1);
     expect(await eventsCount('u-merge-ok2')).toBe(1);
     expect(await eventsCount('u-merge-poison')).toBe(0);

@@ -36,11 +36,11 @@ const body = (over: Record<string, unknown> = {}) => ({ projectId: p.projectId, 
 
 describe('LogTreatmentInteraction', () => {
   it('queues a valid interaction and answers {} (int64 as number or string, optional actionName)', async () => {
-    const before = (await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
+    const before = (await t.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
     expect(await call(t, 'LogTreatmentInteraction', p.delivery, body())).toEqual({ status: 200, body: {} });
     expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ interactionTimeMicros: hourAgoMicros(), actionName: 'buy' }))).status).toBe(200);
     expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: email, treatmentTrackingId: `${email}_r2`, interactionType: 'DELIVERED' }))).status).toBe(200);
-    expect((await t.ctx.ingest.interactionsQueue.getJobCounts('waiting')).waiting).toBe(before + 3);
+    expect((await t.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting')).waiting).toBe(before + 3);
   });
 
   const bad: [string, Record<string, unknown>, string][] = [

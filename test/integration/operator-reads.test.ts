@@ -121,7 +121,7 @@ describe('GetAllDataFields backfillStatus', () => {
     expect((await statusOf())[later]).toBe('PENDING');
 
     // A failing backfill (its ClickHouse query throws) is retried after a delay: still PENDING.
-    const fields = await t.ctx.dataFields.list(p.projectId);
+    const fields = await t.ctx.aggregation.dataFields.list(p.projectId);
     worker = startWorker(new Proxy({}, { get: () => async () => { throw new Error('no ClickHouse here'); } }) as never, fields);
     await worker.queue.add('backfill-poll', { kind: 'backfillPoll' });
     const job = () => worker!.queue.getJobState(`backfill-${p.projectId}-${later}`);

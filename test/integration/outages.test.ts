@@ -55,7 +55,7 @@ describe('Redis unavailable', () => {
     await waitUntil(() => !t.ctx.redisHealth.isDown, 10_000, 100);
     expect(await t.ctx.metrics.render()).toContain('tds_dependency_outages_total{dependency="redis"} 1');
     // Only the accepted requests are queued: the 503 left nothing half-written.
-    const counts = await t.ctx.ingest.eventsQueue.getJobCounts('waiting');
+    const counts = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting');
     expect(counts.waiting).toBeGreaterThanOrEqual(2);
   }, 60_000);
 });
@@ -104,17 +104,17 @@ describe('ClickHouse unavailable', () => {
     }
     // Several rounds of failed inserts: the jobs are retried with backoff, none fails for good.
     await waitUntil(async () => {
-      const delayed = await t.ctx.ingest.eventsQueue.getDelayed();
+      const delayed = await t.ctx.ingestion.ingest.eventsQueue.getDelayed();
       return state.failures >= 3 && delayed.some((j) => j.attemptsMade >= 2);
     }, 30_000, 100);
-    expect((await t.ctx.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
+    expect((await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
     state.down = false;
     await waitUntil(async () => {
-      const c = await t.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed');
+      const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed');
       return c.waiting + c.active + c.delayed === 0;
     }, 30_000, 100);
     const rs = await real.query({ query: 'SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', query_params: { p: keys.projectId }, format: 'JSONEachRow' });
     expect(Number((await rs.json<{ n: string }>())[0].n)).toBe(50);
-    expect((await t.ctx.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
+    expect((await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
   }, 90_000);
 });

@@ -241,8 +241,8 @@ describe('ingestion', () => {
 
   it('a redelivered message counts once, even after its first job is gone', async () => {
     const src = await registeredSource('redel');
-    const batcher = s.ctx.ingest.events;
-    const queue = s.ctx.ingest.eventsQueue;
+    const batcher = s.ctx.ingestion.ingest.events;
+    const queue = s.ctx.ingestion.ingest.eventsQueue;
     const real = batcher.enqueue.bind(batcher);
     const calls: string[] = [];
     vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
@@ -268,7 +268,7 @@ describe('ingestion', () => {
 
   it('acknowledges nothing before it is queued: a message whose enqueue failed comes back and is stored once', async () => {
     const src = await registeredSource('noack');
-    const batcher = s.ctx.ingest.events;
+    const batcher = s.ctx.ingestion.ingest.events;
     const real = batcher.enqueue.bind(batcher);
     let attempts = 0;
     vi.spyOn(batcher, 'enqueue').mockImplementation(async (data: SingleEventsJob, opts?: { jobId?: string }) => {
@@ -313,7 +313,7 @@ describe('dead letters and stopping', () => {
     const { projectId, topic, subscription } = await unregisteredTopic('ack');
     expect((await s.admin('CreateProject', { projectId })).status).toBe(200);
     // Its own intake with a short close: anything still unacked would be nacked at close and show up below.
-    const intake = standaloneIntake(projectId, topic.name, s.ctx.ingest.events);
+    const intake = standaloneIntake(projectId, topic.name, s.ctx.ingestion.ingest.events);
     await intake.start();
     await publishEvents(topic, { projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(0) }] });
     await topic.publishMessage({ data: Buffer.from('not a protobuf'), attributes: { data_type: 'EventData' } });

@@ -85,7 +85,7 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
    * read, so it reaches Redis before the store's compare-and-set: each such attempt conflicts.
    */
   function withConflictingWriter(conflicts: number): { attempts: () => number; restore: () => void } {
-    const store = t.ctx.treatments;
+    const store = t.ctx.treatments.treatments;
     const original = store.update.bind(store);
     let attempts = 0;
     store.update = (projectId, treatmentId, transition: TreatmentTransition, meta) =>
@@ -143,7 +143,7 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
 
 describe('a 500 leaks nothing', () => {
   it('an unexpected error is the generic INTERNAL error body: no message, stack, path or class of the cause', async () => {
-    const store = t.ctx.surfaces;
+    const store = t.ctx.catalog.surfaces;
     const original = store.list.bind(store);
     store.list = async () => {
       const err = new TypeError('cannot read secret-column of row 42 (token=sk_live_abc) at /srv/app/shared/catalog/surface.store.ts:31');

@@ -42,7 +42,7 @@ const logEvent = (userId: string, eventName: string, atMs: number, insertId: str
 
 /** Every queued interaction and event processed. */
 async function drained(): Promise<void> {
-  const { eventsQueue, interactionsQueue } = s.ctx.ingest;
+  const { eventsQueue, interactionsQueue } = s.ctx.ingestion.ingest;
   await waitUntil(async () => {
     const counts = await Promise.all([eventsQueue, interactionsQueue].map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')));
     return counts.every((c) => c.waiting + c.active + c.delayed + c.prioritized === 0);

@@ -129,7 +129,7 @@ describe('ranking learns from interactions', () => {
     }
     await Promise.all(sends);
     await waitUntil(async () => {
-      const c = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
+      const c = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
       return c.waiting + c.active + c.delayed === 0;
     }, 20_000, 50);
     await new Promise((r) => setTimeout(r, 1200)); // the ranking snapshot refreshes every second

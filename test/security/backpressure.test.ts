@@ -72,8 +72,8 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
     expect(refused!.body).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: expect.any(String), details: [] } });
     expect(accepted.length).toBeGreaterThan(5);
     // the backlog is counted in events: queued jobs × the events per job producers enqueued (2 here)
-    await t.ctx.ingestBacklog.poll();
-    expect(t.ctx.ingestBacklog.backlog).toBe(accepted.length);
+    await t.ctx.ingestion.ingestBacklog.poll();
+    expect(t.ctx.ingestion.ingestBacklog.backlog).toBe(accepted.length);
 
     const refusedInteraction = await interaction();
     expect(refusedInteraction.statusCode).toBe(429);
@@ -100,14 +100,14 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
     expect((await interaction()).statusCode).toBe(200);
 
     await waitUntil(async () => {
-      const c = await t.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
       return c.waiting + c.active + c.delayed + c.prioritized === 0;
     }, 60_000, 100);
     const rs = await clickhouse.query({ query: 'SELECT insert_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY insert_id', query_params: { p: p.projectId }, format: 'JSONEachRow' });
     const rows = await rs.json<{ insert_id: string; n: string }>();
     expect(rows.map((r) => r.insert_id).sort()).toEqual([...accepted].sort());
     expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
-    expect((await t.ctx.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
+    expect((await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
   }, 120_000);
 });
 

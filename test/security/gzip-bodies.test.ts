@@ -67,7 +67,7 @@ describe('Content-Encoding: gzip on LogEvents and LogTreatmentInteraction', () =
     expect(r.body).toEqual({});
     expect((await logEvents(gz(events('gz-user-x', 1)), 'x-gzip')).status).toBe(200);
     expect((await logEvents(JSON.stringify(events('gz-identity', 1)), 'identity')).status).toBe(200);
-    const jobs = await t.ctx.ingest.eventsQueue.getJobs(['waiting', 'delayed', 'active', 'completed']);
+    const jobs = await t.ctx.ingestion.ingest.eventsQueue.getJobs(['waiting', 'delayed', 'active', 'completed']);
     const users = jobs.flatMap((j) => (j.data.kind === 'eventsBatch' ? j.data.requests : [j.data])).map((d: any) => d.userId);
     expect(users).toEqual(expect.arrayContaining(['gz-user', 'gz-user-x', 'gz-identity']));
   });

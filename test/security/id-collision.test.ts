@@ -23,8 +23,8 @@ afterAll(async () => {
 });
 
 async function queueCounts(): Promise<Record<string, number>> {
-  const e = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
-  const i = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  const e = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  const i = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
   return Object.fromEntries(Object.keys(e).map((k) => [k, (e[k] ?? 0) + (i[k] ?? 0)]));
 }
 

@@ -25,10 +25,11 @@ describe('key caches', () => {
     for (let i = 0; i < 500; i++) expect((await call(t, 'GetAllSurfaces', randomKey(), { projectId: p.projectId })).status).toBe(401);
     const total = 100_000;
     for (let done = 500; done < total; done += 1000) {
-      const batch = Array.from({ length: Math.min(1000, total - done) }, () => t.ctx.auth.verifyKey(randomKey()).then(() => 'admitted', (e: Error) => e.name));
+      const { auth } = t.ctx.projects;
+      const batch = Array.from({ length: Math.min(1000, total - done) }, () => auth.verifyKey(randomKey()).then(() => 'admitted', (e: Error) => e.name));
       expect(new Set(await Promise.all(batch))).toEqual(new Set(['ApiError']));
     }
-    const sizes = t.ctx.auth.cacheSizes;
+    const sizes = t.ctx.projects.auth.cacheSizes;
     expect(sizes.unknownKeys).toBeLessThanOrEqual(MAX_UNKNOWN_KEYS);
     expect(sizes.keys).toBeLessThanOrEqual(MAX_CACHED_KEYS);
     // only keys that verified are remembered as presented, and the flood evicted none of them

@@ -45,8 +45,8 @@ function content(title: string) {
 }
 
 async function idle(): Promise<boolean> {
-  const e = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const i = await s.ctx.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const e = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+  const i = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return [...Object.values(e), ...Object.values(i)].every((n) => n === 0);
 }
 

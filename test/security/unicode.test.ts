@@ -44,7 +44,7 @@ const operations = [
 ];
 
 async function queuedJobs(): Promise<number> {
-  const c = await s.ctx.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed');
+  const c = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed');
   return Object.values(c).reduce((a, b) => a + b, 0);
 }
 
@@ -103,7 +103,8 @@ describe('dead letters are bounded', () => {
       receivedAt: Date.now(),
     });
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await s.ctx.ingest.eventsQueue.add('events', job(i), { ...INGEST_JOB_OPTIONS, jobId: `poison-${i}-${Date.now()}` })).id!);
+    const { eventsQueue } = s.ctx.ingestion.ingest;
+    for (let i = 0; i < 5; i++) ids.push((await eventsQueue.add('events', job(i), { ...INGEST_JOB_OPTIONS, jobId: `poison-${i}-${Date.now()}` })).id!);
     const letters = async () => ((await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters as any[]).filter((l) => ids.includes(l.messageId));
     await waitUntil(async () => (await letters()).length === 5, 60_000, 200);
     for (const l of await letters()) {

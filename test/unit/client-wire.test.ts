@@ -5,12 +5,14 @@ import type * as Wire from '../../client/src/wire.generated.js';
 import { generateWire, WIRE_FILE } from '../../client/scripts/generate-wire.js';
 import { v1Operations } from '../../api/v1.routes.js';
 import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
-import { getAllDataFields, getAllSurfaces, getAllTreatmentTypes, getDataFields, insertDataField, insertSurface, insertTreatmentType, updateTreatmentType } from '../../api/catalog/catalog.ops.js';
+import { getAllSurfaces, getAllTreatmentTypes, insertSurface, insertTreatmentType, updateTreatmentType } from '../../api/catalog/catalog.ops.js';
+import { getAllDataFields, getDataFields, insertDataField } from '../../api/aggregation/data-fields.ops.js';
+import { getEventSchemas, insertEventSchema } from '../../api/catalog/event-schemas.ops.js';
 import { getMutualExclusionGroups } from '../../api/catalog/mutual-exclusion.ops.js';
 import { explainTreatmentsOperation, previewTreatmentOperation } from '../../api/delivery/preview.ops.js';
 import { getTreatments } from '../../api/delivery/delivery.ops.js';
 import { deleteUserDataOperation } from '../../api/profiles/user-data.ops.js';
-import { getEventSchemas, getTreatmentReport, insertEventSchema, listDecisions } from '../../api/impact/impact.ops.js';
+import { getTreatmentReport, listDecisions } from '../../api/impact/impact.ops.js';
 import { getAllTreatmentsOperation, getTreatmentOperation, insertTreatmentOperation, updateTreatmentOperation } from '../../api/treatments/treatments.ops.js';
 import { logEvents, logTreatmentInteraction } from '../../api/ingestion/ingest.ops.js';
 

@@ -287,7 +287,7 @@ describe('frequency caps', () => {
 
 describe('VIEWED cap counters (interactions path)', () => {
   it('adds one to the day of the interaction, only for VIEWED of a treatment with a VIEWED cap', async () => {
-    const { viewCapOps } = await import('../../workers/aggregation/cap-counters.js');
+    const { viewCapOps } = await import('../../workers/delivery/cap-counters.js');
     const job = (interactionType: string, treatmentId = '7') => ({ kind: 'interaction' as const, projectId: PROJECT, userId: 'u', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: String(NOW * 1000), receivedAt: NOW });
     const capped = new Set(['7']);
     expect(viewCapOps(capped, job('VIEWED'))).toEqual([['inc', `cap:v:7:${Math.floor(NOW / 86_400_000)}`, 1]]);

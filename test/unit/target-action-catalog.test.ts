@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadTargetActionCatalog, type TargetActionSources } from '../../workers/aggregation/target-action-cache.js';
-import { eventTimesByTreatment } from '../../workers/ingestion/target-action-conversions.js';
+import { loadTargetActionCatalog, type TargetActionSources } from '../../workers/delivery/target-action-cache.js';
+import { eventTimesByTreatment } from '../../workers/delivery/target-action-conversions.js';
 import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 
 const version = (versionNumber: number, targetActionEventId?: string) => ({ versionNumber, ...(targetActionEventId ? { targetActionEventId } : {}) }) as TreatmentVersionRecord;

@@ -1,7 +1,7 @@
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import { eventOps, interactionOps } from '../../shared/aggregation/index.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
-import { ProjectCatalogCache } from './project-catalog-cache.js';
+import { ProjectCatalogCache } from '../project-catalog-cache.js';
 import type { EventOpsProvider } from '../ingestion/events.processor.js';
 import type { InteractionOpsProvider } from '../ingestion/interactions.processor.js';
 

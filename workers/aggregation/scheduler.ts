@@ -8,7 +8,7 @@ import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import type { Platform } from '../../shared/platform/platform.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { Project } from '../../shared/projects/index.js';
-import { pruneCapCounters } from './cap-prune.js';
+import { pruneCapCounters } from '../delivery/cap-prune.js';
 import { recomputeDataFields, type RecomputeCursor, type RecomputeDeps, type RecomputeResult } from './recompute.js';
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { Metrics } from '../../shared/platform/metrics.js';

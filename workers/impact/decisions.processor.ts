@@ -1,12 +1,10 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { decisionRecordsOf, type DecisionRecord, type DecisionsJob } from '../../shared/impact/index.js';
-import { capCounterField, type AppliedUnit, type ProfileEvent, type ProfileOp, type ProfileStore } from '../../shared/profiles/index.js';
+import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from '../ingestion/events.processor.js';
-
-/** The treatments of a project with a frequency cap counting RETURNED decisions. */
-export type ReturnedCaps = (projectId: string) => Promise<ReadonlySet<string>>;
+import { returnedCapOps, type ReturnedCaps } from '../delivery/cap-counters.js';
 
 export interface DecisionsProcessorDeps {
   writer: ClickhouseBatchWriter;
@@ -20,26 +18,11 @@ export interface DecisionsProcessorDeps {
   markerGraceSeconds?: number;
 }
 
-const DAY_MS = 86_400_000;
-
 /** The JSONCompactEachRow lines of a record (TABLE_COLUMNS.decisions order). */
 export function decisionLines(rec: DecisionRecord, ingest: string): string[] {
   const head = `[${JSON.stringify(rec.projectId)},${JSON.stringify(rec.userId)},${JSON.stringify(rec.responseId)},`;
   const tail = `,"${toClickhouseDateTime64(rec.decideTimeMs)}","${ingest}"]`;
   return rec.decisions.map((d) => `${head}${JSON.stringify(d.treatmentId)},${d.versionNumber},${JSON.stringify(d.surface)},${d.rank},"${d.outcome}"${tail}`);
-}
-
-/**
- * The RETURNED frequency-cap counters of a record: one per returned treatment and surface with a
- * RETURNED cap, on the decision's UTC day. Treatments without such a cap get no counter, so
- * profiles do not grow with every treatment a user was ever shown.
- */
-export function returnedCapOps(rec: DecisionRecord, capped: ReadonlySet<string>): ProfileOp[] {
-  if (capped.size === 0) return [];
-  const day = Math.floor(rec.decideTimeMs / DAY_MS);
-  const ops: ProfileOp[] = [];
-  for (const d of rec.decisions) if (d.outcome === 'RETURNED' && capped.has(d.treatmentId)) ops.push(['inc', capCounterField('RETURNED', d.treatmentId, day), 1]);
-  return ops;
 }
 
 const NO_CAPS: ReadonlySet<string> = new Set();

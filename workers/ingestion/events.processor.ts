@@ -1,11 +1,11 @@
-import { UnrecoverableError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { eventDedupKey, eventRowLine, toUserAttributeUpdateRow } from '../../shared/ingestion/index.js';
 import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
 import { rowLine } from '../../shared/platform/warehouse/tables.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
-import { asPermanent } from './permanent-errors.js';
+import { ALREADY_APPLIED, appliedOutcome, deadLetter, drop, outcomeOf, settle, storedOf, type JobOutcome } from './job-outcome.js';
 import type { IdentityMerger } from '../profiles/identity-merge.js';
 
 /** Contributes aggregate updates for an event (the incremental data-field path plugs in here). */
@@ -18,8 +18,8 @@ export interface EventsProcessorDeps {
   opsFor?: EventOpsProvider;
   /** Events of a request applied for the first time, of its total (duplicates by insertId are the rest). */
   onApplied?: (applied: number, total: number) => void;
-  /** Stores a request of a merged job that can never be stored (the job's other requests go on). */
-  deadLetter?: (request: EventsJob, id: string, err: Error) => Promise<void>;
+  /** Stores a request of a merged job that can never be stored, with the reason (the job's other requests go on). */
+  deadLetter?: (request: EventsJob, id: string, reason: string) => Promise<void>;
   /** Deleted users: a request accepted before its user's deletion is dropped. */
   erased?: ErasedUsers;
   /** Merges a pre-login id's activity into the user of an event that carries both. */
@@ -50,11 +50,13 @@ export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): 
   return job.events.map((e, i) => eventRowLine(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
 }
 
-function checkShape(data: EventsJob | UserAttributesJob): void {
+/** A dead letter when the payload is not a request of one user; undefined when it is. */
+function checkShape(data: EventsJob | UserAttributesJob): JobOutcome | undefined {
   if (!data || typeof data !== 'object' || typeof data.projectId !== 'string' || typeof data.userId !== 'string') {
-    throw new UnrecoverableError('malformed job payload: projectId and userId are required');
+    return deadLetter('malformed job payload: projectId and userId are required');
   }
-  if (data.kind === 'events' && !Array.isArray(data.events)) throw new UnrecoverableError('malformed job payload: events must be a list');
+  if (data.kind === 'events' && !Array.isArray(data.events)) return deadLetter('malformed job payload: events must be a list');
+  return undefined;
 }
 
 /**
@@ -63,24 +65,38 @@ function checkShape(data: EventsJob | UserAttributesJob): void {
  * between any two steps makes BullMQ retry the job, and every step is a no-op the second time.
  * Before the rows, one round trip reads the markers: a request whose marker is there was applied
  * (its rows were stored before its script ran), so a retry inserts nothing for it again.
- * Returns the events applied for the first time (-1: a single job that had been applied before).
+ * Returns the events applied for the first time (-1: a single job that had been applied before);
+ * a job that can never be stored throws UnrecoverableError (`settle`).
  */
 export async function processEventsJob(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<number> {
+  return settle(await eventsJobOutcome(job, deps));
+}
+
+/** The job's steps, each answering an outcome or passing the request on: its shape, its admission, its effects. */
+async function eventsJobOutcome(job: Job<EventsQueueJob>, deps: EventsProcessorDeps): Promise<JobOutcome> {
   const jobId = job.id!;
   const data = job.data;
   if (data?.kind === 'eventsBatch') return processBatch(data, jobId, deps, job);
-  checkShape(data);
-  // An id merged into another user stands for that user (its rows and profile go there);
-  // A request accepted before its user's deletion is dropped
+  const decided = checkShape(data) ?? (await admission(data, jobId, deps, job));
+  if (decided) return decided;
+  if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
+  return processEvents(data, jobId, deps);
+}
+
+/**
+ * A request accepted before its user's deletion is dropped, and one whose marker is there was
+ * applied by an earlier attempt; any other goes on as the user its id stands for (an id merged
+ * into another user stands for that user: its rows and profile go there).
+ */
+async function admission(data: EventsJob | UserAttributesJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<JobOutcome | undefined> {
   const [[dropped], [r]] = await Promise.all([
     acceptedBeforeDeletion(deps.erased, [{ projectId: data.projectId, userId: data.userId, receivedAt: receivedAtOf(data, job) }]),
     deps.profiles.resolveUnits([{ projectId: data.projectId, userId: data.userId, id: jobId }]),
   ]);
-  if (dropped) return 0;
-  if (r.applied) return -1;
+  if (dropped) return drop('accepted before its user was deleted');
+  if (r.applied) return ALREADY_APPLIED;
   data.userId = r.unit.userId;
-  if (data.kind === 'userAttributes') return processUserAttributes(data, jobId, deps);
-  return processEvents(data, jobId, deps);
+  return undefined;
 }
 
 /** The identities of a job's markers (one per request of a merged job), for the pre-check and their deletion at completion. */
@@ -104,7 +120,7 @@ function dedupIdOf(data: EventsJob, e: EventsJob['events'][number], index: numbe
 }
 
 /** One request (or message) with the identity `id`: its marker and its derived de-duplication keys. */
-async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<number> {
+async function processEvents(data: EventsJob, id: string, deps: EventsProcessorDeps): Promise<JobOutcome> {
   // The first accepted event carrying userId U and preLoginTempUserId T merges T into U
   // (each step repeatable: a retry of this job merges once), before this job's own effects.
   if (deps.identity) {
@@ -119,7 +135,7 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
   const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) => deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())));
   data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
-  return applied;
+  return appliedOutcome(applied);
 }
 
 /**
@@ -128,8 +144,8 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
  * a dead letter on its own and the others complete; any other failure fails the job, and its
  * retry redoes only the requests whose marker is missing.
  */
-async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<number> {
-  if (!Array.isArray(data.requests)) throw new UnrecoverableError('malformed job payload: requests must be a list');
+async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<JobOutcome> {
+  if (!Array.isArray(data.requests)) return deadLetter('malformed job payload: requests must be a list');
   const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
   const present = units.filter((u) => u !== undefined);
   // Ids merged into another user stand for that user; a request accepted before its
@@ -143,27 +159,23 @@ async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsPro
     data.requests[i].userId = r.unit.userId;
     return r.applied || dropped[j];
   });
-  const applied = await Promise.all(
+  const stored = await Promise.all(
     data.requests.map(async (request, i) => {
       if (skip[i]) return 0;
       const id = `${jobId}.${i}`;
-      try {
-        return await asPermanent(async () => {
-          checkShape(request);
-          return processEvents(request, id, deps);
-        });
-      } catch (err) {
-        if (!(err instanceof UnrecoverableError) || !deps.deadLetter) throw err;
-        await deps.deadLetter(request, id, err);
-        return 0;
-      }
+      const outcome = await outcomeOf(async () => checkShape(request) ?? processEvents(request, id, deps));
+      if (outcome.kind !== 'deadLetter') return storedOf(outcome);
+      // without a sink of its own, the request fails the job, which is filed whole
+      if (!deps.deadLetter) return settle(outcome);
+      await deps.deadLetter(request, id, outcome.reason);
+      return 0;
     }),
   );
-  return applied.reduce((n, a) => n + Math.max(a, 0), 0);
+  return { kind: 'ok', stored: stored.reduce((n, a) => n + a, 0) };
 }
 
-async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<number> {
+async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<JobOutcome> {
   const row = toUserAttributeUpdateRow({ projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() }, `m:${data.messageId}`, { source: 'pubsub', ingestMs: deps.now() });
   await deps.writer.write('user_attribute_updates', [rowLine('user_attribute_updates', row)]);
-  return deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]);
+  return appliedOutcome(await deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]));
 }

@@ -6,7 +6,8 @@ import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from 
 import { DecisionsWarehouse, type DecisionLookup, type DecisionsJob } from '../../shared/impact/index.js';
 import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
-import { processDecisionsJob, type ReturnedCaps } from '../impact/decisions.processor.js';
+import type { ReturnedCaps } from '../delivery/cap-counters.js';
+import { DECISIONS_INSERT_DELAY_MS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
@@ -19,9 +20,6 @@ import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { identityMerger } from '../profiles/identity-merge.js';
 import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import { closeWorkers, settlesWithin } from '../../shared/platform/stop.js';
-
-/** How long decisions gather for one insert: with the producer's 100 ms, still readable within a second. */
-export const DECISIONS_INSERT_DELAY_MS = 300;
 
 /** BullMQ's reason for a job that exceeded `maxStalledCount` (it fails it on its next pickup). */
 const STALLED_OUT = 'job stalled more than allowable limit';
@@ -97,12 +95,6 @@ export interface IngestWorkers {
   close(graceMs?: number): Promise<void>;
 }
 
-/** The project a dead decisions job is filed under: its first record's. */
-function decisionsProject(data: DecisionsJob | undefined): string {
-  const first: unknown = data?.packed?.[0]?.[0] ?? data?.records?.[0]?.projectId;
-  return typeof first === 'string' ? first : '';
-}
-
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
   // Decisions wait for their insert longer than events: only their own readability (within a
@@ -132,9 +124,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       o.onMetric?.('eventsWritten', applied);
       o.onMetric?.('duplicatesDropped', total - applied);
     },
-    deadLetter: async (request: EventsJob, id: string, err: Error) => {
-      o.log.error({ jobId: id, queue: 'log_events', errMessage: err.message }, 'a request of a merged job can never be stored; stored as a dead letter');
-      await deadLetters.store({ projectId: request.projectId, messageId: id, source: 'log_events', reason: err.message, payload: request });
+    deadLetter: async (request: EventsJob, id: string, reason: string) => {
+      o.log.error({ jobId: id, queue: 'log_events', errMessage: reason }, 'a request of a merged job can never be stored; stored as a dead letter');
+      await deadLetters.store({ projectId: request.projectId, messageId: id, source: 'log_events', reason, payload: request });
       o.onMetric?.('deadLetters', 1);
     },
   };
@@ -145,9 +137,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
   const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
 
+  // impact's worker, on the same options and writer; it shares the isolation and dead-letter paths below
   const decisionDeps = { ...deps, returnedCaps: o.returnedCaps, markerGraceSeconds: markerGraceSeconds(o.lockMs) };
-  const runDecisions = (job: Job<DecisionsJob>) => asPermanent(() => processDecisionsJob(job, decisionDeps));
-  const decisions = new Worker<DecisionsJob, number>(QUEUE.decisions, runDecisions, common);
+  const { worker: decisions, run: runDecisions } = startDecisionsWorker(common, decisionDeps);
 
   // Suspects run one at a time with this process's other workers paused (they finish their
   // active jobs first), so if a suspect kills the process it takes no other job with it, and a

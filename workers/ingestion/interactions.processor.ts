@@ -1,4 +1,4 @@
-import { UnrecoverableError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { toInteractionRow, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
@@ -7,6 +7,7 @@ import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 import type { DecisionLookup } from '../../shared/impact/index.js';
 import { trackingResponseId } from '../../shared/ingestion/index.js';
+import { ALREADY_APPLIED, appliedOutcome, deadLetter, drop, settle, type DeadLetter, type JobOutcome } from './job-outcome.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
 
@@ -36,24 +37,26 @@ export class DecisionNotYetStored extends Error {
  * stored it yet) until `decisionWaitMs` after the interaction was received, then a dead letter
  * with the reason. A given userId or surface that disagrees with the decision is a dead letter.
  */
-export async function resolveInteraction(d: InteractionJob, deps: InteractionsProcessorDeps): Promise<InteractionJob> {
-  if (!deps.decisions) throw new UnrecoverableError('interaction without userId or surface, and no decision log to resolve them from');
+export async function resolveInteraction(d: InteractionJob, deps: InteractionsProcessorDeps): Promise<InteractionJob | DeadLetter> {
+  if (!deps.decisions) return deadLetter('interaction without userId or surface, and no decision log to resolve them from');
   const responseId = trackingResponseId(d.treatmentTrackingId);
   const found = await deps.decisions(d.projectId, responseId, d.treatmentId);
   if (!found) {
     const waitMs = deps.decisionWaitMs ?? 600_000;
     const waited = deps.now() - (Number.isFinite(d.receivedAt) ? d.receivedAt : 0);
     if (waited >= waitMs) {
-      throw new UnrecoverableError(`no decision for treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}") in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
+      const what = `treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}")`;
+      return deadLetter(`no decision for ${what} in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
     }
     throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
   }
   // a decision made for a pre-login id merged into the given user agrees with that user
   if (typeof d.userId === 'string' && d.userId !== found.userId && (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))) {
-    throw new UnrecoverableError(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
+    return deadLetter(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
   }
   if (typeof d.surface === 'string' && !found.surfaces.includes(d.surface)) {
-    throw new UnrecoverableError(`surface "${d.surface}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (surfaces: ${found.surfaces.join(', ')})`);
+    const surfaces = found.surfaces.join(', ');
+    return deadLetter(`surface "${d.surface}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (surfaces: ${surfaces})`);
   }
   const resolved: InteractionJob = { ...d, userId: found.userId, surface: typeof d.surface === 'string' ? d.surface : found.surfaces[0] };
   delete resolved.resolve;
@@ -73,13 +76,20 @@ export function interactionUnit(d: InteractionJob | undefined, jobId: string): A
  * its marker makes a no-op if it had run too.
  */
 export async function processInteractionJob(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<number> {
+  return settle(await interactionJobOutcome(job, deps));
+}
+
+/** The job's steps, each answering an outcome or passing the interaction on: its shape, its user and surface, its admission, its effects. */
+async function interactionJobOutcome(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<JobOutcome> {
   let d = job.data;
-  if (!d || typeof d.projectId !== 'string' || typeof d.treatmentTrackingId !== 'string' || typeof d.treatmentId !== 'string' || typeof d.interactionTimeMicros !== 'string') throw new UnrecoverableError('malformed interaction job payload');
+  const wellFormed = d && typeof d.projectId === 'string' && typeof d.treatmentTrackingId === 'string' && typeof d.treatmentId === 'string' && typeof d.interactionTimeMicros === 'string';
+  if (!wellFormed) return deadLetter('malformed interaction job payload');
   if (d.resolve === true || typeof d.userId !== 'string' || typeof d.surface !== 'string') {
-    d = await resolveInteraction(d, deps);
+    const resolved = await resolveInteraction(d, deps);
+    if (resolved.kind === 'deadLetter') return resolved;
     // the completion handler (marker cut) and a later attempt see the resolved job; the decision
     // log never changes a stored decision, so resolving again on a retry gives the same answer
-    job.data = d;
+    job.data = d = resolved;
   }
   const jobId = job.id!;
   const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
@@ -89,17 +99,18 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
     acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
     deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id: jobId }]),
   ]);
-  if (dropped) return 0;
+  if (dropped) return drop('accepted before its user was deleted');
   if (unit.userId !== d.userId) job.data = d = { ...d, userId: unit.userId };
-  let applied = -1;
+  let outcome = ALREADY_APPLIED;
   if (!done) {
     const row = (userId: string) => deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
     await row(d.userId);
     const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
     const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);
     if (r.userId !== d.userId) job.data = d = { ...d, userId: r.userId };
-    applied = r.applied;
+    outcome = appliedOutcome(r.applied);
   }
+  // an attempt that finds its profile applied still runs the ranking script (its own marker)
   if (deps.ranking) await deps.ranking.store.apply(d.projectId, jobId, deps.ranking.deltasFor(d));
-  return applied;
+  return outcome;
 }

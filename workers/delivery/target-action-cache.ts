@@ -1,6 +1,6 @@
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { TreatmentRecord } from '../../shared/treatments/index.js';
-import { ProjectCatalogCache } from './project-catalog-cache.js';
+import { ProjectCatalogCache } from '../project-catalog-cache.js';
 
 /** What the ingestion path needs to know about a project's target actions. */
 export interface TargetActionCatalog {

@@ -3,9 +3,9 @@ import { actionsField } from '../../shared/delivery/index.js';
 import type { ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore } from '../../shared/delivery/index.js';
 import type { ConversionClaim, TargetActionViewStore } from '../../shared/delivery/index.js';
-import type { TargetActionCatalog } from '../aggregation/target-action-cache.js';
-import type { EventOpsProvider } from './events.processor.js';
-import type { InteractionOpsProvider } from './interactions.processor.js';
+import type { TargetActionCatalog } from './target-action-cache.js';
+import type { EventOpsProvider } from '../ingestion/events.processor.js';
+import type { InteractionOpsProvider } from '../ingestion/interactions.processor.js';
 
 /**
  * A treatment's target-action event counts as a ranking action of (treatment, surface) when it

@@ -1,4 +1,4 @@
-import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
+import type { InvalidationBus } from '../shared/platform/redis/invalidation-bus.js';
 
 /**
  * Something derived from a project's catalogue (its data fields, its capped treatments), cached

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ApiError } from '../../shared/platform/errors.js';
 import type { EventSchemaStore } from '../../shared/catalog/index.js';
-import type { EventOpsProvider } from './events.processor.js';
+import type { EventOpsProvider } from '../ingestion/events.processor.js';
 
 /**
  * The event names that workers store become event schemas. Cheap on the ingest path: a
