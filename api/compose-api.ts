@@ -45,7 +45,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const aggregation = createAggregation({ redis, keys, now });
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
-  const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
+  const delivery = createDelivery({ redis, keys, bus, log, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
   const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);

@@ -3,7 +3,7 @@ import { normalizeDataFieldParams, type NormalizedParams } from '../../shared/ag
 import type { ContentFieldType, TreatmentType } from '../../shared/catalog/index.js';
 import type { DataFieldRecord } from '../../shared/aggregation/index.js';
 import { ApiError, FailedPreconditionError, InvalidArgumentError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
-import { typeChangeConflicts } from '../../shared/catalog/index.js';
+import { typeChangeConflicts } from '../../shared/treatments/index.js';
 import { surfaceDataFieldParams } from '../../shared/catalog/index.js';
 import {
   GetAllDataFieldsBody,

@@ -3,7 +3,7 @@ import type { ApiServices } from '../compose-api.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../shared/treatments/index.js';
-import { conditionFitsType, validateRhs } from '../../shared/delivery/index.js';
+import { conditionFitsType, validateRhs } from '../../shared/rules/index.js';
 import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { type TreatmentControls, type VersionFields } from '../../shared/treatments/index.js';
 import { parseWindowDays } from '../../shared/aggregation/index.js';

@@ -5,5 +5,4 @@ export * from './mutual-exclusion-group.store.js';
 export * from './surface-provisioning.js';
 export * from './surface.store.js';
 export * from './treatment-type.store.js';
-export * from './type-compatibility.js';
 export * from './types.js';

@@ -1,16 +1,10 @@
-import { dataFieldValuesJson } from '../aggregation/index.js';
-import type { StoredProfile } from '../profiles/index.js';
 import { CatalogCache, type CatalogCacheDeps } from './catalog.cache.js';
 import { RankingStatsStore } from './ranking-stats.store.js';
 import type { RankingPolicy } from './ranking/ranking-policy.js';
 import { thompsonSampling } from './ranking/thompson-sampling.js';
 
-/** The catalogue cache's stores and connections, and the clock of data-field windows. */
-export interface DeliveryDeps extends CatalogCacheDeps {
-  now: () => number;
-}
-
-export type DataFieldValues = (projectId: string, profile: StoredProfile) => Promise<Record<string, string | number | boolean | null>>;
+/** The catalogue cache's stores and connections. */
+export type DeliveryDeps = CatalogCacheDeps;
 
 /** Delivery's per-process, in-memory state: compiled catalogue plans kept fresh from the bus, ranking counter snapshots and the ranking policy. */
 export interface Delivery {
@@ -18,8 +12,6 @@ export interface Delivery {
   catalogPlans: CatalogCache;
   rankingStats: RankingStatsStore;
   rankingPolicy: RankingPolicy;
-  /** Computed data-field values of a profile, by dataFieldId. */
-  dataFieldValues: DataFieldValues;
 }
 
 export function createDelivery(deps: DeliveryDeps): Delivery {
@@ -27,7 +19,6 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     catalogPlans: new CatalogCache(deps),
     rankingStats: new RankingStatsStore(deps.redis, deps.keys, { log: deps.log }),
     rankingPolicy: thompsonSampling(),
-    dataFieldValues: async (projectId, profile) => dataFieldValuesJson(await deps.dataFields.list(projectId), profile, deps.now()),
   };
 }
 

@@ -1,3 +1,5 @@
+import type { PropertyValue } from '../rules/index.js';
+
 export type TreatmentInteractionType =
   | 'TREATMENT_INTERACTION_TYPE_UNSPECIFIED'
   | 'SENT'
@@ -8,13 +10,7 @@ export type TreatmentInteractionType =
   | 'CTA_COMPLETED'
   | 'SWIPE';
 
-/** A PropertyValue in its JSON form: exactly one member set. longValue is a decimal string. */
-export type PropertyValue =
-  | { longValue: string }
-  | { doubleValue: number }
-  | { stringValue: string }
-  | { booleanValue: boolean }
-  | { timestampValue: string };
+export type { PropertyValue } from '../rules/index.js';
 
 /**
  * What an event carries besides its name and times, the same on every path (LogEvents body,

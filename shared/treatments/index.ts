@@ -7,4 +7,5 @@ export * from './treatment-versions.js';
 export * from './treatment.presenter.js';
 export * from './treatment.schemas.js';
 export * from './treatment.store.js';
+export * from './type-compatibility.js';
 export * from './types.js';

@@ -7,9 +7,8 @@
  * (`conditionFitsType`, `validateRhs`) and evaluation (`evaluateRule`) both go through them, so
  * a rule accepted on insert never evaluates to TYPE_MISMATCH or BAD_RHS for a value of its type.
  */
-import type { Condition, DataMissingBehaviour, EligibilityRule } from '../treatments/index.js';
-import type { DataFieldType } from '../aggregation/index.js';
-import { containsAnyMatcher } from '../platform/substring-search.js';
+import type { Condition, DataFieldType, DataMissingBehaviour, EligibilityRule } from './types.js';
+import { containsAnyMatcher } from './substring-search.js';
 import { TYPE_OF_KIND, type RuleValue } from './rule-values.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
