@@ -57,11 +57,22 @@ export function conditionFitsType(condition: Condition, type: DataFieldType): bo
   return FITTING_CONDITIONS[type]?.has(condition) ?? false;
 }
 
+/** The conditions that apply to a data field type, in the table's order (the console offers them so). */
+export function conditionsFor(type: DataFieldType): Condition[] {
+  return [...(FITTING_CONDITIONS[type] ?? [])];
+}
+
 /** Null when `rhsValue` is usable for the condition on that type, else why not (for a 400). */
 export function validateRhs(condition: Condition, type: DataFieldType, rhsValue: string): string | null {
   if (!conditionFitsType(condition, type)) return `condition ${condition} does not apply to a ${type} data field`;
+  const problem = rhsProblem(condition, type, rhsValue);
+  return problem === null ? null : `rhsValue of ${condition} on a ${type} data field ${problem}`;
+}
+
+/** What is wrong with `rhsValue` for a condition that fits the type, e.g. "must be a number"; null when nothing is. */
+export function rhsProblem(condition: Condition, type: DataFieldType, rhsValue: string): string | null {
   const compiled = compileCondition(condition, type, rhsValue);
-  return compiled.ok ? null : `rhsValue of ${condition} on a ${type} data field ${compiled.error}`;
+  return compiled.ok ? null : compiled.error;
 }
 
 /**
