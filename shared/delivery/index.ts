@@ -8,6 +8,8 @@ export * from './delivery.js';
 export * from './delivery.schemas.js';
 export * from './explanation.js';
 export * from './preview.js';
+export * from './ranking-counter.store.js';
+export * from './ranking-ops.js';
 export * from './ranking-stats.store.js';
 export * from './ranking/ranking-policy.js';
 export * from './ranking/thompson-sampling.js';
