@@ -7,8 +7,6 @@ import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../shared/platform/redis/redis.js';
 import { closePlatform, createPlatform, type Platform } from '../shared/platform/platform.js';
 import { composeApi, type ApiServices } from './compose-api.js';
-import { closeIngestion, createIngestion } from '../shared/ingestion/index.js';
-import { createAggregation } from '../shared/aggregation/index.js';
 import type { RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
@@ -20,6 +18,8 @@ import { createRedis } from '../shared/platform/redis/redis.js';
 import { remoteWarehouseOps, startWarehouseRpcWorker, type WarehouseOps } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
+import { closeIngestion, createIngestion } from '../shared/ingestion/create-ingestion.js';
+import { createAggregation } from '../shared/aggregation/create-aggregation.js';
 
 /** Last resort: a process whose ordered stop has not ended by then exits 1. */
 const SHUTDOWN_DEADLINE_MS = 25_000;

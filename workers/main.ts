@@ -2,13 +2,15 @@ import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './ingestion/dead-letter-sink.js';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import type { Platform } from '../shared/platform/platform.js';
-import { createProfiles, type ProfileEvent, type ProfileOp } from '../shared/profiles/index.js';
-import { createAggregation } from '../shared/aggregation/index.js';
-import { createProjects } from '../shared/projects/index.js';
-import { createTreatments } from '../shared/treatments/index.js';
-import { createCatalog } from '../shared/catalog/index.js';
+import type { ProfileEvent, ProfileOp } from '../shared/profiles/index.js';
+import { createProfiles } from '../shared/profiles/create-profiles.js';
+import { createAggregation } from '../shared/aggregation/create-aggregation.js';
+import { createProjects } from '../shared/projects/create-projects.js';
+import { createTreatments } from '../shared/treatments/create-treatments.js';
+import { createCatalog } from '../shared/catalog/create-catalog.js';
 import type { Ingestion } from '../shared/ingestion/index.js';
-import { RankingCounterStore, rankingOps, TargetActionViewStore } from '../shared/delivery/index.js';
+import { rankingOps } from '../shared/delivery/index.js';
+import { createDeliveryCounters } from '../shared/delivery/create-delivery.js';
 import { clickhouseCheck, type OpsContribution, type ReadinessCheck } from '../shared/platform/ops-server.js';
 import { markerGraceSeconds, startIngestWorkers, type IngestWorkers } from './ingestion/ingest-workers.js';
 import type { EventOpsProvider } from './ingestion/events.processor.js';
@@ -62,9 +64,17 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
-  const ranking = { store: new RankingCounterStore(storeConnection, keys), deltasFor: rankingOps };
+  const { rankingCounters, targetActionViews } = createDeliveryCounters({ redis: storeConnection, keys, retentionDays: config.retentionDays });
+  const ranking = { store: rankingCounters, deltasFor: rankingOps };
   const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
-  const conversions: TargetActionDeps = { catalog: targetActions, views: new TargetActionViewStore(storeConnection, keys, { retentionDays: config.retentionDays }), ranking: ranking.store, profiles, markerGraceSeconds: markerGraceSeconds(config.workerLockMs), log: log.child({ role: 'workers' }) };
+  const conversions: TargetActionDeps = {
+    catalog: targetActions,
+    views: targetActionViews,
+    ranking: ranking.store,
+    profiles,
+    markerGraceSeconds: markerGraceSeconds(config.workerLockMs),
+    log: log.child({ role: 'workers' }),
+  };
   const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);

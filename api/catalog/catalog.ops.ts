@@ -23,8 +23,8 @@ import {
   UpdateTreatmentTypeBody,
 } from '../../shared/catalog/index.js';
 import { int64String } from '../../shared/platform/int64.js';
-import { backfillStatuses } from '../../shared/aggregation/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
+import { backfillStatuses } from '../../shared/aggregation/backfill-status.queue.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
 /** Change-log actor for operations whose request names nobody. */

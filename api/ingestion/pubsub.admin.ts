@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
-import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/index.js';
 import type { ApiServices } from '../compose-api.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
+import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/pubsub-source.store.js';
 
 const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
 

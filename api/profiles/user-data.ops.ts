@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
 import type { ApiServices } from '../compose-api.js';
-import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/index.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
+import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/user-deletion.queue.js';
 
 export const DeleteUserDataBody = Strict({
   projectId: ProjectId,

@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
 import { invalidField } from '../../shared/platform/errors.js';
-import { listChanges } from '../../shared/projects/index.js';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
 import type { Project } from '../../shared/projects/index.js';
 import { percentageProblem } from '../treatments/treatment-input.js';
 import { MAX_RATE_LIMIT } from '../../shared/platform/config.js';
+import { listChanges } from '../../shared/projects/change-log.store.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });

@@ -1,4 +1,8 @@
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { CatalogCache, type CatalogCacheDeps } from './catalog.cache.js';
+import { RankingCounterStore } from './ranking-counter.store.js';
+import { TargetActionViewStore } from './target-action-views.store.js';
 import { RankingStatsStore } from './ranking-stats.store.js';
 import type { RankingPolicy } from './ranking/ranking-policy.js';
 import { thompsonSampling } from './ranking/thompson-sampling.js';
@@ -24,4 +28,15 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 
 export async function closeDelivery(delivery: Delivery): Promise<void> {
   await delivery.catalogPlans.close();
+}
+
+/** What the workers role writes for delivery: the ranking counters of interactions and the views target-action events convert. */
+export interface DeliveryCounters {
+  rankingCounters: RankingCounterStore;
+  targetActionViews: TargetActionViewStore;
+}
+
+export function createDeliveryCounters(deps: { redis: Redis; keys: RedisKeys; retentionDays: number }): DeliveryCounters {
+  const { redis, keys, retentionDays } = deps;
+  return { rankingCounters: new RankingCounterStore(redis, keys), targetActionViews: new TargetActionViewStore(redis, keys, { retentionDays }) };
 }

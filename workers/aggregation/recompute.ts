@@ -7,7 +7,8 @@ import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { redisScript } from '../../shared/platform/redis/script-loader.js';
 import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
-import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey, UserDeletionStore } from '../../shared/profiles/index.js';
+import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey } from '../../shared/profiles/index.js';
+import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record:

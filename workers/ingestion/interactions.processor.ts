@@ -6,7 +6,7 @@ import { rowLine, toInteractionRow } from '../../shared/platform/warehouse/event
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 import type { DecisionLookup } from '../../shared/platform/warehouse/warehouse.js';
-import { trackingResponseId } from '../../shared/ingestion/index.js';
+import { trackingResponseId } from '../../shared/ingestion/event-input.codec.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
 
