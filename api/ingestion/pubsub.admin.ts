@@ -1,14 +1,14 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
+import { checkTopicPath, createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import type { ApiServices } from '../compose-api.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
-import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/pubsub-source.store.js';
+import type { PubSubSourceStore } from '../../shared/ingestion/index.js';
 
 const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
 
-function sources(ctx: Pick<ApiServices, 'redis' | 'keys' | 'now'>): PubSubSourceStore {
-  return new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now);
+function sources(ctx: Pick<ApiServices, 'pubsubSources'>): PubSubSourceStore {
+  return ctx.pubsubSources;
 }
 
 /** The subscription exists before the source is stored, so a missing topic or an unreachable Pub/Sub is the operator's answer, not a worker's log line. */

@@ -42,11 +42,9 @@ const COMPOSITION_ROOTS = /^(api\/compose-api\.ts|api\/server\.ts|workers\/main\
  */
 const NOT_YET_FROM_FACTORIES = [
   'api/catalog/catalog.ops.ts -> shared/aggregation/backfill-status.queue.ts',
-  'api/ingestion/pubsub.admin.ts -> shared/ingestion/pubsub-source.store.ts',
   'api/profiles/user-data.ops.ts -> shared/profiles/user-deletion.queue.ts',
   'api/projects/projects.admin.ts -> shared/projects/change-log.store.ts',
   'workers/aggregation/recompute.ts -> shared/profiles/user-deletion.store.ts',
-  'workers/ingestion/pubsub-intake.ts -> shared/ingestion/pubsub-source.store.ts',
   'workers/profiles/user-data.ts -> shared/profiles/user-deletion.queue.ts',
   'workers/profiles/user-data.ts -> shared/profiles/erase-queued-jobs.queue.ts',
 ];

@@ -10,7 +10,6 @@ import type { DeadLetterSink } from './dead-letter-sink.js';
 import type { PubSubSource } from '../../shared/ingestion/index.js';
 import { messageOutcome, type MessageOutcome } from './pubsub-messages.js';
 import { isRedisUnavailable } from '../../shared/platform/redis/redis-health.js';
-import { PubSubSourceStore } from '../../shared/ingestion/pubsub-source.store.js';
 import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
 
 /*
@@ -263,7 +262,7 @@ export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: Pu
   const intake = new PubSubIntake(
     {
       pubsub: await createPubSub(ctx.config),
-      sources: new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now),
+      sources: ctx.pubsubSources,
       events: ctx.ingest.events,
       backlog: ctx.ingestBacklog,
       deadLetters,
