@@ -5,7 +5,6 @@ import { defineAdminOperation } from '../http/admin-operation.js';
 import type { Project } from '../../shared/projects/index.js';
 import { percentageProblem } from '../treatments/treatment-input.js';
 import { MAX_RATE_LIMIT } from '../../shared/platform/config.js';
-import { listChanges } from '../../shared/projects/change-log.store.js';
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
 const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
@@ -137,7 +136,7 @@ export const listChangesOp = defineAdminOperation({
   response: Type.Object({ changes: Type.Array(ChangeOut), nextPageToken: Type.Optional(Type.String()) }),
   handler: async (body, ctx) => {
     await ctx.projects.require(body.projectId);
-    return listChanges(ctx.redis, ctx.keys, body.projectId, body.pageSize ?? 50, body.pageToken);
+    return ctx.changeLog.list(body.projectId, body.pageSize ?? 50, body.pageToken);
   },
 });
 
