@@ -3,7 +3,6 @@ import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js'
 import type { ApiServices } from '../compose-api.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
 import { defineAdminOperation } from '../http/admin-operation.js';
-import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/user-deletion.queue.js';
 
 export const DeleteUserDataBody = Strict({
   projectId: ProjectId,
@@ -20,7 +19,11 @@ export const DeleteUserDataResponse = Type.Object({});
  * and (4) the change log has an entry naming the user by a SHA-256 digest only. Idempotent:
  * repeating the call repeats the erasure (a later deletion time).
  */
-export async function deleteUserData(ctx: Pick<ApiServices, 'userDeletions' | 'redis' | 'config' | 'now' | 'log'>, body: Static<typeof DeleteUserDataBody>, actor: string): Promise<Record<string, never>> {
+export async function deleteUserData(
+  ctx: Pick<ApiServices, 'userDeletions' | 'userDeletionQueue' | 'now' | 'log'>,
+  body: Static<typeof DeleteUserDataBody>,
+  actor: string,
+): Promise<Record<string, never>> {
   const { projectId, userId } = body;
   const store = ctx.userDeletions;
   const deletedAtMs = ctx.now();
@@ -31,13 +34,14 @@ export async function deleteUserData(ctx: Pick<ApiServices, 'userDeletions' | 'r
   // processed: looked for after the tombstone and before the keys go, so a job whose profile
   // script could run after the deletion of the keys is among them (the deletion job waits for
   // them and erases again).
-  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userIds);
+  const inFlight = await ctx.userDeletionQueue.inFlightJobsOf(projectId, userIds);
   const keysDeleted = await store.deleteKeys(projectId, userIds, deletedAtMs);
   // Rows are deleted up to now, not up to the tombstone: a job that completed in between wrote
   // its rows (with its own ingest time) before its profile script, which the keys' deletion removed.
   const rowsUpToMs = ctx.now();
   await store.setRowsCutoff(projectId, userIds, rowsUpToMs);
-  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, ...(mergedIds.length > 0 ? { mergedIds } : {}), deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
+  const job = { kind: 'deleteUser' as const, projectId, userId, ...(mergedIds.length > 0 ? { mergedIds } : {}), deletedAtMs: rowsUpToMs };
+  await ctx.userDeletionQueue.enqueue({ ...job, ...(inFlight.length > 0 ? { inFlight } : {}) });
   await store.recordChange(projectId, userId, deletedAtMs, actor);
   // never the user id in a log line
   ctx.log.info({ projectId, mergedIds: mergedIds.length, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');

@@ -42,7 +42,6 @@ const COMPOSITION_ROOTS = /^(api\/compose-api\.ts|api\/server\.ts|workers\/main\
  */
 const NOT_YET_FROM_FACTORIES = [
   'api/catalog/catalog.ops.ts -> shared/aggregation/backfill-status.queue.ts',
-  'api/profiles/user-data.ops.ts -> shared/profiles/user-deletion.queue.ts',
   'workers/aggregation/recompute.ts -> shared/profiles/user-deletion.store.ts',
   'workers/profiles/user-data.ts -> shared/profiles/user-deletion.queue.ts',
   'workers/profiles/user-data.ts -> shared/profiles/erase-queued-jobs.queue.ts',
