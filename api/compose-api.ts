@@ -42,7 +42,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const projects = createProjects({ redis, keys, bus, now });
   const catalog = createCatalog({ redis, keys, now });
   const treatments = createTreatments({ redis, keys, now });
-  const aggregation = createAggregation({ redis, keys, now });
+  const aggregation = createAggregation({ redis, keys, now, redisPrefix: config.redisPrefix });
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
   const delivery = createDelivery({

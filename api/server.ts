@@ -175,7 +175,8 @@ async function openWarehouse(platform: Platform, clickhouse: Warehouse | undefin
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
     const { directWarehouseOps } = await import('../workers/warehouse/warehouse-ops.js');
-    return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields: createAggregation(platform).dataFields, log, now }), closeWarehouse: async () => undefined };
+    const { dataFields } = createAggregation({ ...platform, redisPrefix: config.redisPrefix });
+    return { warehouse: directWarehouseOps({ warehouse: clickhouse, redis, keys, dataFields, log, now }), closeWarehouse: async () => undefined };
   }
   const remote = remoteWarehouseOps(redis, config.redisPrefix, log);
   return { warehouse: remote, closeWarehouse: () => remote.close() };

@@ -59,7 +59,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   for (const c of [connection, storeConnection]) c.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
   const stores = { redis: storeConnection, keys, now };
   const { profiles, userDeletions } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
-  const { dataFields } = createAggregation(stores);
+  const { dataFields } = createAggregation({ ...stores, redisPrefix: config.redisPrefix });
   const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
   const { projects } = createProjects({ ...stores, bus });

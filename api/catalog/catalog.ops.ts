@@ -24,7 +24,6 @@ import {
 } from '../../shared/catalog/index.js';
 import { int64String } from '../../shared/platform/int64.js';
 import { defineOperation, type V1Operation } from '../http/v1-operation.js';
-import { backfillStatuses } from '../../shared/aggregation/backfill-status.queue.js';
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
 /** Change-log actor for operations whose request names nobody. */
@@ -221,7 +220,7 @@ export const getAllDataFields = defineOperation({
   response: GetAllDataFieldsResponse,
   handler: async (body, _auth, ctx) => {
     const fields = await ctx.dataFields.list(body.projectId);
-    const status = await backfillStatuses({ redis: ctx.redis, keys: ctx.keys, redisPrefix: ctx.config.redisPrefix }, body.projectId, fields);
+    const status = await ctx.backfillStatuses(body.projectId, fields);
     return { dataFields: fields.map((f) => ({ ...presentAnyDataField(f), backfillStatus: status.get(f.dataFieldId) ?? 'NOT_APPLICABLE' })) };
   },
 });
