@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CONSOLE, findCycle, importsOf, ROOMS, roomOf, runtimeChainTo, sources, type Import } from '../helpers/import-graph.js';
+import { CONSOLE, findCycle, importsOf, PLATFORM_ADAPTERS, ROOMS, roomOf, runtimeChainTo, sources, type Import } from '../helpers/import-graph.js';
 
 /**
  * The shape of the code through chains of imports (architecture.test.ts checks single imports):
@@ -11,12 +11,7 @@ const GRAPH = new Map(FILES.map((f) => [f, importsOf(f)]));
 
 /** A room's files that hold storage, queue, cache, service or wire-coding code (schemas hold shapes only: they load typebox, followed below). */
 const ADAPTER_FILE = /\.(store|queue|cache|service|codec|presenter)\.ts$/;
-/** The platform's adapters; its wire building blocks (common.schemas: typebox only) are not one. */
-const PLATFORM_ADAPTERS = [
-  ...['shared/platform/redis/', 'shared/platform/warehouse/', 'shared/platform/http/', 'shared/platform/pubsub/', 'shared/platform/limits/'],
-  ...['shared/platform/queues.ts', 'shared/platform/metrics.ts', 'shared/platform/logger.ts', 'shared/platform/config.ts', 'shared/platform/ops-server.ts'],
-  'shared/platform/platform.ts',
-];
+/** The platform's wire building blocks (typebox only), under http/ but not an adapter. */
 const PLATFORM_PURE = ['shared/platform/http/common.schemas.ts'];
 const ADAPTER_PACKAGES = ['bullmq', 'ioredis', '@google-cloud/pubsub', 'protobufjs', '@clickhouse/client', 'chdb', 'fastify', 'pino', 'prom-client'];
 /** The pure helpers shared/rules may use; nothing else of the project, and no package. */
