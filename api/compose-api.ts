@@ -2,14 +2,14 @@ import type { Logger } from 'pino';
 import type { Config } from '../shared/platform/config.js';
 import { closePlatform, createPlatform, type Platform, type PlatformOptions } from '../shared/platform/platform.js';
 import { remoteRpc, type RpcChannel } from '../shared/platform/warehouse/warehouse-rpc.js';
-import { createProjects, type Projects } from '../shared/projects/index.js';
-import { createCatalog, type Catalog } from '../shared/catalog/index.js';
-import { createTreatments, type Treatments } from '../shared/treatments/index.js';
-import { createAggregation, type AggregationFeature } from '../shared/aggregation/index.js';
-import { createProfiles, type Profiles } from '../shared/profiles/index.js';
-import { closeIngestion, createIngestion, type Ingestion } from '../shared/ingestion/index.js';
-import { closeImpact, createImpact, type Impact } from '../shared/impact/index.js';
-import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery/index.js';
+import { createProjects, type Projects } from '../shared/projects/create-projects.js';
+import { createCatalog, type Catalog } from '../shared/catalog/create-catalog.js';
+import { createTreatments, type Treatments } from '../shared/treatments/create-treatments.js';
+import { createAggregation, type AggregationFeature } from '../shared/aggregation/create-aggregation.js';
+import { createProfiles, type Profiles } from '../shared/profiles/create-profiles.js';
+import { closeIngestion, createIngestion, type Ingestion } from '../shared/ingestion/create-ingestion.js';
+import { closeImpact, createImpact, type Impact } from '../shared/impact/create-impact.js';
+import { closeDelivery, createDelivery, type Delivery } from '../shared/delivery/create-delivery.js';
 import { LoadShedder } from './http/load-shedder.js';
 import { corsPolicy } from './http/cors.js';
 
@@ -64,9 +64,19 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const catalog = createCatalog({ redis, keys, now });
   const treatments = createTreatments({ redis, keys, now });
   const { aggregation } = shared;
-  const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays });
+  const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
   const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
-  const delivery = createDelivery({ redis, keys, bus, log, now, projects: projects.projects, surfaces: catalog.surfaces, treatmentTypes: catalog.treatmentTypes, treatments: treatments.treatments, dataFields: aggregation.dataFields });
+  const delivery = createDelivery({
+    redis,
+    keys,
+    bus,
+    log,
+    projects: projects.projects,
+    surfaces: catalog.surfaces,
+    treatmentTypes: catalog.treatmentTypes,
+    treatments: treatments.treatments,
+    dataFields: aggregation.dataFields,
+  });
   const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
@@ -103,7 +113,7 @@ export function openApiServices(config: Readonly<Config>, log: Logger, opts: Pla
   const platform = createPlatform(config, log, opts);
   const ingestion = createIngestion(platform);
   const warehouse = remoteRpc(platform.redis, config.redisPrefix, log);
-  const api = composeApi(platform, { warehouse, ingestion, aggregation: createAggregation(platform) });
+  const api = composeApi(platform, { warehouse, ingestion, aggregation: createAggregation({ ...platform, redisPrefix: config.redisPrefix }) });
   return {
     services: api.services,
     close: async () => {

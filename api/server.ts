@@ -7,8 +7,6 @@ import { ensureLocalRedis } from '../shared/platform/redis/local-redis.js';
 import { waitForRedis } from '../shared/platform/redis/redis.js';
 import { closePlatform, createPlatform, type Platform } from '../shared/platform/platform.js';
 import { composeApi, type ApiServices } from './compose-api.js';
-import { closeIngestion, createIngestion } from '../shared/ingestion/index.js';
-import { createAggregation, type AggregationFeature } from '../shared/aggregation/index.js';
 import type { RoleHandle } from '../workers/main.js';
 import { buildApp } from './app.js';
 import { metricsPlugin, requestMetricsPlugin } from './http/metrics.plugin.js';
@@ -20,6 +18,8 @@ import { createRedis } from '../shared/platform/redis/redis.js';
 import { remoteRpc, startRpcWorker, type RpcChannel, type RpcHandlers } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
+import { closeIngestion, createIngestion } from '../shared/ingestion/create-ingestion.js';
+import { createAggregation, type AggregationFeature } from '../shared/aggregation/create-aggregation.js';
 
 /** Pending connections the kernel keeps for the API listeners (node's default is 511). */
 const LISTEN_BACKLOG = 4096;
@@ -106,7 +106,7 @@ async function startRoles(config: Readonly<Config>, log: Logger, redisChild: Chi
   // the rpc queue. A process with ClickHouse answers them itself, and with the workers role it
   // also answers the other processes' calls.
   // The data fields of the request-path connection: the API's, and the warehouse reads' that recompute them.
-  const aggregation = createAggregation(platform);
+  const aggregation = createAggregation({ ...platform, redisPrefix: platform.config.redisPrefix });
   const { warehouse, handlers, closeWarehouse } = await openWarehouse(platform, aggregation, clickhouse);
   // One set of ingestion producers per process: the API and the Pub/Sub intake enqueue through it.
   const ingestion = createIngestion(platform);

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import { backfillStatuses, normalizeDataFieldParams, type DataFieldRecord, type NormalizedParams } from '../../shared/aggregation/index.js';
+import { normalizeDataFieldParams, type DataFieldRecord, type NormalizedParams } from '../../shared/aggregation/index.js';
 import { ApiError, InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
 import {
   GetAllDataFieldsBody,
@@ -12,8 +12,8 @@ import {
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 
-/** What the data-field handlers use: the data fields, event schemas for the event names they aggregate, backfill status in Redis. */
-export type DataFieldOpsDeps = Pick<ApiServices, 'redis' | 'keys' | 'config' | 'aggregation' | 'catalog'>;
+/** What the data-field handlers use: the data fields with their backfill status, and event schemas for the event names they aggregate. */
+export type DataFieldOpsDeps = Pick<ApiServices, 'aggregation' | 'catalog'>;
 const defineOperation = operationsUsing<DataFieldOpsDeps>();
 
 const MANAGEMENT = ['TREATMENT_MANAGEMENT'] as const;
@@ -83,7 +83,7 @@ export const getAllDataFields = defineOperation({
   response: GetAllDataFieldsResponse,
   handler: async (body, _auth, ctx) => {
     const fields = await ctx.aggregation.dataFields.list(body.projectId);
-    const status = await backfillStatuses({ redis: ctx.redis, keys: ctx.keys, redisPrefix: ctx.config.redisPrefix }, body.projectId, fields);
+    const status = await ctx.aggregation.backfillStatuses(body.projectId, fields);
     return { dataFields: fields.map((f) => ({ ...presentAnyDataField(f), backfillStatus: status.get(f.dataFieldId) ?? 'NOT_APPLICABLE' })) };
   },
 });

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { ContentFieldType, TreatmentType } from '../../shared/catalog/index.js';
 import { FailedPreconditionError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
-import { typeChangeConflicts } from '../../shared/catalog/index.js';
+import { typeChangeConflicts } from '../../shared/treatments/index.js';
 import { surfaceDataFieldParams } from '../../shared/catalog/index.js';
 import {
   GetAllSurfacesBody,

@@ -1,11 +1,11 @@
 import { LogEventsRequest, LogTreatmentInteractionRequest, EMAIL_INTERACTION_TYPES, EmptyResponse } from '../../shared/ingestion/index.js';
-import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../shared/ingestion/index.js';
 import { invalidField, InvalidArgumentError } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import type { DeliveryType } from '../../shared/catalog/index.js';
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 import type { InteractionJob } from '../../shared/ingestion/index.js';
+import { acceptedTimeProblem, acceptedTimes, checkTrackingId, normalizeEvents } from '../../shared/ingestion/event-input.codec.js';
 
 /** What the ingestion handlers use: the producers and their backlog, and the catalogue an interaction is checked against. */
 export type IngestOpsDeps = Pick<ApiServices, 'now' | 'config' | 'ingestion' | 'impact' | 'delivery' | 'catalog' | 'treatments'>;

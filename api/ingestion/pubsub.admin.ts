@@ -1,19 +1,14 @@
 import { Type } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import { createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
-import { checkTopicPath, PubSubSourceStore } from '../../shared/ingestion/index.js';
+import { checkTopicPath, createPubSub, ensureSubscription, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { adminOperationsUsing } from '../http/admin-operation.js';
 import type { ApiServices } from '../compose-api.js';
 
 /** What the Pub/Sub source handlers use: the project check and the sources stored in Redis. */
-export type PubSubAdminDeps = Pick<ApiServices, 'redis' | 'keys' | 'now' | 'config' | 'projects'>;
+export type PubSubAdminDeps = Pick<ApiServices, 'config' | 'projects' | 'ingestion'>;
 const defineAdminOperation = adminOperationsUsing<PubSubAdminDeps>();
 
 const PubSubSourceOut = Type.Object({ projectId: Type.String(), topic: Type.String(), subscription: Type.String() });
-
-function sources(ctx: Pick<ApiServices, 'redis' | 'keys' | 'now'>): PubSubSourceStore {
-  return new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now);
-}
 
 /** The subscription exists before the source is stored, so a missing topic or an unreachable Pub/Sub is the operator's answer, not a worker's log line. */
 async function ensureOnTopic(ctx: Pick<ApiServices, 'config'>, source: { topic: string; subscription: string }): Promise<void> {
@@ -36,7 +31,7 @@ export const setPubSubSource = defineAdminOperation({
     checkTopicPath(body.topic);
     const source = { projectId: body.projectId, topic: body.topic, subscription: subscriptionPath(ctx.config.pubsubProjectId, body.projectId) };
     await ensureOnTopic(ctx, source);
-    return { pubSubSource: await sources(ctx).set(source, actor) };
+    return { pubSubSource: await ctx.ingestion.pubsubSources.set(source, actor) };
   },
 });
 
@@ -48,7 +43,7 @@ export const getPubSubSource = defineAdminOperation({
   response: Type.Object({ pubSubSource: PubSubSourceOut }),
   handler: async (body, ctx) => {
     await ctx.projects.projects.require(body.projectId);
-    return { pubSubSource: await sources(ctx).require(body.projectId) };
+    return { pubSubSource: await ctx.ingestion.pubsubSources.require(body.projectId) };
   },
 });
 
@@ -60,7 +55,7 @@ export const clearPubSubSource = defineAdminOperation({
   response: Type.Object({ pubSubSource: PubSubSourceOut }),
   handler: async (body, ctx, actor) => {
     await ctx.projects.projects.require(body.projectId);
-    return { pubSubSource: await sources(ctx).clear(body.projectId, actor) };
+    return { pubSubSource: await ctx.ingestion.pubsubSources.clear(body.projectId, actor) };
   },
 });
 

@@ -1,11 +1,10 @@
 import { Type, type Static } from 'typebox';
 import { ProjectId, Strict } from '../../shared/platform/http/common.schemas.js';
-import { enqueueUserDeletion, inFlightJobsOf } from '../../shared/profiles/index.js';
 import { operationsUsing } from '../http/v1-operation.js';
 import { adminOperationsUsing } from '../http/admin-operation.js';
 import type { ApiServices } from '../compose-api.js';
 
-/** What DeleteUserData uses: the deletion store, the queues in Redis, and (as an admin operation) the project check. */
+/** What DeleteUserData uses: the deletion store and queue, the queues in Redis, and (as an admin operation) the project check. */
 export type UserDataOpsDeps = Pick<ApiServices, 'profiles' | 'redis' | 'config' | 'now' | 'log'>;
 const defineOperation = operationsUsing<UserDataOpsDeps>();
 const defineAdminOperation = adminOperationsUsing<UserDataOpsDeps & Pick<ApiServices, 'projects'>>();
@@ -36,13 +35,14 @@ export async function deleteUserData(ctx: UserDataOpsDeps, body: Static<typeof D
   // processed: looked for after the tombstone and before the keys go, so a job whose profile
   // script could run after the deletion of the keys is among them (the deletion job waits for
   // them and erases again).
-  const inFlight = await inFlightJobsOf(ctx.redis, ctx.config.redisPrefix, projectId, userIds);
+  const inFlight = await ctx.profiles.userDeletionQueue.inFlightJobsOf(projectId, userIds);
   const keysDeleted = await store.deleteKeys(projectId, userIds, deletedAtMs);
   // Rows are deleted up to now, not up to the tombstone: a job that completed in between wrote
   // its rows (with its own ingest time) before its profile script, which the keys' deletion removed.
   const rowsUpToMs = ctx.now();
   await store.setRowsCutoff(projectId, userIds, rowsUpToMs);
-  await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId, userId, ...(mergedIds.length > 0 ? { mergedIds } : {}), deletedAtMs: rowsUpToMs, ...(inFlight.length > 0 ? { inFlight } : {}) });
+  const job = { kind: 'deleteUser' as const, projectId, userId, ...(mergedIds.length > 0 ? { mergedIds } : {}), deletedAtMs: rowsUpToMs };
+  await ctx.profiles.userDeletionQueue.enqueue({ ...job, ...(inFlight.length > 0 ? { inFlight } : {}) });
   await store.recordChange(projectId, userId, deletedAtMs, actor);
   // never the user id in a log line
   ctx.log.info({ projectId, mergedIds: mergedIds.length, keysDeleted, inFlight: inFlight.length }, 'user data deleted from redis; clickhouse deletion queued');

@@ -4,8 +4,8 @@ import { plainValue } from '../../shared/ingestion/index.js';
 import { adminOperationsUsing } from '../http/admin-operation.js';
 import type { ApiServices } from '../compose-api.js';
 
-/** What GetUserProfile uses: the project check, the stored profile and delivery's data-field values. */
-export type UserProfileAdminDeps = Pick<ApiServices, 'projects' | 'profiles' | 'delivery'>;
+/** What GetUserProfile uses: the project check, the stored profile and the data fields' values. */
+export type UserProfileAdminDeps = Pick<ApiServices, 'projects' | 'profiles' | 'aggregation'>;
 const defineAdminOperation = adminOperationsUsing<UserProfileAdminDeps>();
 
 const JsonValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
@@ -32,7 +32,7 @@ export const getUserProfile = defineAdminOperation({
     const stored = await ctx.profiles.profiles.get(body.projectId, body.userId);
     const userProperties: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
-    const dataFields = await ctx.delivery.dataFieldValues(body.projectId, stored);
+    const dataFields = await ctx.aggregation.dataFieldValues(body.projectId, stored);
     return { profile: { userId: body.userId, userProperties, dataFields, ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}), ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}) } };
   },
 });

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import { invalidField } from '../../shared/platform/errors.js';
-import { listChanges } from '../../shared/projects/index.js';
 import { ProjectId, Strict, TimestampOut } from '../../shared/platform/http/common.schemas.js';
 import { adminOperationsUsing } from '../http/admin-operation.js';
 import type { ApiServices } from '../compose-api.js';
@@ -142,7 +141,7 @@ export const listChangesOp = defineAdminOperation({
   response: Type.Object({ changes: Type.Array(ChangeOut), nextPageToken: Type.Optional(Type.String()) }),
   handler: async (body, ctx) => {
     await ctx.projects.projects.require(body.projectId);
-    return listChanges(ctx.redis, ctx.keys, body.projectId, body.pageSize ?? 50, body.pageToken);
+    return ctx.projects.changeLog.list(body.projectId, body.pageSize ?? 50, body.pageToken);
   },
 });
 

@@ -3,11 +3,10 @@ import type { ApiServices } from '../compose-api.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
 import { validateContent, validateRemovedSurfaces, validateRules } from '../../shared/treatments/index.js';
-import { conditionFitsType, validateRhs } from '../../shared/delivery/index.js';
+import { conditionFitsType, validateRhs } from '../../shared/rules/index.js';
 import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { type TreatmentControls, type VersionFields } from '../../shared/treatments/index.js';
 import { parseWindowDays } from '../../shared/aggregation/index.js';
-import { presentTreatment } from '../../shared/treatments/index.js';
 import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
@@ -15,6 +14,7 @@ import {
   type InsertTreatmentBody,
   type UpdateTreatmentBody,
 } from '../../shared/treatments/index.js';
+import { presentTreatment } from '../../shared/treatments/treatment.presenter.js';
 
 
 // ------------------------------------------------------------------------------------------------

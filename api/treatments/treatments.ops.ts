@@ -4,7 +4,6 @@ import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyEx
 import { validateContent } from '../../shared/treatments/index.js';
 import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentUpdate, type VersionFields } from '../../shared/treatments/index.js';
 import { filterTreatments } from '../../shared/treatments/index.js';
-import { presentPublicTreatment, presentTreatment } from '../../shared/treatments/index.js';
 import type { TreatmentRecord } from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import type { TreatmentTransition } from '../../shared/treatments/index.js';
@@ -21,6 +20,7 @@ import {
   type UpdateTreatmentBody,
 } from '../../shared/treatments/index.js';
 import { controlsOf, groupIdOf, present, versionFieldsOf } from './treatment-input.js';
+import { presentPublicTreatment, presentTreatment } from '../../shared/treatments/treatment.presenter.js';
 
 /** What the treatment handlers use: the treatments, the catalogue they are checked against, the data fields their rules name. */
 export type TreatmentOpsDeps = Pick<ApiServices, 'now' | 'treatments' | 'catalog' | 'aggregation'>;

@@ -4,14 +4,7 @@ import { QUEUE } from '../platform/queues.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { aggregationTarget } from './data-field-ops.js';
 import type { DataFieldRecord } from './types.js';
-
-/** Consumer group of the aggregation worker on the data-field-created stream. */
-export const BACKFILL_GROUP = 'backfill';
-
-/** One backfill job per field: a repeated enqueue of the same field is a no-op. */
-export function backfillJobId(projectId: string, dataFieldId: string): string {
-  return `backfill-${projectId}-${dataFieldId}`;
-}
+import { BACKFILL_GROUP, backfillJobId } from './jobs.js';
 
 /**
  * Where a data field's backfill from history stands. NOT_APPLICABLE: a user property (nothing to

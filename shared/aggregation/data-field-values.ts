@@ -1,5 +1,5 @@
 import { aggregationOf, type AggregationSpec } from './data-field-params.js';
-import { ruleValueFromJson, type RuleValue } from '../delivery/index.js';
+import { ruleValueFromJson, type RuleValue } from '../rules/index.js';
 import type { DataFieldRecord } from './types.js';
 import { dailyCountKey, firstTsKey, latestTsKey, type StoredProfile } from '../profiles/index.js';
 

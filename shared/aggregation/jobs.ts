@@ -8,3 +8,11 @@ export interface AggregationJob {
   dataFieldIds?: string[];
   reason: 'schedule' | 'backfill' | 'manual' | 'redis_restart';
 }
+
+/** Consumer group of the aggregation worker on the data-field-created stream. */
+export const BACKFILL_GROUP = 'backfill';
+
+/** One backfill job per field: a repeated enqueue of the same field is a no-op. */
+export function backfillJobId(projectId: string, dataFieldId: string): string {
+  return `backfill-${projectId}-${dataFieldId}`;
+}

@@ -1,16 +1,9 @@
-import type { PropertyValue, TreatmentInteractionType } from '../ingestion/index.js';
 import type { RpcCall } from '../platform/rpc-call.js';
+import type { TreatmentInteractionType } from '../ingestion/index.js';
+import type { DataFieldType, PropertyValue } from '../rules/index.js';
 
-export type DataFieldType =
-  | 'UNSPECIFIED_DATA_FIELD_TYPE'
-  | 'INTEGER'
-  | 'DOUBLE'
-  | 'STRING'
-  | 'BOOLEAN'
-  | 'TIMESTAMP_SECONDS'
-  | 'INTEGER_LIST'
-  | 'DOUBLE_LIST'
-  | 'STRING_LIST';
+export type { DataFieldType } from '../rules/index.js';
+
 
 export type Aggregation =
   | { dailyCountAggregation: { windowName: string } }

@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { DATA_FIELD_NAME_MAX, DATA_FIELD_NAME_PATTERN, INTERACTION_TYPES } from '../aggregation/index.js';
-import { ModificationSourceIn } from '../treatments/index.js';
-import { Int64In, Int64Out, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
+import { Int64In, Int64Out, ModificationSourceIn, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
 
 /** Wire shapes of the catalogue operations (surfaces, treatment types, data fields). */
 

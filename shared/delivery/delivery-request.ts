@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, type ErrorDetail } from '../platform/errors.js';
 import { servedPlannedVersion, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
-import { ruleValueFromContextualAttribute } from './rule-values.js';
+import { ruleValueFromContextualAttribute } from '../rules/index.js';
 import type { ContextualAttribute, DeliveryRequest } from './delivery.schemas.js';
 
 import { canonicalizeLanguageTag } from '../treatments/index.js';

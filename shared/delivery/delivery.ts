@@ -12,7 +12,7 @@ import { type Decision, type DecisionOutcome } from '../impact/index.js';
 import { compareIds, plannedTreatmentArchived, plannedVersionStatus, type CatalogPlan, type PlannedTreatment } from './catalog-plan.js';
 import { renderContent } from './content-render.js';
 import { prepareRequest, type PreparedRequest, type PreparedSurface } from './delivery-request.js';
-import { ruleValueFromContextualAttribute } from './rule-values.js';
+import { ruleValueFromContextualAttribute } from '../rules/index.js';
 import { plainValue } from '../ingestion/index.js';
 import type { RankingPolicy, RankingStatsView } from './ranking/ranking-policy.js';
 import { assessor, type Assessment, type Verdict, eligibilityReasons, heldOutFor, holdoutBucket, pickLanguage } from './assessment.js';

@@ -1,8 +1,8 @@
 /** Why each treatment was or was not returned, in the words ExplainTreatments and PreviewTreatment use (pure). */
 import { compareIds, plannedTreatmentStatus } from './catalog-plan.js';
 import type { PreparedSurface } from './delivery-request.js';
-import { type RuleOutcome } from './eligibility.js';
-import type { RuleValue } from './rule-values.js';
+import { type RuleOutcome } from '../rules/index.js';
+import type { RuleValue } from '../rules/index.js';
 import type { TreatmentStatus } from '../treatments/index.js';
 import type { RuleCheck, Verdict } from './assessment.js';
 

@@ -3,7 +3,7 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError, invalidFi
 import type { StoredProfile } from '../profiles/index.js';
 import { plannedVersionStatus, type CatalogPlan } from './catalog-plan.js';
 import { prepareAttributes, prepareLanguage, type PreparedRequest } from './delivery-request.js';
-import { evaluateRule } from './eligibility.js';
+import { evaluateRule } from '../rules/index.js';
 import type { ContextualAttribute, UserTreatment } from './delivery.schemas.js';
 import { capCount, type RuleCheck, type RuleInput, type Verdict, heldOutFor, holdoutBucket, pickLanguage, ruleInput } from './assessment.js';
 import { present } from './delivery.js';

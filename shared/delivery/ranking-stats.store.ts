@@ -1,54 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { InteractionJob } from '../ingestion/index.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
-import { actionsField, EMPTY_STATS_VIEW, statsViewFromHash, viewsField, type RankingStatsView } from './ranking/ranking-policy.js';
-import { JOB_MARKER_TTL_SECONDS } from '../profiles/index.js';
-import { redisScript } from '../platform/redis/script-loader.js';
-
-/** Interactions that count as the target action of a view. */
-const ACTION_TYPES: ReadonlySet<string> = new Set(['CLICKED', 'CTA_COMPLETED']);
-
-/** A ranking counter update: HINCRBY `field` of the project's ranking hash by `by`. */
-export type RankingDelta = [field: string, by: number];
-
-/**
- * The counter updates of one interaction, for the interactions worker (applied exactly once by
- * `RankingCounterStore.apply`, guarded by the job's ranking marker). The API admits only
- * interactions on surfaces and treatments of the catalogue, so the hash holds at most
- * 2 fields per (surface, treatment) pair of the project.
- */
-export function rankingOps(job: InteractionJob): RankingDelta[] {
-  if (job.interactionType === 'VIEWED') return [[viewsField(job.surface, job.treatmentId), 1]];
-  if (ACTION_TYPES.has(job.interactionType)) return [[actionsField(job.surface, job.treatmentId), 1]];
-  return [];
-}
-
-/*
- * The ranking counters of one job, exactly once: the marker and the counters are in the project's
- * ranking slot (`{<project>}`), apart from the user's profile script, so each script touches one
- * hash slot (Redis Cluster).
- */
-const APPLY_RANKING = redisScript(new URL('./apply-ranking-2.lua', import.meta.url));
-
-export class RankingCounterStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-  ) {}
-
-  /** Applies a job's counter updates once; -1 when they had been applied before. */
-  async apply(projectId: string, jobId: string, deltas: readonly RankingDelta[]): Promise<number> {
-    if (deltas.length === 0) return 0;
-    const args: (string | number)[] = [JOB_MARKER_TTL_SECONDS];
-    for (const [field, by] of deltas) args.push(field, by);
-    return Number(await APPLY_RANKING.run(this.redis, [this.keys.rankingStats(projectId), this.keys.rankingJobMarker(projectId, jobId)], args));
-  }
-
-  markerKey(projectId: string, jobId: string): string {
-    return this.keys.rankingJobMarker(projectId, jobId);
-  }
-}
+import { EMPTY_STATS_VIEW, statsViewFromHash, type RankingStatsView } from './ranking/ranking-policy.js';
 
 export interface RankingStatsStoreOptions {
   /** Minimum age of a snapshot before it is re-read. @defaultValue 1000 */

@@ -1,5 +1,5 @@
-export * from './create-impact.js';
-export * from './decision-log.queue.js';
+export type * from './create-impact.js';
+export type * from './decision-log.queue.js';
 export * from './decisions.js';
 export * from './impact.schemas.js';
 export * from './report-stats.js';

@@ -1,11 +1,11 @@
-export * from './create-ingestion.js';
-export * from './enqueue-batcher.queue.js';
-export * from './event-input.codec.js';
-export * from './ingest-backlog.service.js';
-export * from './ingest-producers.queue.js';
+export type * from './create-ingestion.js';
+export type * from './enqueue-batcher.queue.js';
+export type * from './event-input.codec.js';
+export type * from './ingest-backlog.service.js';
+export type * from './ingest-producers.queue.js';
 export * from './ingest.schemas.js';
 export * from './jobs.js';
 export * from './property-value.js';
-export * from './proto.codec.js';
-export * from './pubsub-source.store.js';
+export type * from './proto.codec.js';
+export type * from './pubsub-source.store.js';
 export * from './types.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { invalidField, NotFoundError } from '../platform/errors.js';
+import { NotFoundError } from '../platform/errors.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
-import { TOPIC_PATH } from '../platform/pubsub/pubsub.js';
+import { checkTopicPath } from '../platform/pubsub/pubsub.js';
 import { atomicWrite, withOptimisticRetry } from '../platform/redis/atomic-write.js';
 import { changeFields } from '../projects/index.js';
 
@@ -15,11 +15,6 @@ export interface PubSubSource {
 }
 
 const RESOURCE_KIND = 'pubSubSource';
-
-/** @throws InvalidArgumentError unless the topic is a full topic path. */
-export function checkTopicPath(topic: string): void {
-  if (!TOPIC_PATH.test(topic)) throw invalidField('topic', 'must have the form projects/<project>/topics/<topic>');
-}
 
 /**
  * The sources live in one hash (projectId → JSON) that every workers process reads when it

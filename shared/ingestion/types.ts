@@ -1,4 +1,5 @@
 import type { RpcCall } from '../platform/rpc-call.js';
+import type { PropertyValue } from '../rules/index.js';
 
 export type TreatmentInteractionType =
   | 'TREATMENT_INTERACTION_TYPE_UNSPECIFIED'
@@ -10,13 +11,7 @@ export type TreatmentInteractionType =
   | 'CTA_COMPLETED'
   | 'SWIPE';
 
-/** A PropertyValue in its JSON form: exactly one member set. longValue is a decimal string. */
-export type PropertyValue =
-  | { longValue: string }
-  | { doubleValue: number }
-  | { stringValue: string }
-  | { booleanValue: boolean }
-  | { timestampValue: string };
+export type { PropertyValue } from '../rules/index.js';
 
 /**
  * What an event carries besides its name and times, the same on every path (LogEvents body,

@@ -4,7 +4,7 @@ import type { ApiKeyRecord, Permission } from './types.js';
 import { NotFoundError } from '../platform/errors.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { atomicWrite, withOptimisticRetry } from '../platform/redis/atomic-write.js';
-import { changeFields } from './change-log.store.js';
+import { changeFields } from './change-entry.js';
 
 const FIELD = 'record';
 /** `tds_<keyId>_<secret>`: the key id finds the record, the 256-bit secret proves possession. */

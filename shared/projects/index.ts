@@ -1,6 +1,7 @@
-export * from './api-key.store.js';
-export * from './authenticator.service.js';
-export * from './change-log.store.js';
-export * from './create-projects.js';
-export * from './project.store.js';
+export type * from './api-key.store.js';
+export type * from './authenticator.service.js';
+export * from './change-entry.js';
+export type * from './change-log.store.js';
+export type * from './create-projects.js';
+export type * from './project.store.js';
 export * from './types.js';

@@ -3,7 +3,7 @@ import type { DeliveryEndpoint, Project } from './types.js';
 import { AlreadyExistsError, NotFoundError } from '../platform/errors.js';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { atomicWrite, withOptimisticRetry } from '../platform/redis/atomic-write.js';
-import { changeFields } from './change-log.store.js';
+import { changeFields } from './change-entry.js';
 
 const FIELD = 'record';
 

@@ -1,10 +1,11 @@
 export * from './content-validation.js';
-export * from './create-treatments.js';
+export type * from './create-treatments.js';
 export * from './language.js';
 export * from './treatment-filter.js';
 export * from './treatment-status.js';
 export * from './treatment-versions.js';
-export * from './treatment.presenter.js';
+export type * from './treatment.presenter.js';
 export * from './treatment.schemas.js';
-export * from './treatment.store.js';
+export type * from './treatment.store.js';
+export * from './type-compatibility.js';
 export * from './types.js';

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { Condition, DataMissingBehaviour } from './types.js';
-import { Int64In, Int64Out, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
+import { Int64In, Int64Out, ModificationSourceIn, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
 
 /**
  * Wire shapes of InsertTreatment, UpdateTreatment, GetTreatment and GetAllTreatments.
@@ -38,8 +38,6 @@ const ExternalIdIn = Type.String({ minLength: 1, maxLength: 256 });
 const Actor = NonEmpty(256);
 const Name = NonEmpty(256);
 const Description = Type.String({ maxLength: 4096 });
-/** Who made the change; the web console sends TDS_CONSOLE. Default API. */
-export const ModificationSourceIn = Type.Optional(Type.Union([Type.Literal('API'), Type.Literal('TDS_CONSOLE')], { description: 'API (default) or TDS_CONSOLE for changes made in the web console' }));
 const GroupName = Type.String({ maxLength: 256, description: 'mutual exclusion group name; "" clears it on update' });
 
 // ------------------------------------------------------------------------------------------------

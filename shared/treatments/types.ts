@@ -1,4 +1,7 @@
 import type { ModificationSource } from '../projects/index.js';
+import type { EligibilityRule } from '../rules/index.js';
+
+export type { Condition, DataMissingBehaviour, EligibilityRule } from '../rules/index.js';
 
 export interface ContentField {
   fieldName: string;
@@ -8,35 +11,6 @@ export interface ContentField {
 export interface Content {
   contentByLanguage: { languageCode: { languageCode: string }; contentFields: ContentField[] }[];
   languageAgnosticContentFields: ContentField[];
-}
-
-export type Condition =
-  | 'UNSPECIFIED_CONDITION'
-  | 'LESS_THAN'
-  | 'LESS_THAN_OR_EQUALS'
-  | 'GREATER_THAN'
-  | 'GREATER_THAN_OR_EQUALS'
-  | 'EQUALS'
-  | 'NOT_EQUALS'
-  | 'IS_AFTER_CURRENT_TIMESTAMP_MINUS'
-  | 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS'
-  | 'CONTAINS'
-  | 'ANY_OF'
-  | 'DOES_NOT_CONTAIN'
-  | 'NOT_ANY_OF'
-  | 'CONTAINS_ANY_OF'
-  | 'DOES_NOT_CONTAIN_ANY_OF';
-
-export type DataMissingBehaviour =
-  | 'ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED'
-  | 'EVALUATE_TO_ELIGIBLE'
-  | 'EVALUATE_TO_INELIGIBLE';
-
-export interface EligibilityRule {
-  dataFieldId: string;
-  condition: Condition;
-  rhsValue: string;
-  dataMissingBehaviour: DataMissingBehaviour;
 }
 
 export interface TreatmentVersionRecord {

@@ -68,7 +68,7 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   for (let u = 0; u < USERS; u++) {
     const p = await t.ctx.profiles.profiles.get(projectId, `user-${u}`);
     expect(p.userProperties.last).toEqual({ longValue: String(REQUESTS_PER_USER - 1) });
-    const values = await t.ctx.delivery.dataFieldValues!(projectId, p);
+    const values = await t.ctx.aggregation.dataFieldValues(projectId, p);
     expect(values[countField]).toBe(String(perUser));
     expect(values[firstField]).toBe(new Date(base).toISOString());
   }

@@ -54,13 +54,13 @@ export async function mergesSurviveWorkerKills(h: CrashHarness): Promise<void> {
   for (let u = 0; u < USERS; u++) {
     const p = await t.ctx.profiles.profiles.get(projectId, `user-${u}`);
     expect(p.mergedFrom).toEqual([`anon-${u}`]);
-    const values = await t.ctx.delivery.dataFieldValues!(projectId, p);
+    const values = await t.ctx.aggregation.dataFieldValues(projectId, p);
     expect(values[countField]).toBe(String(perUser));
     // last write wins by timestamp across both histories
     expect(p.userProperties).toMatchObject({ t_last: { longValue: String(REQUESTS - 1) }, u_last: { longValue: String(REQUESTS - 1) }, shared: { stringValue: `u${REQUESTS - 1}` } });
     const alias = await t.ctx.profiles.profiles.get(projectId, `anon-${u}`);
     expect(alias.mergedInto).toBe(`user-${u}`);
-    expect(await t.ctx.delivery.dataFieldValues!(projectId, alias)).toEqual(values);
+    expect(await t.ctx.aggregation.dataFieldValues(projectId, alias)).toEqual(values);
   }
   const rows = await h.warehouseRows<{ user_id: string; n: string; u: string }>(
     `SELECT user_id, count() AS n, uniqExact(dedup_key) AS u FROM events FINAL WHERE project_id = {p:String} AND startsWith(user_id, 'user-') GROUP BY user_id ORDER BY user_id`,

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import { evaluateRule, type RuleOutcome } from '../../shared/delivery/eligibility.js';
-import { type RuleValue } from '../../shared/delivery/rule-values.js';
+import { evaluateRule, type RuleOutcome } from '../../shared/rules/eligibility.js';
+import { type RuleValue } from '../../shared/rules/rule-values.js';
 import type { Condition, DataMissingBehaviour, EligibilityRule } from '../../shared/treatments/index.js';
 
 /** Rule values and a rule evaluated at a fixed now, for the eligibility tests. */

@@ -3,7 +3,9 @@ import type { Command } from 'ioredis';
 import { CatalogCache } from '../../shared/delivery/catalog.cache.js';
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
-import { RankingCounterStore, rankingOps, RankingStatsStore, type RankingDelta } from '../../shared/delivery/ranking-stats.store.js';
+import { RankingCounterStore } from '../../shared/delivery/ranking-counter.store.js';
+import { rankingOps, type RankingDelta } from '../../shared/delivery/ranking-ops.js';
+import { RankingStatsStore } from '../../shared/delivery/ranking-stats.store.js';
 import { admin, call, callOk, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 const MINUTE = 60_000;

@@ -9,7 +9,6 @@ import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js'
 import { ClickhouseWarehouse } from '../../shared/platform/warehouse/clickhouse-warehouse.js';
 import { waitForRedis } from '../../shared/platform/redis/redis.js';
 import { closePlatform, createPlatform } from '../../shared/platform/platform.js';
-import { closeIngestion, createIngestion } from '../../shared/ingestion/index.js';
 import { startOpsServer } from '../../shared/platform/ops-server.js';
 import { startWorkers } from '../../workers/main.js';
 import { freePort, spawnService, type ChildService } from '../helpers/child-service.js';
@@ -17,6 +16,7 @@ import { testConfig, uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { parseExposition, sample, type Sample } from '../helpers/metrics-exposition.js';
+import { closeIngestion, createIngestion } from '../../shared/ingestion/create-ingestion.js';
 
 /**
  * Every process kind serves /healthz, /readyz and /metrics on its ops port (OPS_PORT): the API

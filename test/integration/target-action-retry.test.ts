@@ -3,17 +3,19 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
-import { ProfileStore } from '../../shared/profiles/index.js';
 import type { EventsJob, InteractionJob } from '../../shared/ingestion/index.js';
 import { processEventsJob } from '../../workers/ingestion/events.processor.js';
 import { processInteractionJob } from '../../workers/ingestion/interactions.processor.js';
-import { RankingCounterStore, rankingOps } from '../../shared/delivery/index.js';
-import { TargetActionViewStore, type ConversionClaim } from '../../shared/delivery/index.js';
+import { rankingOps } from '../../shared/delivery/index.js';
+import type { ConversionClaim } from '../../shared/delivery/index.js';
 import { targetActionEventOps, targetActionViewOps, type TargetActionDeps } from '../../workers/delivery/target-action-conversions.js';
 import type { TargetActionCatalog } from '../../workers/delivery/target-action-cache.js';
 import type { ClickhouseBatchWriter } from '../../workers/warehouse/clickhouse-batch-writer.js';
 import { uniquePrefix, waitUntil } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
+import { ProfileStore } from '../../shared/profiles/profile.store.js';
+import { RankingCounterStore } from '../../shared/delivery/ranking-counter.store.js';
+import { TargetActionViewStore } from '../../shared/delivery/target-action-views.store.js';
 
 /**
  * A target-action event counts as one ranking action of the treatment it converts, exactly once,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
-import { CHANGE_ENTRY_MAX_BYTES } from '../../shared/projects/change-log.store.js';
+import { CHANGE_ENTRY_MAX_BYTES } from '../../shared/projects/change-entry.js';
 import { INSERT_MARKER_TTL_SECONDS } from '../../shared/profiles/insert-markers.js';
 
 /**

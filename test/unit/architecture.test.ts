@@ -1,61 +1,59 @@
 import { describe, expect, it } from 'vitest';
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { CONSOLE, importsOf, PLATFORM_ADAPTERS, ROOMS, ROOT, roomOf, sources } from '../helpers/import-graph.js';
 
 /**
- * The shape of the code, checked: tiers (shared never imports api or workers), feature rooms
- * (another room is reached only through its index.ts), pure logic (a room's files without an
- * adapter suffix import no storage, queue, HTTP or warehouse code) and file size. The web console
- * (api/console/src) is a separate browser front-end: only the size rule covers it.
+ * The shape of the code, checked: tiers (shared never imports api or workers), feature rooms and
+ * their doors, pure logic (a room's files without an adapter suffix import no storage, queue,
+ * HTTP or warehouse code) and file size. Circles and what pure files load through chains of
+ * imports: architecture-graph.test.ts.
+ *
+ * A room has three doors:
+ * - its index.ts: types and pure functions only (adapters' types with `export type`), the only door
+ *   for other rooms;
+ * - its create-<room>.ts factory, which builds its adapters (stores, queues, caches, services):
+ *   imported only by the composition roots (and tests), which pass what it built down;
+ * - its wire modules (*.schemas, *.presenter, *.codec: request and response shapes, payload
+ *   decoding; *.warehouse: its ClickHouse rows and SQL), which api/ and workers/ (the edges that
+ *   speak the wire and write the rows) may import directly.
+ *   Schemas load nothing but typebox, so index.ts may also export them.
  */
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ROOMS = ['projects', 'catalog', 'treatments', 'delivery', 'ingestion', 'profiles', 'aggregation', 'impact'];
-/** Files of a room that talk to Redis, queues, the wire (codecs, presenters, schemas) or other processes say so in their name. */
-const ADAPTER_SUFFIX = /\.(store|queue|cache|service|codec|presenter|schemas|warehouse)\.ts$/;
-/** Logic may name the wire shapes' types (derived from the one schema with Static<>), never load them. */
-const WIRE_TYPES = /(\.schemas\.ts|^typebox)$/;
-const ADAPTER_PACKAGES = ['ioredis', 'bullmq', '@clickhouse/client', 'chdb', 'fastify', '@google-cloud/pubsub', 'typebox', 'pino', 'prom-client'];
-const PLATFORM_ADAPTERS = ['shared/platform/redis/', 'shared/platform/warehouse/', 'shared/platform/http/', 'shared/platform/pubsub/', 'shared/platform/limits/', 'shared/platform/queues.ts', 'shared/platform/metrics.ts', 'shared/platform/logger.ts', 'shared/platform/config.ts', 'shared/platform/ops-server.ts'];
-
-const CONSOLE = 'api/console/src/';
-
-function sources(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
-    const p = `${dir}/${e.name}`;
-    if (e.isDirectory()) {
-      if (e.name !== 'node_modules') sources(p, out);
-    } else if (/\.tsx?$/.test(e.name)) out.push(p);
-  }
-  return out;
-}
-
-interface Import {
-  spec: string;
-  /** repository-relative .ts path of a relative import, else undefined */
-  target?: string;
-  typeOnly: boolean;
-}
-
-const IMPORT = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
-
-function importsOf(file: string): Import[] {
-  const src = readFileSync(join(ROOT, file), 'utf8');
-  const out: Import[] = [];
-  for (const m of src.matchAll(IMPORT)) {
-    const spec = m[3] ?? m[4];
-    const typeOnly = m[2] !== undefined;
-    const target = spec.startsWith('.') ? normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts') : undefined;
-    out.push({ spec, target, typeOnly });
-  }
-  return out;
-}
-
-const roomOf = (path: string): string | undefined => ROOMS.find((r) => path.startsWith(`shared/${r}/`));
 const ALL = [...sources('api'), ...sources('shared'), ...sources('workers')];
 /** The service's sources, whose tiers, rooms and purity are checked. */
 const FILES = ALL.filter((f) => !f.startsWith(CONSOLE));
 const GRAPH = new Map(FILES.map((f) => [f, importsOf(f)]));
+
+/** Files of a room that talk to Redis, queues, the wire (codecs, presenters, schemas) or other processes say so in their name. */
+const ADAPTER_SUFFIX = /\.(store|queue|cache|service|codec|presenter|schemas|warehouse)\.ts$/;
+const WIRE_DOOR = /\.(schemas|presenter|codec|warehouse)\.ts$/;
+const FACTORY = /^shared\/[^/]+\/create-[^/]+\.ts$/;
+/** Logic may name the wire shapes' types (derived from the one schema with Static<>), never load them. */
+const WIRE_TYPES = /(\.schemas\.ts|^typebox)$/;
+const ADAPTER_PACKAGES = ['ioredis', 'bullmq', '@clickhouse/client', 'chdb', 'fastify', '@google-cloud/pubsub', 'typebox', 'pino', 'prom-client'];
+
+/** The processes' and roles' composition: the only files outside a room that call its factory. */
+const COMPOSITION_ROOTS = /^(api\/compose-api\.ts|api\/server\.ts|workers\/main\.ts|api\/cli\/[^/]+\.ts)$/;
+
+/**
+ * Adapters an operation or worker still builds or calls itself instead of receiving them from
+ * the composition root (the factories do not provide them yet). The list only shrinks: an entry
+ * that is gone must be removed from it.
+ */
+const NOT_YET_FROM_FACTORIES = [
+  'workers/aggregation/recompute.ts -> shared/profiles/user-deletion.store.ts',
+  'workers/profiles/user-data.ts -> shared/profiles/user-deletion.queue.ts',
+  'workers/profiles/user-data.ts -> shared/profiles/erase-queued-jobs.queue.ts',
+];
+
+/** Every import of a room file from outside that room, as `importer -> target`. */
+function intoRooms(): { from: string; to: string; edge: string }[] {
+  return FILES.flatMap((from) =>
+    GRAPH.get(from)!
+      .filter((i) => i.target && roomOf(i.target) && roomOf(i.target) !== roomOf(from))
+      .map((i) => ({ from, to: i.target!, edge: `${from} -> ${i.target}` })),
+  );
+}
 
 describe('architecture', () => {
   it('finds the sources and their imports (the checks below are not vacuous)', () => {
@@ -63,24 +61,58 @@ describe('architecture', () => {
     expect(GRAPH.get('api/server.ts')!.length).toBeGreaterThan(3);
     for (const r of ROOMS) expect(FILES).toContain(`shared/${r}/index.ts`);
     expect(ALL).toContain(`${CONSOLE}pages/Treatments.tsx`);
+    expect(intoRooms().length).toBeGreaterThan(100);
   });
 
   it('shared/ never imports api/ or workers/', () => {
-    const bad = FILES.filter((f) => f.startsWith('shared/')).flatMap((f) => GRAPH.get(f)!.filter((i) => i.target && /^(api|workers)\//.test(i.target)).map((i) => `${f} -> ${i.target}`));
+    const shared = FILES.filter((f) => f.startsWith('shared/'));
+    expect(shared.flatMap((f) => GRAPH.get(f)!).filter((i) => i.target).length).toBeGreaterThan(200);
+    const bad = shared.flatMap((f) => GRAPH.get(f)!.filter((i) => i.target && /^(api|workers)\//.test(i.target)).map((i) => `${f} -> ${i.target}`));
     expect(bad).toEqual([]);
   });
 
-  it('a feature room is entered only through its index.ts', () => {
-    const bad = FILES.flatMap((f) =>
-      GRAPH.get(f)!
-        .filter((i) => i.target && roomOf(i.target) && roomOf(i.target) !== roomOf(f) && i.target !== `shared/${roomOf(i.target)}/index.ts`)
-        .map((i) => `${f} -> ${i.target}`),
-    );
+  it('another room is entered through its index.ts; api/ and workers/ also through its wire modules and, from a composition root, its factory', () => {
+    const doorOf = ({ from, to, edge }: { from: string; to: string; edge: string }): string | undefined => {
+      if (to === `shared/${roomOf(to)}/index.ts`) return 'index';
+      if (from.startsWith('shared/')) return undefined;
+      if (WIRE_DOOR.test(to)) return 'wire';
+      if (FACTORY.test(to) && COMPOSITION_ROOTS.test(from)) return 'factory';
+      return NOT_YET_FROM_FACTORIES.includes(edge) ? 'not yet from factories' : undefined;
+    };
+    const edges = intoRooms().map((e) => ({ ...e, door: doorOf(e) }));
+    expect(edges.filter((e) => e.door === undefined).map((e) => e.edge)).toEqual([]);
+    const doors = { index: 0, wire: 0, factory: 0 };
+    for (const { door } of edges) if (door && door in doors) doors[door as keyof typeof doors]++;
+    expect(doors.index).toBeGreaterThan(100);
+    expect(doors.wire).toBeGreaterThan(5);
+    expect(doors.factory).toBeGreaterThan(8);
+  });
+
+  it('the list of adapters not yet provided by the factories only shrinks', () => {
+    const edges = new Set(intoRooms().map(({ edge }) => edge));
+    expect(NOT_YET_FROM_FACTORIES.filter((e) => !edges.has(e))).toEqual([]);
+  });
+
+  it('outside its room, a factory (create-<room>.ts) is imported only by the composition roots', () => {
+    const users = intoRooms().filter(({ to }) => FACTORY.test(to));
+    expect(users.filter(({ from }) => from === 'api/compose-api.ts').length).toBeGreaterThanOrEqual(8);
+    expect(users.filter(({ from }) => from === 'workers/main.ts').length).toBeGreaterThan(3);
+    expect(users.filter(({ from }) => !COMPOSITION_ROOTS.test(from)).map(({ edge }) => edge)).toEqual([]);
+  });
+
+  it("a room's index.ts exports adapters (and factories) as types only", () => {
+    const barrels = FILES.filter((f) => roomOf(f) && f.endsWith('/index.ts'));
+    expect(barrels.length).toBe(ROOMS.length);
+    const exported = barrels.flatMap((f) => GRAPH.get(f)!.map((i) => ({ f, i })));
+    expect(exported.filter(({ i }) => i.typeOnly).length).toBeGreaterThan(10);
+    const bad = exported
+      .filter(({ i }) => !i.typeOnly && i.target && (/\.(store|queue|cache|service|codec|presenter|warehouse)\.ts$/.test(i.target) || FACTORY.test(i.target)))
+      .map(({ f, i }) => `${f} -> ${i.target}`);
     expect(bad).toEqual([]);
   });
 
   it('pure logic imports no storage, queue, wire or warehouse code', () => {
-    const pure = FILES.filter((f) => roomOf(f) && !ADAPTER_SUFFIX.test(f) && !f.endsWith('/index.ts') && !/\/create-[^/]+\.ts$/.test(f));
+    const pure = FILES.filter((f) => roomOf(f) && !ADAPTER_SUFFIX.test(f) && !f.endsWith('/index.ts') && !FACTORY.test(f));
     expect(pure.length).toBeGreaterThan(20);
     const bad = pure.flatMap((f) =>
       GRAPH.get(f)!
@@ -99,7 +131,9 @@ describe('architecture', () => {
   });
 
   it('no source file is over 400 lines (generated files aside)', () => {
-    const long = [...ALL, ...sources('bench'), ...sources('test'), ...sources('client/src'), ...sources('client/scripts')]
+    const all = [...ALL, ...sources('bench'), ...sources('test'), ...sources('client/src'), ...sources('client/scripts')];
+    expect(all.length).toBeGreaterThan(300);
+    const long = all
       .filter((f) => !f.endsWith('.generated.ts'))
       .map((f) => ({ f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length }))
       .filter(({ lines }) => lines > 400)

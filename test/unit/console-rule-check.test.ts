@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkRhs, CONDITIONS_BY_TYPE } from '../../api/console/src/catalogue.js';
-import { conditionFitsType, validateRhs } from '../../shared/delivery/eligibility.js';
+import { conditionFitsType, validateRhs } from '../../shared/rules/eligibility.js';
 import { CONDITIONS } from '../../shared/treatments/treatment.schemas.js';
 import type { Condition } from '../../shared/treatments/index.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';

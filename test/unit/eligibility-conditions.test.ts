@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { conditionFitsType, evaluateRule, validateRhs } from '../../shared/delivery/eligibility.js';
-import { type RuleValue } from '../../shared/delivery/rule-values.js';
+import { conditionFitsType, evaluateRule, validateRhs } from '../../shared/rules/eligibility.js';
+import { type RuleValue } from '../../shared/rules/rule-values.js';
 import type { Condition, EligibilityRule } from '../../shared/treatments/index.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';
 import { NOW_MS, int, dbl, str, bool, ts, ints, dbls, strs, rule, evaluate } from '../helpers/rule-values.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conditionFitsType } from '../../shared/delivery/eligibility.js';
+import { conditionFitsType } from '../../shared/rules/eligibility.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';
 import { NOW_MS, HOUR_S, int, dbl, str, bool, ts, ints, dbls, strs, evaluate, type Case, check } from '../helpers/rule-values.js';
 

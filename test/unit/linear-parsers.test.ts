@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { snakeToCamel } from '../../shared/platform/http/camelize.js';
 import { hasPlaceholders, placeholderNames, renderContent } from '../../shared/delivery/content-render.js';
 import { bodyShapeError, jsonTextShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH, unpairedSurrogateAt } from '../../shared/platform/http/body-shape.js';
-import { containsAnyMatcher } from '../../shared/platform/substring-search.js';
+import { containsAnyMatcher } from '../../shared/rules/substring-search.js';
 import { costGrowth, LINEAR_LIMIT } from '../helpers/complexity.js';
 
 /** The regular expressions the hand-written scanners replaced: same results, without their quadratic cost. */

@@ -3,7 +3,7 @@ import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
 import { pubSubClientOptions, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
-import { checkTopicPath } from '../../shared/ingestion/pubsub-source.store.js';
+import { checkTopicPath } from '../../shared/platform/pubsub/pubsub.js';
 import { DATA_TYPE_HANDLERS, messageOutcome, pubsubJobId, type IncomingMessage, type MessageOutcome, type ParseContext } from '../../workers/ingestion/pubsub-intake.js';
 
 const codec = createProtoCodec();

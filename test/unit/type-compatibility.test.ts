@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { typeChangeConflicts } from '../../shared/catalog/type-compatibility.js';
+import { typeChangeConflicts } from '../../shared/treatments/type-compatibility.js';
 import { surfaceDataFieldParams } from '../../shared/catalog/surface-provisioning.js';
 import { normalizeDataFieldParams } from '../../shared/aggregation/data-field-params.js';
 import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';

@@ -1,13 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { aggregationPage, aggregationPageEnds, aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
+import { aggregationTarget, interactionTypesCounted, type AggregationTarget } from '../../shared/aggregation/index.js';
+import { aggregationPage, aggregationPageEnds } from '../../shared/aggregation/aggregation-pages.warehouse.js';
 import { utcDay, utcDayOffset, utcDayStartMs } from '../../shared/aggregation/index.js';
 import type { AggregationKind, AggregationPageRow, AggregationRead, AggregationSource, DataFieldRecord } from '../../shared/aggregation/index.js';
 import type { RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { redisScript } from '../../shared/platform/redis/script-loader.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
-import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey, UserDeletionStore } from '../../shared/profiles/index.js';
+import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey } from '../../shared/profiles/index.js';
+import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record:

@@ -1,6 +1,7 @@
 /// <reference lib="es2024.string" />
 import { createHash } from 'node:crypto';
-import { toDeadLetterRow, type DeadLetterSource } from '../../shared/ingestion/index.js';
+import type { DeadLetterSource } from '../../shared/ingestion/index.js';
+import { toDeadLetterRow } from '../../shared/ingestion/dead-letters.warehouse.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 /** An input that can never be stored: kept for operators (ListDeadLetters), never retried. */

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { eventDedupKey, eventRowLine, toUserAttributeUpdateRow } from '../../shared/ingestion/index.js';
+import { eventDedupKey, eventRowLine, toUserAttributeUpdateRow } from '../../shared/ingestion/event-rows.warehouse.js';
 import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';

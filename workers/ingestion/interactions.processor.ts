@@ -1,12 +1,13 @@
 import type { Job } from 'bullmq';
-import { toInteractionRow, type InteractionJob } from '../../shared/ingestion/index.js';
+import type { InteractionJob } from '../../shared/ingestion/index.js';
+import { toInteractionRow } from '../../shared/ingestion/event-rows.warehouse.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
 import { rowLine } from '../../shared/platform/warehouse/tables.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 import type { DecisionLookup } from '../../shared/impact/index.js';
-import { trackingResponseId } from '../../shared/ingestion/index.js';
+import { trackingResponseId } from '../../shared/ingestion/event-input.codec.js';
 import { ALREADY_APPLIED, appliedOutcome, deadLetter, drop, settle, type DeadLetter, type JobOutcome } from './job-outcome.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;

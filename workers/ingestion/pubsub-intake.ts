@@ -2,14 +2,15 @@ import { Duration, type Message, type PubSub, type Subscription } from '@google-
 import type { Logger } from 'pino';
 import { createPubSub, ensureSubscription } from '../../shared/platform/pubsub/pubsub.js';
 import type { Invalidation } from '../../shared/platform/redis/invalidation-bus.js';
-import { createProtoCodec, type ProtoCodec } from '../../shared/ingestion/index.js';
+import type { ProtoCodec } from '../../shared/ingestion/index.js';
 import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import type { Platform } from '../../shared/platform/platform.js';
 import type { Ingestion } from '../../shared/ingestion/index.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
-import { PubSubSourceStore, type PubSubSource } from '../../shared/ingestion/index.js';
+import type { PubSubSource } from '../../shared/ingestion/index.js';
 import { messageOutcome, type MessageOutcome } from './pubsub-messages.js';
 import { isRedisUnavailable } from '../../shared/platform/redis/redis-health.js';
+import { createProtoCodec } from '../../shared/ingestion/proto.codec.js';
 
 /*
  * Pub/Sub intake (spec "Publish/subscribe ingestion"). Each message becomes either a job on
@@ -261,7 +262,7 @@ export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: Pu
   const intake = new PubSubIntake(
     {
       pubsub: await createPubSub(ctx.config),
-      sources: new PubSubSourceStore(ctx.redis, ctx.keys, ctx.now),
+      sources: ctx.pubsubSources,
       events: ctx.ingest.events,
       backlog: ctx.ingestBacklog,
       deadLetters,

@@ -2,13 +2,14 @@
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { detailsText, validationDetails, type SchemaError } from '../../shared/platform/http/validation-errors.js';
-import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap } from '../../shared/ingestion/index.js';
 import { InvalidArgumentError, type ErrorDetail } from '../../shared/platform/errors.js';
-import { ProtoDecodeError, type ProtoCodec } from '../../shared/ingestion/index.js';
+import type { ProtoCodec } from '../../shared/ingestion/index.js';
 import type { SingleEventsJob } from '../../shared/ingestion/index.js';
 import { LogEventsRequest, MAX_EVENTS_PER_REQUEST, PropertyMap } from '../../shared/ingestion/index.js';
 import { ProjectId, Strict, TimestampIn } from '../../shared/platform/http/common.schemas.js';
 import { namedUsers } from './dead-letter-sink.js';
+import { acceptedTimes, acceptedTimestamp, normalizeEvents, normalizePropertyMap } from '../../shared/ingestion/event-input.codec.js';
+import { ProtoDecodeError } from '../../shared/ingestion/proto.codec.js';
 
 // ---------------------------------------------------------------------------------------------
 // Pure part: message → outcome.

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
-import { UserDataWarehouse, type AliasRefusal, type ProfileStore } from '../../shared/profiles/index.js';
+import type { AliasRefusal, ProfileStore } from '../../shared/profiles/index.js';
+import { UserDataWarehouse } from '../../shared/profiles/user-data.warehouse.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 /** Merges a pre-login id's activity into the signed-in user's, exactly once. */

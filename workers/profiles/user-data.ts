@@ -2,14 +2,17 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { bullPrefix, cappedExponentialBackoff } from '../../shared/platform/queues.js';
-import { eraseQueuedJobs, USER_DELETION_QUEUE, waitUntilInactive, type UserDeletionJob } from '../../shared/profiles/index.js';
+import type { UserDeletionJob } from '../../shared/profiles/index.js';
 
 /** How long a deletion waits for the user's jobs in flight at its time (a dead worker's job is retried later and then dropped). */
 const IN_FLIGHT_WAIT_MS = 120_000;
-import { UserDataWarehouse, type UserDeletionStore } from '../../shared/profiles/index.js';
+import type { UserDeletionStore } from '../../shared/profiles/index.js';
+import { UserDataWarehouse } from '../../shared/profiles/user-data.warehouse.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
+import { USER_DELETION_QUEUE, waitUntilInactive } from '../../shared/profiles/user-deletion.queue.js';
+import { eraseQueuedJobs } from '../../shared/profiles/erase-queued-jobs.queue.js';
 
 export interface UserDeletionWorkerOptions {
   connection: Redis;

@@ -1,6 +1,8 @@
 import { AGGREGATION_CALLS } from '../../shared/aggregation/index.js';
-import { DecisionsWarehouse, IMPACT_CALLS } from '../../shared/impact/index.js';
-import { INGESTION_CALLS, listDeadLetters } from '../../shared/ingestion/index.js';
+import { IMPACT_CALLS } from '../../shared/impact/index.js';
+import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
+import { INGESTION_CALLS } from '../../shared/ingestion/index.js';
+import { listDeadLetters } from '../../shared/ingestion/dead-letters.warehouse.js';
 import { RpcHandlers } from '../../shared/platform/warehouse/warehouse-rpc.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { recomputeDataFields, type RecomputeDeps } from '../aggregation/recompute.js';

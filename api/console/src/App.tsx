@@ -1,19 +1,13 @@
 import { useEffect, useState } from 'react';
 import { admin, ApiError, loadSession, saveSession, signOut, v1, type Session } from './api';
 import { ErrorBanner, Field, useAction, useLoad } from './ui';
+import type { PageProps } from './page-props';
 import { ProjectsPage } from './pages/Projects';
 import { CataloguePage } from './pages/Catalogue';
 import { TreatmentsPage } from './pages/Treatments';
 import { InspectorPage } from './pages/Inspector';
 import { OperationsPage } from './pages/Operations';
 import { ReportsPage } from './pages/Reports';
-
-export interface PageProps {
-  session: Session;
-  setSession: (s: Session) => void;
-  path: string[];
-  navigate: (to: string) => void;
-}
 
 const PAGES = [
   { slug: 'projects', title: 'Projects and keys', adminOnly: true },

@@ -1,5 +1,6 @@
 // Shapes of the catalogue as the API returns them (the client's wire types, generated from the
 // service's own schemas), and how the console names them.
+import { conditionFitsType, conditionsFor, rhsProblem, type Condition, type DataFieldType } from '../../../shared/rules/index.js';
 import type { GetAllDataFieldsResponse, GetAllSurfacesResponse, GetAllTreatmentTypesResponse, GetEventSchemasResponse, GetMutualExclusionGroupsResponse } from '../../../client/src/wire.generated.js';
 
 export type Surface = GetAllSurfacesResponse['surfaces'][number];
@@ -37,24 +38,10 @@ export function describeField(f: DataField): string {
   return aggText ? `${what} · ${aggText}` : what;
 }
 
-const ORDERING = ['LESS_THAN', 'LESS_THAN_OR_EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS'];
-const EQUALITY = ['EQUALS', 'NOT_EQUALS'];
-const RELATIVE_TIME = ['IS_AFTER_CURRENT_TIMESTAMP_MINUS', 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS'];
-const MEMBERSHIP = ['CONTAINS', 'DOES_NOT_CONTAIN'];
-const ONE_OF = ['ANY_OF', 'NOT_ANY_OF'];
-const OVERLAP = ['CONTAINS_ANY_OF', 'DOES_NOT_CONTAIN_ANY_OF'];
+const RULE_TYPES: DataFieldType[] = ['INTEGER', 'DOUBLE', 'STRING', 'BOOLEAN', 'TIMESTAMP_SECONDS', 'INTEGER_LIST', 'DOUBLE_LIST', 'STRING_LIST'];
 
-/** The conditions each data field type allows (the service's own table). */
-export const CONDITIONS_BY_TYPE: Record<string, string[]> = {
-  INTEGER: [...ORDERING, ...EQUALITY, ...RELATIVE_TIME, ...ONE_OF],
-  DOUBLE: [...ORDERING, ...EQUALITY, ...ONE_OF],
-  STRING: [...ORDERING, ...EQUALITY, ...MEMBERSHIP, ...ONE_OF, ...OVERLAP],
-  BOOLEAN: EQUALITY,
-  TIMESTAMP_SECONDS: [...ORDERING, ...EQUALITY, ...RELATIVE_TIME],
-  INTEGER_LIST: [...MEMBERSHIP, ...OVERLAP],
-  DOUBLE_LIST: [...MEMBERSHIP, ...OVERLAP],
-  STRING_LIST: [...MEMBERSHIP, ...OVERLAP],
-};
+/** The conditions each data field type allows (the service's own table, shared/rules). */
+export const CONDITIONS_BY_TYPE: Record<string, string[]> = Object.fromEntries(RULE_TYPES.map((t) => [t, conditionsFor(t)]));
 
 export const CONDITION_LABELS: Record<string, string> = {
   LESS_THAN: '<',
@@ -73,69 +60,14 @@ export const CONDITION_LABELS: Record<string, string> = {
   DOES_NOT_CONTAIN_ANY_OF: 'contains none of',
 };
 
-// The value checks below mirror the service's (shared/delivery/eligibility.ts), which has the last
-// word; test/unit/console-rule-check.test.ts keeps the two in agreement.
-const NUMBER_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
-
-function isNumber(text: string): boolean {
-  const t = text.trim();
-  return NUMBER_TEXT.test(t) && Number.isFinite(Number(t));
-}
-
-function isTimestamp(text: string): boolean {
-  if (isNumber(text)) return true;
-  const m = RFC3339.exec(text.trim());
-  if (!m) return false;
-  const [, y, mo, d, h, mi, sec] = m.map(Number);
-  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, sec));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && h < 24 && mi < 60 && sec < 61;
-}
-
-const SCALAR: Record<string, { ok: (text: string) => boolean; expected: string; items: string }> = {
-  INTEGER: { ok: isNumber, expected: 'must be a number', items: 'numbers' },
-  DOUBLE: { ok: isNumber, expected: 'must be a number', items: 'numbers' },
-  STRING: { ok: () => true, expected: 'must be a string', items: 'strings' },
-  BOOLEAN: { ok: (t) => /^(true|false)$/i.test(t.trim()), expected: 'must be true or false', items: 'true/false values' },
-  TIMESTAMP_SECONDS: { ok: isTimestamp, expected: 'must be an RFC 3339 timestamp or a number of epoch seconds', items: 'RFC 3339 timestamps or epoch seconds' },
-};
-
 /** The items of a comma-separated input, trimmed, blanks dropped. */
 export function splitCommaList(text: string): string[] {
   return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
-/** A list value: a JSON array, else comma-separated (a JSON string is one item). */
-function listItems(rhs: string): string[] | undefined {
-  const t = rhs.trim();
-  if (t.startsWith('[') || t.startsWith('"')) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(t);
-    } catch {
-      parsed = undefined;
-    }
-    if (Array.isArray(parsed)) return parsed.every((i) => ['string', 'number', 'boolean'].includes(typeof i)) ? parsed.map(String) : undefined;
-    if (typeof parsed === 'string') return [parsed];
-    if (t.startsWith('[') && t.endsWith(']')) return splitCommaList(t.slice(1, -1));
-  }
-  return splitCommaList(t);
-}
-
-/** The value checked as it is typed: null when the service would accept it, else why not. */
+/** The value checked as it is typed, by the service's own rule compiler (shared/rules): null when it would accept it, else why not. */
 export function checkRhs(type: string, condition: string, rhs: string): string | null {
   if (!condition) return 'choose a condition';
-  const scalar = SCALAR[type.replace(/_LIST$/, '')];
-  if (!scalar) return 'this data field has no comparable type';
-  if (RELATIVE_TIME.includes(condition)) {
-    const t = rhs.trim();
-    const n = t.endsWith('s') ? t.slice(0, -1) : t;
-    return isNumber(n) && Number(n.trim()) >= 0 ? null : 'must be a non-negative number of seconds, e.g. 86400';
-  }
-  if (ONE_OF.includes(condition) || OVERLAP.includes(condition)) {
-    const items = listItems(rhs);
-    return items && items.length > 0 && items.every(scalar.ok) ? null : `must be a non-empty list of ${scalar.items} (comma-separated or a JSON array)`;
-  }
-  if (MEMBERSHIP.includes(condition) && type === 'STRING') return null;
-  return scalar.ok(rhs) ? null : scalar.expected;
+  if (!conditionFitsType(condition as Condition, type as DataFieldType)) return `does not apply to a ${type} data field`;
+  return rhsProblem(condition as Condition, type as DataFieldType, rhs);
 }

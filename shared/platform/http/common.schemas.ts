@@ -28,3 +28,8 @@ export const ErrorResponse = Type.Object({
 });
 
 export const Empty = Type.Object({}, { additionalProperties: false });
+
+/** Who made the change; the web console sends TDS_CONSOLE. Default API. */
+export const ModificationSourceIn = Type.Optional(
+  Type.Union([Type.Literal('API'), Type.Literal('TDS_CONSOLE')], { description: 'API (default) or TDS_CONSOLE for changes made in the web console' }),
+);

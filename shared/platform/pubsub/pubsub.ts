@@ -10,6 +10,11 @@ import { FailedPreconditionError, invalidField, UnavailableError, type ApiError 
 /** The full topic path an operator registers: `projects/<project>/topics/<topic>`. */
 export const TOPIC_PATH = /^projects\/[A-Za-z0-9][A-Za-z0-9.:_-]{0,99}\/topics\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
 
+/** @throws InvalidArgumentError unless the topic is a full topic path. */
+export function checkTopicPath(topic: string): void {
+  if (!TOPIC_PATH.test(topic)) throw invalidField('topic', 'must have the form projects/<project>/topics/<topic>');
+}
+
 /** gRPC status codes the subscription calls answer with. */
 const GRPC = { invalidArgument: 3, deadlineExceeded: 4, notFound: 5, alreadyExists: 6, permissionDenied: 7 } as const;
 

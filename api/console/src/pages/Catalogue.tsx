@@ -1,6 +1,6 @@
 import { useEffect } from 'react';
 import { v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { describeField, fieldType, type DataField, type EventSchema, type MutualExclusionGroup, type Surface, type TreatmentType } from '../catalogue';
 import { Empty, ErrorBanner, formatTime, Loading, useLoad } from '../ui';
 import { NewAggregation, NewEventSchema, NewSurface, NewType, NewUserProperty } from './catalogue-forms';

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { admin, v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { CONDITION_LABELS, describeField, type DataField, type Surface } from '../catalogue';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 import type { Treatment } from '../treatment';

@@ -1,5 +1,5 @@
 import { admin } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { Empty, ErrorBanner, formatTime, Loading, useLoad } from '../ui';
 
 interface Change {

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { admin, type Session } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { CopyButton, Empty, ErrorBanner, Field, formatTime, Loading, useAction, useLoad } from '../ui';
 
 interface Project {

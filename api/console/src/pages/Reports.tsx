@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { Empty, ErrorBanner, Field, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';
 import type { Treatment } from '../treatment';
 import type { GetTreatmentReportResponse } from '../../../../client/src/wire.generated.js';

@@ -1,5 +1,5 @@
 // The treatments page: the list, one treatment, or the form, by the path below /console/treatments.
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { Empty } from '../ui';
 import { TreatmentDetail } from './treatment-detail';
 import { TreatmentForm } from './treatment-form';

@@ -1,7 +1,7 @@
 // The catalogue page's forms: each adds one thing through its /v1 operation, then asks the page to reload.
 import { useState } from 'react';
 import { stamp, v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import type { Surface } from '../catalogue';
 import { ErrorBanner, Field, useAction } from '../ui';
 

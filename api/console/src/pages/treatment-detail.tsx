@@ -1,6 +1,6 @@
 // One treatment: its facts, the actions on it, its version history; or its edit form.
 import { stamp, v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import type { DataField, EventSchema } from '../catalogue';
 import { newest, surfacesOf, type Treatment } from '../treatment';
 import { ErrorBanner, formatTime, Loading, StatusBadge, useAction, useLoad } from '../ui';

@@ -1,7 +1,7 @@
 // The form that creates a treatment, or saves a new version of one.
 import { useId, useState } from 'react';
 import { stamp, v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { splitCommaList, type DataField, type EventSchema, type MutualExclusionGroup, type TreatmentType } from '../catalogue';
 import { newest, type Rule, type Treatment, type Version } from '../treatment';
 import { ErrorBanner, Field, Loading, useAction, useLoad } from '../ui';

@@ -1,7 +1,7 @@
 // The treatments of the project, filtered by status, type, surface, tag and text.
 import { useState } from 'react';
 import { v1 } from '../api';
-import type { PageProps } from '../App';
+import type { PageProps } from '../page-props';
 import { newest, surfacesOf, type Treatment } from '../treatment';
 import { Empty, ErrorBanner, Field, formatTime, Loading, ScrollTable, StatusBadge, useLoad } from '../ui';
 

@@ -2,9 +2,8 @@
  * Rule values: a stored profile value or a GetTreatments contextual attribute read as the typed
  * value an eligibility rule compares (pure; the caller passes the field's type).
  */
-import type { DataFieldType } from '../aggregation/index.js';
 import { parseRfc3339Exact } from '../platform/rfc3339.js';
-import type { ContextualAttribute } from './delivery.schemas.js';
+import type { AttributeSlots, DataFieldType } from './types.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
 export type RuleValue =
@@ -136,7 +135,7 @@ function toList<T>(raw: unknown, convert: (item: unknown) => T | undefined): T[]
  * the attribute's own kind is returned, and `evaluateRule(..., fieldType)` reports TYPE_MISMATCH.
  */
 export function ruleValueFromContextualAttribute(
-  attr: ContextualAttribute,
+  attr: AttributeSlots,
   fieldType?: DataFieldType,
 ): RuleValue | undefined {
   const natural = naturalRuleValue(attr);
@@ -146,11 +145,11 @@ export function ruleValueFromContextualAttribute(
   return ruleValueFromJson(fieldType, attributeRaw(attr)) ?? natural;
 }
 
-function attributeRaw(attr: ContextualAttribute): unknown {
+function attributeRaw(attr: AttributeSlots): unknown {
   return attr.stringValue ?? attr.integerValue ?? attr.doubleValue ?? attr.boolValue ?? attr.booleanValue;
 }
 
-function naturalRuleValue(attr: ContextualAttribute): RuleValue | undefined {
+function naturalRuleValue(attr: AttributeSlots): RuleValue | undefined {
   if (attr.stringValue !== undefined) return { kind: 'string', value: attr.stringValue };
   if (attr.integerValue !== undefined) {
     const n = toBigint(attr.integerValue);

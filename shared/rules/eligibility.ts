@@ -7,9 +7,8 @@
  * (`conditionFitsType`, `validateRhs`) and evaluation (`evaluateRule`) both go through them, so
  * a rule accepted on insert never evaluates to TYPE_MISMATCH or BAD_RHS for a value of its type.
  */
-import type { Condition, DataMissingBehaviour, EligibilityRule } from '../treatments/index.js';
-import type { DataFieldType } from '../aggregation/index.js';
-import { containsAnyMatcher } from '../platform/substring-search.js';
+import type { Condition, DataFieldType, DataMissingBehaviour, EligibilityRule } from './types.js';
+import { containsAnyMatcher } from './substring-search.js';
 import { TYPE_OF_KIND, type RuleValue } from './rule-values.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
@@ -58,11 +57,22 @@ export function conditionFitsType(condition: Condition, type: DataFieldType): bo
   return FITTING_CONDITIONS[type]?.has(condition) ?? false;
 }
 
+/** The conditions that apply to a data field type, in the table's order (the console offers them so). */
+export function conditionsFor(type: DataFieldType): Condition[] {
+  return [...(FITTING_CONDITIONS[type] ?? [])];
+}
+
 /** Null when `rhsValue` is usable for the condition on that type, else why not (for a 400). */
 export function validateRhs(condition: Condition, type: DataFieldType, rhsValue: string): string | null {
   if (!conditionFitsType(condition, type)) return `condition ${condition} does not apply to a ${type} data field`;
+  const problem = rhsProblem(condition, type, rhsValue);
+  return problem === null ? null : `rhsValue of ${condition} on a ${type} data field ${problem}`;
+}
+
+/** What is wrong with `rhsValue` for a condition that fits the type, e.g. "must be a number"; null when nothing is. */
+export function rhsProblem(condition: Condition, type: DataFieldType, rhsValue: string): string | null {
   const compiled = compileCondition(condition, type, rhsValue);
-  return compiled.ok ? null : `rhsValue of ${condition} on a ${type} data field ${compiled.error}`;
+  return compiled.ok ? null : compiled.error;
 }
 
 /**

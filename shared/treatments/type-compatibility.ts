@@ -1,7 +1,7 @@
 import type { ErrorDetail } from '../platform/errors.js';
-import { treatmentStatus, versionStatus } from '../treatments/index.js';
-import type { ContentField, TreatmentRecord } from '../treatments/index.js';
-import type { TreatmentType } from './types.js';
+import type { TreatmentType } from '../catalog/index.js';
+import { treatmentStatus, versionStatus } from './treatment-status.js';
+import type { ContentField, TreatmentRecord } from './types.js';
 
 /**
  * A treatment type change must not leave stored content invalid. Pure: the caller reads the
