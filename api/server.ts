@@ -20,6 +20,7 @@ import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js
 import { settlesWithin, StopBudget } from '../shared/platform/stop.js';
 import { closeIngestion, createIngestion } from '../shared/ingestion/create-ingestion.js';
 import { createAggregation, type AggregationFeature } from '../shared/aggregation/create-aggregation.js';
+import { createProfiles } from '../shared/profiles/create-profiles.js';
 
 /** Pending connections the kernel keeps for the API listeners (node's default is 511). */
 const LISTEN_BACKLOG = 4096;
@@ -186,7 +187,8 @@ async function openWarehouse(
   const { redis, keys, log, now, config } = platform;
   if (clickhouse) {
     const { warehouseCalls } = await import('../workers/warehouse/warehouse-ops.js');
-    const handlers = warehouseCalls({ warehouse: clickhouse, redis, keys, dataFields: aggregation.dataFields, log, now });
+    const { userDeletions: deletions } = createProfiles({ redis, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
+    const handlers = warehouseCalls({ warehouse: clickhouse, redis, keys, dataFields: aggregation.dataFields, deletions, log, now });
     return { warehouse: handlers, handlers, closeWarehouse: async () => undefined };
   }
   const remote = remoteRpc(redis, config.redisPrefix, log);

@@ -79,7 +79,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
-  const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
+  const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, deletions: userDeletions, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
   const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, log: log.child({ role: 'user-deletions' }), metrics });
   const deadLetters = new DeadLetterSink(warehouse, now);
   const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, returnedCaps: (projectId) => returnedCaps.get(projectId), log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs, identityMerge: config.identityMerge });

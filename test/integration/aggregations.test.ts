@@ -194,7 +194,7 @@ describe('recompute runs', () => {
     const { ctx } = s;
     const checkpoints: RecomputeCursor[] = [];
     const result = await recomputeDataFields(
-      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.aggregation.dataFields, log: ctx.log, now: ctx.now },
+      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.aggregation.dataFields, deletions: ctx.profiles.userDeletions, log: ctx.log, now: ctx.now },
       { projectId: keys.projectId },
       { resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 }, pageUsers: 1, batchUsers: 1, onCheckpoint: async (c) => void checkpoints.push(c) },
     );

@@ -24,6 +24,7 @@ describe('backfill nudge', () => {
       connection: redis,
       redisPrefix: prefix,
       keys,
+      deletions: { pending: async () => new Map(), deletedSince: async () => new Map() },
       // the backfill itself is not run here: it fails at once and is only looked up
       warehouse: {} as never,
       dataFields: { list: async () => [] },

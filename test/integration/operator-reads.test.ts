@@ -84,6 +84,7 @@ describe('GetAllDataFields backfillStatus', () => {
       connection: redis,
       redisPrefix: t.ctx.config.redisPrefix,
       keys: t.ctx.keys,
+      deletions: t.ctx.profiles.userDeletions,
       warehouse,
       dataFields: { list: async () => fields },
       projects: { list: async () => [] },

@@ -41,7 +41,6 @@ const COMPOSITION_ROOTS = /^(api\/compose-api\.ts|api\/server\.ts|workers\/main\
  * that is gone must be removed from it.
  */
 const NOT_YET_FROM_FACTORIES = [
-  'workers/aggregation/recompute.ts -> shared/profiles/user-deletion.store.ts',
   'workers/profiles/user-data.ts -> shared/profiles/user-deletion.queue.ts',
   'workers/profiles/user-data.ts -> shared/profiles/erase-queued-jobs.queue.ts',
 ];

@@ -9,7 +9,7 @@ import { redisScript } from '../../shared/platform/redis/script-loader.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
 import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey } from '../../shared/profiles/index.js';
-import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
+import type { UserDeletionStore } from '../../shared/profiles/index.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record:
@@ -27,11 +27,16 @@ const DAY_MS = 86_400_000;
  */
 const GRACE_DAYS = 7;
 
+/** What a recompute reads of the pending deletions (profiles' UserDeletionStore). */
+export type RecomputeDeletions = Pick<UserDeletionStore, 'pending' | 'deletedSince'>;
+
 export interface RecomputeDeps {
   warehouse: Pick<Warehouse, 'query'>;
   redis: Redis;
   keys: RedisKeys;
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
+  /** Users being deleted: their rows are not read, and they are not written back. */
+  deletions: RecomputeDeletions;
   log: Logger;
   now: () => number;
   /** TTL given to a profile this run creates (an existing profile keeps its own). @defaultValue 400 days */
@@ -242,7 +247,7 @@ interface FieldRun {
   newField: boolean;
   /** Wall-clock ms before the field's reads began: users deleted after it are not written back. */
   startedAt: number;
-  deletions: UserDeletionStore;
+  deletions: RecomputeDeletions;
   /** Users whose deletion is pending: their rows ingested up to it are not read. */
   deletedUsers: ReadonlyMap<string, number>;
 }
@@ -296,7 +301,7 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
   for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
     const target = targets[cursor.fieldIndex];
     const dataFieldId = target.field.dataFieldId;
-    const deletions = new UserDeletionStore(deps.redis, deps.keys);
+    const { deletions } = deps;
     const startedAt = Date.now() - 1;
     const src = fieldSource(target);
     const deletedUsers = src ? await deletions.pending(req.projectId) : new Map<string, number>();

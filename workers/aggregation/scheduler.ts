@@ -120,6 +120,7 @@ export interface AggregationWorkerOptions {
   keys: RedisKeys;
   warehouse: RecomputeDeps['warehouse'];
   dataFields: { list(projectId: string): Promise<DataFieldRecord[]> };
+  deletions: RecomputeDeps['deletions'];
   projects: { list(): Promise<Project[]> };
   log: Logger;
   now: () => number;
@@ -220,7 +221,7 @@ async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQue
   m?.aggregationRunning(data.reason, 1);
   try {
     return await recomputeDataFields(
-      { warehouse: o.warehouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
+      { warehouse: o.warehouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, deletions: o.deletions, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
       { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
       {
         resumeFrom: data.cursor,
