@@ -58,7 +58,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const storeConnection = createRedis(config, 'store', 'tds-workers-stores');
   for (const c of [connection, storeConnection]) c.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
   const stores = { redis: storeConnection, keys, now };
-  const { profiles, userDeletions } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
+  const { profiles, userDeletions, userDeletionQueue } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
   const { dataFields } = createAggregation({ ...stores, redisPrefix: config.redisPrefix });
   const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
@@ -80,7 +80,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
   const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, deletions: userDeletions, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
-  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, log: log.child({ role: 'user-deletions' }), metrics });
+  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, queues: userDeletionQueue, log: log.child({ role: 'user-deletions' }), metrics });
   const deadLetters = new DeadLetterSink(warehouse, now);
   const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, returnedCaps: (projectId) => returnedCaps.get(projectId), log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs, identityMerge: config.identityMerge });
   const pubsubIntake = await startPubSubIntake(ctx, deadLetters);

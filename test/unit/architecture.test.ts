@@ -35,16 +35,6 @@ const ADAPTER_PACKAGES = ['ioredis', 'bullmq', '@clickhouse/client', 'chdb', 'fa
 /** The processes' and roles' composition: the only files outside a room that call its factory. */
 const COMPOSITION_ROOTS = /^(api\/compose-api\.ts|api\/server\.ts|workers\/main\.ts|api\/cli\/[^/]+\.ts)$/;
 
-/**
- * Adapters an operation or worker still builds or calls itself instead of receiving them from
- * the composition root (the factories do not provide them yet). The list only shrinks: an entry
- * that is gone must be removed from it.
- */
-const NOT_YET_FROM_FACTORIES = [
-  'workers/profiles/user-data.ts -> shared/profiles/user-deletion.queue.ts',
-  'workers/profiles/user-data.ts -> shared/profiles/erase-queued-jobs.queue.ts',
-];
-
 /** Every import of a room file from outside that room, as `importer -> target`. */
 function intoRooms(): { from: string; to: string; edge: string }[] {
   return FILES.flatMap((from) =>
@@ -71,12 +61,12 @@ describe('architecture', () => {
   });
 
   it('another room is entered through its index.ts; api/ and workers/ also through its wire modules and, from a composition root, its factory', () => {
-    const doorOf = ({ from, to, edge }: { from: string; to: string; edge: string }): string | undefined => {
+    const doorOf = ({ from, to }: { from: string; to: string }): string | undefined => {
       if (to === `shared/${roomOf(to)}/index.ts`) return 'index';
       if (from.startsWith('shared/')) return undefined;
       if (WIRE_DOOR.test(to)) return 'wire';
       if (FACTORY.test(to) && COMPOSITION_ROOTS.test(from)) return 'factory';
-      return NOT_YET_FROM_FACTORIES.includes(edge) ? 'not yet from factories' : undefined;
+      return undefined;
     };
     const edges = intoRooms().map((e) => ({ ...e, door: doorOf(e) }));
     expect(edges.filter((e) => e.door === undefined).map((e) => e.edge)).toEqual([]);
@@ -85,11 +75,6 @@ describe('architecture', () => {
     expect(doors.index).toBeGreaterThan(100);
     expect(doors.wire).toBeGreaterThan(5);
     expect(doors.factory).toBeGreaterThan(8);
-  });
-
-  it('the list of adapters not yet provided by the factories only shrinks', () => {
-    const edges = new Set(intoRooms().map(({ edge }) => edge));
-    expect(NOT_YET_FROM_FACTORIES.filter((e) => !edges.has(e))).toEqual([]);
   });
 
   it('outside its room, a factory (create-<room>.ts) is imported only by the composition roots', () => {

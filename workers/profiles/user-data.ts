@@ -1,24 +1,24 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { bullPrefix, cappedExponentialBackoff } from '../../shared/platform/queues.js';
+import { bullPrefix, cappedExponentialBackoff, QUEUE } from '../../shared/platform/queues.js';
 import type { UserDeletionJob } from '../../shared/profiles/index.js';
 
 /** How long a deletion waits for the user's jobs in flight at its time (a dead worker's job is retried later and then dropped). */
 const IN_FLIGHT_WAIT_MS = 120_000;
-import type { UserDeletionStore } from '../../shared/profiles/index.js';
+import type { UserDeletionQueue, UserDeletionStore } from '../../shared/profiles/index.js';
 import { UserDataWarehouse } from '../../shared/profiles/user-data.warehouse.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
 import { queueErrorLogger } from '../../shared/platform/redis/redis-health.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
-import { USER_DELETION_QUEUE, waitUntilInactive } from '../../shared/profiles/user-deletion.queue.js';
-import { eraseQueuedJobs } from '../../shared/profiles/erase-queued-jobs.queue.js';
 
 export interface UserDeletionWorkerOptions {
   connection: Redis;
   redisPrefix: string;
   warehouse: Pick<Warehouse, 'query' | 'command'>;
   store: UserDeletionStore;
+  /** Jobs in flight at a deletion, and the ingestion jobs kept for retries: profiles' factory. */
+  queues: Pick<UserDeletionQueue, 'waitUntilInactive' | 'eraseQueuedJobs'>;
   log: Logger;
   metrics?: JobMetrics;
 }
@@ -27,7 +27,7 @@ export interface UserDeletionWorkerOptions {
 export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<UserDeletionJob> {
   const userData = new UserDataWarehouse(o.warehouse);
   const worker = new Worker<UserDeletionJob>(
-    USER_DELETION_QUEUE,
+    QUEUE.userDeletions,
     async (job: Job<UserDeletionJob>) => {
       const { projectId, userId, inFlight } = job.data;
       let { deletedAtMs, mergedIds = [] } = job.data;
@@ -36,7 +36,7 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
         // Jobs of the user (or of its merged ids) that were being processed at the deletion may
         // have changed profiles, merged one more pre-login id and written rows after it: once
         // they are done, erase again (ids merged since included), and delete rows up to now.
-        const finished = await waitUntilInactive(o.connection, o.redisPrefix, inFlight, IN_FLIGHT_WAIT_MS);
+        const finished = await o.queues.waitUntilInactive(inFlight, IN_FLIGHT_WAIT_MS);
         deletedAtMs = Date.now();
         mergedIds = (await o.store.erase(projectId, userId, deletedAtMs, mergedIds)).userIds.slice(1);
         await job.updateData({ ...job.data, mergedIds, deletedAtMs, inFlight: [] });
@@ -45,7 +45,7 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
       const userIds = [userId, ...mergedIds];
       await userData.deleteUserRows(projectId, userIds, deletedAtMs);
       // the ingest jobs kept for retries (failed, delayed) hold the user's payloads too
-      const jobs = await eraseQueuedJobs(o.connection, o.redisPrefix, { projectId, userIds: new Set(userIds), deletedAtMs });
+      const jobs = await o.queues.eraseQueuedJobs({ projectId, userIds: new Set(userIds), deletedAtMs });
       await o.store.finished(projectId, userIds, deletedAtMs);
       // no user id in logs: the job id names the deletion
       o.log.info({ jobId: job.id, projectId, mergedIds: mergedIds.length, queuedJobs: jobs, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse and the queues');
