@@ -14,6 +14,10 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // `_`-prefixed names are deliberately unused (destructuring to drop a member, callback arity).
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+      // A type-only import says so, so a reader (and the architecture test's chains of run-time
+      // imports) can tell what a module loads from what it only names. `import('…').T` stays
+      // allowed: it names the type of a module loaded lazily without loading it.
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports', disallowTypeAnnotations: false }],
     },
   },
   {

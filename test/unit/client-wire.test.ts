@@ -4,7 +4,7 @@ import type { Static, TSchema } from 'typebox';
 import type * as Wire from '../../client/src/wire.generated.js';
 import { generateWire, WIRE_FILE } from '../../client/scripts/generate-wire.js';
 import { v1Operations } from '../../api/v1.routes.js';
-import { ErrorResponse } from '../../shared/platform/http/common.schemas.js';
+import { type ErrorResponse } from '../../shared/platform/http/common.schemas.js';
 import { getAllSurfaces, getAllTreatmentTypes, insertSurface, insertTreatmentType, updateTreatmentType } from '../../api/catalog/catalog.ops.js';
 import { getAllDataFields, getDataFields, insertDataField } from '../../api/aggregation/data-fields.ops.js';
 import { getEventSchemas, insertEventSchema } from '../../api/catalog/event-schemas.ops.js';
