@@ -89,7 +89,10 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     const status = reply.statusCode;
     const level = status < 400 || status === 429 || (status === 503 && ctx.redisHealth.isDown) ? 'debug' : 'info';
     if (level === 'info' || (req.log as FastifyBaseLogger & { isLevelEnabled(l: string): boolean }).isLevelEnabled('debug')) {
-      req.log[level]({ method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+      req.log[level](
+        { method: req.method, url: req.routeOptions.url ?? req.url.split('?')[0], statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 },
+        'request completed',
+      );
     }
     done();
   });
@@ -97,7 +100,11 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   if (opts.listener === 'base') {
     await app.register(swagger, {
       openapi: {
-        info: { title: 'Treatment Delivery Service', version: '1.0.0', description: 'Delivery, ingestion and management API. Every operation is POST with a JSON body.' },
+        info: {
+          title: 'Treatment Delivery Service',
+          version: '1.0.0',
+          description: 'Delivery, ingestion and management API. Every operation is POST with a JSON body.',
+        },
         components: {
           securitySchemes: {
             apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },

@@ -65,7 +65,15 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const treatments = createTreatments({ redis, keys, now });
   const { aggregation } = shared;
   const profiles = createProfiles({ redis, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
-  const impact = createImpact({ redis, redisPrefix: config.redisPrefix, log, enabled: config.decisionLog, maxBacklog: config.decisionLogMaxBacklog, flushMs: config.decisionLogFlushMs, stats: metrics.decisionLog });
+  const impact = createImpact({
+    redis,
+    redisPrefix: config.redisPrefix,
+    log,
+    enabled: config.decisionLog,
+    maxBacklog: config.decisionLogMaxBacklog,
+    flushMs: config.decisionLogFlushMs,
+    stats: metrics.decisionLog,
+  });
   const delivery = createDelivery({
     redis,
     keys,
@@ -77,7 +85,12 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
     treatments: treatments.treatments,
     dataFields: aggregation.dataFields,
   });
-  const overload = new LoadShedder({ maxEventLoopLagMs: config.overloadMaxLagMs, maxInFlight: config.overloadMaxInFlight, stats: metrics.overload, cors: corsPolicy(config.corsOrigins) }).start();
+  const overload = new LoadShedder({
+    maxEventLoopLagMs: config.overloadMaxLagMs,
+    maxInFlight: config.overloadMaxInFlight,
+    stats: metrics.overload,
+    cors: corsPolicy(config.corsOrigins),
+  }).start();
   metrics.watchCache('api_key', projects.auth.cacheStats);
   metrics.watchCache('catalog', delivery.catalogPlans.cacheStats);
   const services: ApiServices = {

@@ -172,7 +172,14 @@ async function closeListener(app: FastifyInstance, ms: number): Promise<void> {
 /** The engine (embedded or remote), its schema migrated and the retention applied. */
 async function openClickhouse(config: Readonly<Config>, log: Logger): Promise<Warehouse> {
   const { createWarehouse } = await import('../shared/platform/warehouse/clickhouse-warehouse.js');
-  const warehouse = createWarehouse({ url: config.clickhouseUrl, username: config.clickhouseUser, password: config.clickhousePassword, database: config.clickhouseDatabase, dataDir: config.dataDir, logger: log });
+  const warehouse = createWarehouse({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUser,
+    password: config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    dataDir: config.dataDir,
+    logger: log,
+  });
   await warehouse.migrate(log);
   await warehouse.applyRetentionTtl(config.retentionDays, log);
   return warehouse;

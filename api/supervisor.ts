@@ -61,9 +61,11 @@ export function childSpecs(config: Readonly<Config>): ChildSpec[] {
   const opsPort = (i: number) => String(config.opsPort === 0 ? 0 : config.opsPort + i);
   const specs: ChildSpec[] = [];
   const background = ROLES.filter((r) => r !== 'api' && config.roles.has(r));
-  if (background.length > 0) specs.push({ name: 'background', env: { ROLE: background.join(','), AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) }, execArgv: heapFlags('background') });
+  if (background.length > 0)
+    specs.push({ name: 'background', env: { ROLE: background.join(','), AUTO_START_REDIS: 'false', OPS_PORT: opsPort(0) }, execArgv: heapFlags('background') });
   if (config.roles.has('api')) {
-    for (let i = 0; i < config.apiProcesses; i++) specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) }, execArgv: heapFlags('api') });
+    for (let i = 0; i < config.apiProcesses; i++)
+      specs.push({ name: `api-${i + 1}`, env: { ROLE: 'api', AUTO_START_REDIS: 'false', OPS_PORT: opsPort(i + 1) }, execArgv: heapFlags('api') });
   }
   return specs;
 }
@@ -94,7 +96,8 @@ export interface Supervisor {
 }
 
 export async function runSupervisor(config: Readonly<Config>, log: Logger): Promise<Supervisor> {
-  const redisChild: ChildProcess | undefined = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
+  const redisChild: ChildProcess | undefined =
+    config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log, { detached: true }) : undefined;
   const slots: Slot[] = childSpecs(config).map((spec) => ({ spec, startedAt: 0, failures: 0 }));
   let stopping = false;
 

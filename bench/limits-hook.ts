@@ -26,12 +26,17 @@ async function app(kind: 'none' | 'bucket' | 'plugin'): Promise<FastifyInstance>
   const a = Fastify({ logger: false });
   const limits = new RequestLimits({ rateLimitPerKey: 1e9, rateLimitUnauthenticated: 20 });
   if (kind === 'plugin') await a.register(rateLimit, { global: true, max: 2e9, timeWindow: 1000, keyGenerator: (req) => String(req.headers['x-api-key']) });
-  a.post('/x', {
-    onRequest: (req, _reply, done) => {
-      if (kind === 'bucket') return done(String(req.headers['x-api-key']).slice(4, 20) === KEY_RECORD.keyId ? limits.keyRequest(KEY_RECORD) : new Error('unknown key'));
-      done();
+  a.post(
+    '/x',
+    {
+      onRequest: (req, _reply, done) => {
+        if (kind === 'bucket')
+          return done(String(req.headers['x-api-key']).slice(4, 20) === KEY_RECORD.keyId ? limits.keyRequest(KEY_RECORD) : new Error('unknown key'));
+        done();
+      },
     },
-  }, async () => ({}));
+    async () => ({}),
+  );
   await a.ready();
   return a;
 }
@@ -54,7 +59,9 @@ async function main(): Promise<void> {
   for (let r = 0; r < 7; r++) for (const [k, a] of Object.entries(apps)) us[k].push(await injectUs(a, 20_000));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(`token bucket alone: ${median(ns).toFixed(0)} ns per admitted call (median of 5 × 2,000,000)`);
-  console.log(`route via inject, CPU per request, median of 7 rounds × 20,000: no limit ${median(us.none).toFixed(2)} µs, token bucket ${median(us.bucket).toFixed(2)} µs (+${(median(us.bucket) - median(us.none)).toFixed(2)}), @fastify/rate-limit ${median(us.plugin).toFixed(2)} µs (+${(median(us.plugin) - median(us.none)).toFixed(2)})`);
+  console.log(
+    `route via inject, CPU per request, median of 7 rounds × 20,000: no limit ${median(us.none).toFixed(2)} µs, token bucket ${median(us.bucket).toFixed(2)} µs (+${(median(us.bucket) - median(us.none)).toFixed(2)}), @fastify/rate-limit ${median(us.plugin).toFixed(2)} µs (+${(median(us.plugin) - median(us.none)).toFixed(2)})`,
+  );
   for (const a of Object.values(apps)) await a.close();
 }
 

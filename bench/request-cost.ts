@@ -1,5 +1,5 @@
 /**
- * CPU per request of the API process, 
+ * CPU per request of the API process,
  * (`npx tsx bench/request-cost.ts [seconds]`), closed loop at saturation: µs of CPU the API process, the background
  * process and Redis spend per GetTreatments, and the same for the bare baseline route. CPU per
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
@@ -36,11 +36,23 @@ async function main(): Promise<void> {
   const run = ScenarioRun.open(ctx, 'cost');
   const p = { ...DELIVERY_SIZES.full, users: 10_000 };
   try {
-    progress(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    progress(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     const svc = await run.startService();
     const keys = await svc.createProject(PROJECT_ID);
     const catalogue = await createCatalogue(svc, keys, p);
-    await seedProfiles(run.redis, run.keys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, utcDay(Date.now())), () => undefined);
+    await seedProfiles(
+      run.redis,
+      run.keys,
+      PROJECT_ID,
+      p.users,
+      userIdOf,
+      (i) => profileOf(i, catalogue, utcDay(Date.now())),
+      () => undefined,
+    );
     const body = getTreatmentsBodies(p);
     const measure = async (label: string, baseUrl: string, pids: Record<string, number>, headers: Record<string, string>) => {
       const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
@@ -51,7 +63,9 @@ async function main(): Promise<void> {
       const r1 = await redisCpu(run);
       const n = r.ok + r.non2xx;
       const parts = Object.entries(pids).map(([k, pid]) => `${k} ${(((cpuOf(pid) - before[k]) * 1e6) / n).toFixed(0)} µs`);
-      progress(`${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`);
+      progress(
+        `${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`,
+      );
     };
     const [api] = svc.sampler.pids('api');
     const [bg] = svc.sampler.pids('background');
@@ -61,7 +75,11 @@ async function main(): Promise<void> {
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
     await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
     await base.stop();
-    progress(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    progress(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
   } finally {
     await run.close();
     rmSync(workDir, { recursive: true, force: true });

@@ -18,7 +18,15 @@ import { reportScenario } from './scenarios/report.js';
 import { clientScenario } from './scenarios/client.js';
 
 /** In run order: freshness reuses the end-to-end capacity ingest measured before it. */
-export const SCENARIOS: readonly Scenario[] = [deliveryScenario, logEventsScenario, ingestScenario, freshnessScenario, backfillScenario, reportScenario, clientScenario];
+export const SCENARIOS: readonly Scenario[] = [
+  deliveryScenario,
+  logEventsScenario,
+  ingestScenario,
+  freshnessScenario,
+  backfillScenario,
+  reportScenario,
+  clientScenario,
+];
 
 export interface CliOptions {
   scenarios: Scenario[];
@@ -133,7 +141,12 @@ export function printReport(report: RunReport): string {
     resultsTable(report.results),
   ];
   for (const r of report.results) {
-    out.push('', `${r.scenario} (${Object.entries(r.params).map(([k, v]) => `${k}=${v}`).join(', ')}):`);
+    out.push(
+      '',
+      `${r.scenario} (${Object.entries(r.params)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}):`,
+    );
     for (const n of r.notes) out.push(`  - ${n}`);
   }
   for (const f of report.failures) out.push('', `${f.scenario} FAILED: ${f.error}`);
@@ -149,10 +162,13 @@ async function settleBeforeDocsRun(o: CliOptions, progress: (line: string) => vo
   if (o.size !== 'full') return;
   const end = Date.now() + 120_000;
   while (loadAverage() > QUIET_LOAD_AVERAGE && Date.now() < end) {
-    progress(`--write-docs: load average ${loadAverage().toFixed(2)} is above ${QUIET_LOAD_AVERAGE}; waiting for it to fall (the build just ran) before starting`);
+    progress(
+      `--write-docs: load average ${loadAverage().toFixed(2)} is above ${QUIET_LOAD_AVERAGE}; waiting for it to fall (the build just ran) before starting`,
+    );
     await sleep(5000);
   }
-  if (loadAverage() > QUIET_LOAD_AVERAGE) progress(`--write-docs: the load average is still ${loadAverage().toFixed(2)}: the run goes ahead, but its table will not be written into the docs`);
+  if (loadAverage() > QUIET_LOAD_AVERAGE)
+    progress(`--write-docs: the load average is still ${loadAverage().toFixed(2)}: the run goes ahead, but its table will not be written into the docs`);
 }
 
 function gitCommit(): string | undefined {

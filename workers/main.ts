@@ -58,7 +58,12 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const storeConnection = createRedis(config, 'store', 'tds-workers-stores');
   for (const c of [connection, storeConnection]) c.on('error', (err) => log.debug({ err }, 'redis (workers) error'));
   const stores = { redis: storeConnection, keys, now };
-  const { profiles, userDeletions, userDeletionQueue } = createProfiles({ redis: storeConnection, keys, retentionDays: config.retentionDays, redisPrefix: config.redisPrefix });
+  const { profiles, userDeletions, userDeletionQueue } = createProfiles({
+    redis: storeConnection,
+    keys,
+    retentionDays: config.retentionDays,
+    redisPrefix: config.redisPrefix,
+  });
   const { dataFields } = createAggregation({ ...stores, redisPrefix: config.redisPrefix });
   const { eventSchemas, surfaces } = createCatalog(stores);
   const { treatments } = createTreatments(stores);
@@ -66,7 +71,10 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
   const fieldCache = new DataFieldCache((projectId) => dataFields.list(projectId), bus);
   const { rankingCounters, targetActionViews } = createDeliveryCounters({ redis: storeConnection, keys, retentionDays: config.retentionDays });
   const ranking = { store: rankingCounters, deltasFor: rankingOps };
-  const targetActions = new TargetActionCache({ treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName }, bus);
+  const targetActions = new TargetActionCache(
+    { treatments: (p) => treatments.list(p), surfaces: (p) => surfaces.names(p), eventName: async (p, id) => (await eventSchemas.getById(p, id))?.eventName },
+    bus,
+  );
   const conversions: TargetActionDeps = {
     catalog: targetActions,
     views: targetActionViews,
@@ -75,14 +83,58 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
     markerGraceSeconds: markerGraceSeconds(config.workerLockMs),
     log: log.child({ role: 'workers' }),
   };
-  const eventOps = concatEventOps([dataFieldEventOps(fieldCache), eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })), targetActionEventOps(conversions)]);
+  const eventOps = concatEventOps([
+    dataFieldEventOps(fieldCache),
+    eventSchemaRegistrar(eventSchemas, log.child({ role: 'workers' })),
+    targetActionEventOps(conversions),
+  ]);
   const viewCaps = new CapCache('VIEWED', (projectId) => treatments.list(projectId), bus);
   const returnedCaps = new CapCache('RETURNED', (projectId) => treatments.list(projectId), bus);
   const interactionOps = concatInteractionOps([dataFieldInteractionOps(fieldCache), viewCapInteractionOps(viewCaps), targetActionViewOps(conversions)]);
-  const aggregations = startAggregationWorker({ connection, redisPrefix: config.redisPrefix, keys, warehouse, dataFields, deletions: userDeletions, projects, log: log.child({ role: 'aggregations' }), now, bus, profileTtlSeconds: config.retentionDays * 86_400, metrics });
-  const deletionWorker = startUserDeletionWorker({ connection, redisPrefix: config.redisPrefix, warehouse, store: userDeletions, queues: userDeletionQueue, log: log.child({ role: 'user-deletions' }), metrics });
+  const aggregations = startAggregationWorker({
+    connection,
+    redisPrefix: config.redisPrefix,
+    keys,
+    warehouse,
+    dataFields,
+    deletions: userDeletions,
+    projects,
+    log: log.child({ role: 'aggregations' }),
+    now,
+    bus,
+    profileTtlSeconds: config.retentionDays * 86_400,
+    metrics,
+  });
+  const deletionWorker = startUserDeletionWorker({
+    connection,
+    redisPrefix: config.redisPrefix,
+    warehouse,
+    store: userDeletions,
+    queues: userDeletionQueue,
+    log: log.child({ role: 'user-deletions' }),
+    metrics,
+  });
   const deadLetters = new DeadLetterSink(warehouse, now);
-  const ingest = startIngestWorkers({ erased: userDeletions, connection, redisPrefix: config.redisPrefix, warehouse, deadLetters, profiles, eventOps, interactionOps, ranking, returnedCaps: (projectId) => returnedCaps.get(projectId), log: log.child({ role: 'workers' }), now, concurrency: opts.concurrency ?? config.workerConcurrency, lockMs: config.workerLockMs, onMetric: metrics.countIngest, metrics, decisionWaitMs: config.interactionDecisionWaitMs, identityMerge: config.identityMerge });
+  const ingest = startIngestWorkers({
+    erased: userDeletions,
+    connection,
+    redisPrefix: config.redisPrefix,
+    warehouse,
+    deadLetters,
+    profiles,
+    eventOps,
+    interactionOps,
+    ranking,
+    returnedCaps: (projectId) => returnedCaps.get(projectId),
+    log: log.child({ role: 'workers' }),
+    now,
+    concurrency: opts.concurrency ?? config.workerConcurrency,
+    lockMs: config.workerLockMs,
+    onMetric: metrics.countIngest,
+    metrics,
+    decisionWaitMs: config.interactionDecisionWaitMs,
+    identityMerge: config.identityMerge,
+  });
   const pubsubIntake = await startPubSubIntake(ctx, deadLetters);
   log.info('workers role started');
   let closing: Promise<void> | undefined;

@@ -77,7 +77,8 @@ function presentAnyDataField(f: DataFieldRecord) {
 
 export const getAllDataFields = defineOperation({
   operation: 'GetAllDataFields',
-  summary: 'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type; each with its backfill status',
+  summary:
+    'Every data field of the project, ascending dataFieldId: user properties as DataField, aggregations with their params and type; each with its backfill status',
   permissions: MANAGEMENT,
   body: GetAllDataFieldsBody,
   response: GetAllDataFieldsResponse,

@@ -74,7 +74,10 @@ function storedContentConflict(details: ErrorDetail[]): FailedPreconditionError 
   const shown = details.slice(0, MAX_DETAILS);
   if (details.length > MAX_DETAILS) shown.push({ field: shown[0].field, description: `and ${details.length - MAX_DETAILS} more problems of the same kind` });
   const more = details.length > 3 ? ` (and ${details.length - 3} more, see details)` : '';
-  const summary = details.slice(0, 3).map((d) => d.description).join('; ');
+  const summary = details
+    .slice(0, 3)
+    .map((d) => d.description)
+    .join('; ');
   return new FailedPreconditionError(`the change would leave stored treatment content invalid: ${summary}${more}`, shown);
 }
 
@@ -130,21 +133,27 @@ export const updateTreatmentType = defineOperation({
   response: TreatmentTypeResponse,
   handler: async (body, _auth, ctx) => {
     const given = surfaceNames(body.surfaces);
-    if (body.clearSurfaces === true && given.length > 0) throw invalidField('clearSurfaces', 'clearSurfaces cannot be true together with a non-empty surfaces list');
-    const type = await ctx.catalog.treatmentTypes.update(body.projectId, int64String('treatmentTypeId', body.treatmentTypeId), {
-      treatmentTypeName: body.treatmentTypeName === undefined ? undefined : requireTypeName(body.treatmentTypeName),
-      contentFieldTypes: contentFieldTypes(body.contentFieldTypes),
-      // Spec: an unset or empty list leaves the surfaces as they are; only clearSurfaces detaches them.
-      surfaces: body.clearSurfaces === true ? [] : given.length > 0 ? given : undefined,
-      deliveryType: body.deliveryType,
-      lastModifiedBy: body.lastModifiedBy,
-      modificationSource: body.modificationSource,
-    }, async (before, after) => {
-      // Refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
-      const stored = await ctx.treatments.treatments.list(body.projectId);
-      const details = typeChangeConflicts(before, after, stored, ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
-      if (details.length > 0) throw storedContentConflict(details);
-    });
+    if (body.clearSurfaces === true && given.length > 0)
+      throw invalidField('clearSurfaces', 'clearSurfaces cannot be true together with a non-empty surfaces list');
+    const type = await ctx.catalog.treatmentTypes.update(
+      body.projectId,
+      int64String('treatmentTypeId', body.treatmentTypeId),
+      {
+        treatmentTypeName: body.treatmentTypeName === undefined ? undefined : requireTypeName(body.treatmentTypeName),
+        contentFieldTypes: contentFieldTypes(body.contentFieldTypes),
+        // Spec: an unset or empty list leaves the surfaces as they are; only clearSurfaces detaches them.
+        surfaces: body.clearSurfaces === true ? [] : given.length > 0 ? given : undefined,
+        deliveryType: body.deliveryType,
+        lastModifiedBy: body.lastModifiedBy,
+        modificationSource: body.modificationSource,
+      },
+      async (before, after) => {
+        // Refused when a non-archived treatment of the type holds a value or a surface the change would invalidate.
+        const stored = await ctx.treatments.treatments.list(body.projectId);
+        const details = typeChangeConflicts(before, after, stored, ctx.now(), body.clearSurfaces === true ? 'clearSurfaces' : 'surfaces');
+        if (details.length > 0) throw storedContentConflict(details);
+      },
+    );
     return { treatmentType: presentTreatmentType(type) };
   },
 });
@@ -159,10 +168,4 @@ export const getAllTreatmentTypes = defineOperation({
 });
 
 /** InsertSurface, GetAllSurfaces, InsertTreatmentType, UpdateTreatmentType, GetAllTreatmentTypes. */
-export const catalogOperations = [
-  insertSurface,
-  getAllSurfaces,
-  insertTreatmentType,
-  updateTreatmentType,
-  getAllTreatmentTypes,
-] as const;
+export const catalogOperations = [insertSurface, getAllSurfaces, insertTreatmentType, updateTreatmentType, getAllTreatmentTypes] as const;

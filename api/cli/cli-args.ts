@@ -177,7 +177,7 @@ export function formatHelp(commands: readonly CliCommand[]): string {
   const width = Math.max(...commands.map((c) => c.command.length));
   const lines = commands.map((c) => `  ${c.command.padEnd(width)}  ${c.summary}`);
   return [
-    'usage: npm run admin -- <command> [--option value ...] [--json \'{...}\']',
+    "usage: npm run admin -- <command> [--option value ...] [--json '{...}']",
     '',
     'commands:',
     ...lines,

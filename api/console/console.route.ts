@@ -41,7 +41,10 @@ export function registerConsoleRoutes(app: FastifyInstance, root: string = CONSO
     }
     return reply
       .header('cache-control', 'no-cache')
-      .header('content-security-policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+      .header(
+        'content-security-policy',
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+      )
       .header('x-content-type-options', 'nosniff')
       .type(TYPES['.html'])
       .send(html);

@@ -52,7 +52,14 @@ async function preview(body: { projectId: string; treatmentId: string; userId?: 
     body.userId !== undefined ? ctx.profiles.profiles.get(projectId, body.userId) : NO_PROFILE,
   ]);
   if (record === undefined) throw new NotFoundError(`treatment ${body.treatmentId} does not exist in project ${projectId}`);
-  const plan = compileCatalogPlan({ projectId, treatments: [record], types, surfaces: [], dataFields, globalHoldoutPercentage: project?.globalHoldoutPercentage });
+  const plan = compileCatalogPlan({
+    projectId,
+    treatments: [record],
+    types,
+    surfaces: [],
+    dataFields,
+    globalHoldoutPercentage: project?.globalHoldoutPercentage,
+  });
   // holdouts of a merged pre-login id are its user's, as GetTreatments decides them
   const userId = body.userId === undefined ? undefined : canonicalUserOf(body.userId, profile);
   return previewTreatment(plan, { ...body, userId } as never, profile, ctx.now());
@@ -62,7 +69,8 @@ const PreviewTreatmentResponse = Type.Object({ userTreatment: UserTreatmentOut, 
 
 export const previewTreatmentOperation = defineOperation({
   operation: 'PreviewTreatment',
-  summary: 'Render any version of a treatment for any user as GetTreatments would (treatmentTrackingId "preview"), with the per-rule evaluation; nothing is logged or counted',
+  summary:
+    'Render any version of a treatment for any user as GetTreatments would (treatmentTrackingId "preview"), with the per-rule evaluation; nothing is logged or counted',
   permissions: ['TREATMENT_MANAGEMENT'],
   body: PreviewTreatmentRequest,
   response: PreviewTreatmentResponse,

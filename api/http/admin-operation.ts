@@ -56,10 +56,16 @@ export function registerAdminOperation(app: FastifyInstance, ctx: ApiServices, o
   app.post(
     `/admin/v1/${op.operation}`,
     {
-      schema: { operationId: `admin.${op.operation}`, summary: op.summary, tags: ['admin'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ adminToken: [] }] },
+      schema: {
+        operationId: `admin.${op.operation}`,
+        summary: op.summary,
+        tags: ['admin'],
+        body: op.body,
+        response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse },
+        security: [{ adminToken: [] }],
+      },
       onRequest: async (req) => guardAdminToken(ctx, req.ip, req.headers.authorization),
     },
     async (req) => op.handler(req.body as never, ctx, 'admin-api'),
   );
 }
-

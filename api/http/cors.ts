@@ -59,7 +59,15 @@ export function registerPreflight(app: FastifyInstance, url: string, cors: CorsP
     const origin = req.headers.origin;
     const value = origin === undefined ? undefined : cors.allowOrigin(origin);
     if (value === undefined) {
-      return reply.code(403).send(errorBody(new PermissionDeniedError(origin === undefined ? 'a preflight request needs an Origin header' : `origin ${origin} is not allowed to call this operation (CORS_ORIGINS)`)));
+      return reply
+        .code(403)
+        .send(
+          errorBody(
+            new PermissionDeniedError(
+              origin === undefined ? 'a preflight request needs an Origin header' : `origin ${origin} is not allowed to call this operation (CORS_ORIGINS)`,
+            ),
+          ),
+        );
     }
     const method = req.headers['access-control-request-method'];
     if (method !== undefined && method !== 'POST') {

@@ -25,7 +25,8 @@ export function registerErrorHandler(app: FastifyInstance, ctx: Pick<Platform, '
       apiErr = new ApiError(400, 'INVALID_ARGUMENT', `invalid request: ${detailsText(details)}`, details);
     } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiErr = new ApiError(413, 'INVALID_ARGUMENT', 'request body is too large');
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') apiErr = new ApiError(400, 'INVALID_ARGUMENT', 'Content-Type must be application/json');
-    else if (err.statusCode === 400 || err.code?.startsWith('FST_ERR_CTP')) apiErr = new ApiError(400, 'INVALID_ARGUMENT', `malformed JSON body: ${err.message}`);
+    else if (err.statusCode === 400 || err.code?.startsWith('FST_ERR_CTP'))
+      apiErr = new ApiError(400, 'INVALID_ARGUMENT', `malformed JSON body: ${err.message}`);
     else if (isRedisConnectionError(err)) apiErr = new ApiError(503, 'UNAVAILABLE', 'a dependency of the service is unavailable; retry the request');
     else if (err.statusCode === 429) apiErr = new ApiError(429, 'RESOURCE_EXHAUSTED', 'too many requests');
     else apiErr = new ApiError(500, 'INTERNAL', 'internal error; retry the request');

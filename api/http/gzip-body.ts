@@ -14,7 +14,11 @@ import { ApiError, InvalidArgumentError } from '../../shared/platform/errors.js'
 const decoded = new WeakSet<FastifyRequest>();
 
 export function encodingError(encoding: string): ApiError {
-  return new ApiError(415, 'INVALID_ARGUMENT', `Content-Encoding "${encoding.slice(0, 64)}" is not supported here; LogEvents and LogTreatmentInteraction accept gzip, other operations an unencoded body`);
+  return new ApiError(
+    415,
+    'INVALID_ARGUMENT',
+    `Content-Encoding "${encoding.slice(0, 64)}" is not supported here; LogEvents and LogTreatmentInteraction accept gzip, other operations an unencoded body`,
+  );
 }
 
 function tooLarge(limit: number): ApiError {
@@ -79,6 +83,9 @@ export function gzipBodies(): preParsingHookHandler {
     if (name !== 'gzip' && name !== 'x-gzip') return done(encodingError(encoding!), undefined);
     decoded.add(req);
     // The rest of the upload is never read: the connection closes after the 413.
-    done(null, inflateCapped(payload, req.routeOptions.bodyLimit, () => void reply.header('connection', 'close')));
+    done(
+      null,
+      inflateCapped(payload, req.routeOptions.bodyLimit, () => void reply.header('connection', 'close')),
+    );
   };
 }

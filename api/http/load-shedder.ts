@@ -102,7 +102,12 @@ export class LoadShedder {
   private refusalHeaders(origin: string | undefined): Record<string, string | number> {
     const allowed = origin === undefined ? undefined : this.opts.cors?.allowOrigin(origin);
     if (allowed === undefined) return REFUSAL_HEADERS;
-    return { ...REFUSAL_HEADERS, 'access-control-allow-origin': allowed, 'access-control-expose-headers': CORS_EXPOSED_HEADERS, ...(allowed === '*' ? {} : { vary: 'origin' }) };
+    return {
+      ...REFUSAL_HEADERS,
+      'access-control-allow-origin': allowed,
+      'access-control-expose-headers': CORS_EXPOSED_HEADERS,
+      ...(allowed === '*' ? {} : { vary: 'origin' }),
+    };
   }
 
   /** A Fastify `serverFactory`: a plain HTTP server whose requests pass the guard first. */

@@ -112,7 +112,14 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
   app.post(
     `/v1/${op.operation}`,
     {
-      schema: { operationId: op.operation, summary: op.summary, tags: ['v1'], body: op.body, response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse }, security: [{ apiKey: [] }] },
+      schema: {
+        operationId: op.operation,
+        summary: op.summary,
+        tags: ['v1'],
+        body: op.body,
+        response: { 200: op.response, '4xx': ErrorResponse, '5xx': ErrorResponse },
+        security: [{ apiKey: [] }],
+      },
       // The key is checked before the body is parsed (a malformed body without a valid key
       // is 401 too), and against the body's projectId before the body is validated.
       // Callback hooks: a call whose key and project are cached (nearly every call) passes both

@@ -2,12 +2,7 @@ import { conversionRate, IMPACT_CALLS, upliftOf } from '../../shared/impact/inde
 import { parseRfc3339 } from '../../shared/platform/rfc3339.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, type ErrorDetail } from '../../shared/platform/errors.js';
 import { int64String } from '../../shared/platform/int64.js';
-import {
-  GetTreatmentReportBody,
-  GetTreatmentReportResponse,
-  ListDecisionsBody,
-  ListDecisionsResponse,
-} from '../../shared/impact/index.js';
+import { GetTreatmentReportBody, GetTreatmentReportResponse, ListDecisionsBody, ListDecisionsResponse } from '../../shared/impact/index.js';
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 
@@ -81,7 +76,14 @@ export const getTreatmentReport = defineOperation({
     const withGoal = conversionEventName !== undefined;
     const groups = counts.map((g) => {
       const rate = conversionRate(g);
-      return { group: g.group, users: g.users, impressions: g.impressions, clicks: g.clicks, ...(withGoal ? { conversions: g.conversions } : {}), ...(withGoal && rate !== undefined ? { conversionRate: rate } : {}) };
+      return {
+        group: g.group,
+        users: g.users,
+        impressions: g.impressions,
+        clicks: g.clicks,
+        ...(withGoal ? { conversions: g.conversions } : {}),
+        ...(withGoal && rate !== undefined ? { conversionRate: rate } : {}),
+      };
     });
     const treated = counts.find((g) => g.group === 'TREATED')!;
     const holdout = counts.find((g) => g.group === 'HOLDOUT')!;

@@ -78,7 +78,8 @@ export const logTreatmentInteraction = defineOperation({
     const idField = body.treatmentId === undefined ? 'treatmentTrackingId' : 'treatmentId';
     const deliveryType = await treatmentDeliveryType(ctx, body.projectId, treatmentId);
     if (deliveryType === null) throw invalidField(idField, `treatment "${treatmentId}" does not exist in project "${body.projectId}"`);
-    if (body.surface !== undefined && !(await surfaceExists(ctx, body.projectId, body.surface))) throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);
+    if (body.surface !== undefined && !(await surfaceExists(ctx, body.projectId, body.surface)))
+      throw invalidField('surface', `surface "${body.surface}" is not registered in project "${body.projectId}"`);
     if (EMAIL_TYPES.has(body.interactionType) && deliveryType !== 'EMAIL') {
       throw invalidField('interactionType', `${body.interactionType} applies only to treatments whose delivery type is EMAIL`);
     }
@@ -87,7 +88,10 @@ export const logTreatmentInteraction = defineOperation({
     const resolve = body.userId === undefined || body.surface === undefined;
     if (resolve && !ctx.impact.decisionLogEnabled) {
       const missing = (['userId', 'treatmentId', 'surface'] as const).filter((f) => body[f] === undefined);
-      throw new InvalidArgumentError(`${missing.join(', ')} required: without a decision log (DECISION_LOG=off) an interaction must name its user, treatment and surface`, missing.map((field) => ({ field, description: 'required when DECISION_LOG=off' })));
+      throw new InvalidArgumentError(
+        `${missing.join(', ')} required: without a decision log (DECISION_LOG=off) an interaction must name its user, treatment and surface`,
+        missing.map((field) => ({ field, description: 'required when DECISION_LOG=off' })),
+      );
     }
     await ctx.ingestion.ingest.interactions.enqueue({
       kind: 'interaction',

@@ -33,7 +33,14 @@ export const getUserProfile = defineAdminOperation({
     const userProperties: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(stored.userProperties)) userProperties[k] = plainValue(v);
     const dataFields = await ctx.aggregation.dataFieldValues(body.projectId, stored);
-    return { profile: { userId: body.userId, userProperties, dataFields, ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}), ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}) } };
+    return {
+      profile: {
+        userId: body.userId,
+        userProperties,
+        dataFields,
+        ...(stored.mergedFrom ? { mergedFrom: stored.mergedFrom } : {}),
+        ...(stored.mergedInto !== undefined ? { mergedInto: stored.mergedInto } : {}),
+      },
+    };
   },
 });
-

@@ -12,9 +12,17 @@ export type ProjectsAdminDeps = Pick<ApiServices, 'redis' | 'keys' | 'projects'>
 const defineAdminOperation = adminOperationsUsing<ProjectsAdminDeps>();
 
 const DeliveryEndpoint = Type.Union([Type.Literal('BASE'), Type.Literal('ALT')]);
-const ProjectOut = Type.Object({ projectId: Type.String(), displayName: Type.String(), deliveryEndpoint: DeliveryEndpoint, createTime: TimestampOut, globalHoldoutPercentage: Type.Number() });
+const ProjectOut = Type.Object({
+  projectId: Type.String(),
+  displayName: Type.String(),
+  deliveryEndpoint: DeliveryEndpoint,
+  createTime: TimestampOut,
+  globalHoldoutPercentage: Type.Number(),
+});
 /** Users held out of every treatment of the project (0–100, two decimals). */
-const GlobalHoldoutIn = Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'percentage of users who get no treatment (0–100, at most two decimals)' }));
+const GlobalHoldoutIn = Type.Optional(
+  Type.Number({ minimum: 0, maximum: 100, description: 'percentage of users who get no treatment (0–100, at most two decimals)' }),
+);
 
 function checkHoldout(body: { globalHoldoutPercentage?: number }): void {
   if (body.globalHoldoutPercentage === undefined) return;
@@ -37,14 +45,23 @@ const ApiKeyOut = Type.Object({
 });
 /** A key's own limit: requests per second in each API process (burst twice as many). */
 const RequestsPerSecondIn = Type.Optional(
-  Type.Integer({ minimum: 1, maximum: MAX_RATE_LIMIT, description: `requests per second this key may make in each API process (burst: twice as many), 1–${MAX_RATE_LIMIT}; absent: RATE_LIMIT_PER_KEY` }),
+  Type.Integer({
+    minimum: 1,
+    maximum: MAX_RATE_LIMIT,
+    description: `requests per second this key may make in each API process (burst: twice as many), 1–${MAX_RATE_LIMIT}; absent: RATE_LIMIT_PER_KEY`,
+  }),
 );
 
 export const createProject = defineAdminOperation({
   operation: 'CreateProject',
   command: 'create-project',
   summary: 'Create a project (409 if it exists)',
-  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint), globalHoldoutPercentage: GlobalHoldoutIn }),
+  body: Strict({
+    projectId: ProjectId,
+    displayName: Type.Optional(Type.String({ maxLength: 256 })),
+    deliveryEndpoint: Type.Optional(DeliveryEndpoint),
+    globalHoldoutPercentage: GlobalHoldoutIn,
+  }),
   response: Type.Object({ project: ProjectOut }),
   handler: async (body, ctx, actor) => {
     checkHoldout(body);
@@ -56,7 +73,12 @@ export const updateProject = defineAdminOperation({
   operation: 'UpdateProject',
   command: 'update-project',
   summary: 'Change a project’s display name, delivery address or global holdout',
-  body: Strict({ projectId: ProjectId, displayName: Type.Optional(Type.String({ maxLength: 256 })), deliveryEndpoint: Type.Optional(DeliveryEndpoint), globalHoldoutPercentage: GlobalHoldoutIn }),
+  body: Strict({
+    projectId: ProjectId,
+    displayName: Type.Optional(Type.String({ maxLength: 256 })),
+    deliveryEndpoint: Type.Optional(DeliveryEndpoint),
+    globalHoldoutPercentage: GlobalHoldoutIn,
+  }),
   response: Type.Object({ project: ProjectOut }),
   handler: async (body, ctx, actor) => {
     checkHoldout(body);
@@ -86,7 +108,12 @@ export const createApiKey = defineAdminOperation({
   operation: 'CreateApiKey',
   command: 'create-api-key',
   summary: 'Issue an API key; the secret is shown once',
-  body: Strict({ projectId: ProjectId, permissions: Type.Array(PermissionT, { minItems: 1, maxItems: 3, uniqueItems: true }), description: Type.Optional(Type.String({ maxLength: 1024 })), requestsPerSecond: RequestsPerSecondIn }),
+  body: Strict({
+    projectId: ProjectId,
+    permissions: Type.Array(PermissionT, { minItems: 1, maxItems: 3, uniqueItems: true }),
+    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    requestsPerSecond: RequestsPerSecondIn,
+  }),
   response: Type.Object({ apiKey: ApiKeyOut, key: Type.String() }),
   handler: async (body, ctx, actor) => {
     await ctx.projects.projects.require(body.projectId);
@@ -137,7 +164,11 @@ export const listChangesOp = defineAdminOperation({
   operation: 'ListChanges',
   command: 'list-changes',
   summary: 'The audit trail of a project, newest first',
-  body: Strict({ projectId: ProjectId, pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })), pageToken: Type.Optional(Type.String({ pattern: '^[0-9]+-[0-9]+$' })) }),
+  body: Strict({
+    projectId: ProjectId,
+    pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    pageToken: Type.Optional(Type.String({ pattern: '^[0-9]+-[0-9]+$' })),
+  }),
   response: Type.Object({ changes: Type.Array(ChangeOut), nextPageToken: Type.Optional(Type.String()) }),
   handler: async (body, ctx) => {
     await ctx.projects.projects.require(body.projectId);

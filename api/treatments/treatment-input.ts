@@ -10,18 +10,16 @@ import { parseWindowDays } from '../../shared/aggregation/index.js';
 import type { Content, EligibilityRule, TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
-import {
-  type InsertTreatmentBody,
-  type UpdateTreatmentBody,
-} from '../../shared/treatments/index.js';
+import { type InsertTreatmentBody, type UpdateTreatmentBody } from '../../shared/treatments/index.js';
 import { presentTreatment } from '../../shared/treatments/treatment.presenter.js';
-
 
 // ------------------------------------------------------------------------------------------------
 // Request → domain: the version-level fields a request sets, checked against the treatment's type
 // and the project's data fields. Every problem is collected so one 400 names them all.
 
-export type VersionInput = Partial<Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>>;
+export type VersionInput = Partial<
+  Pick<InsertTreatmentBody, 'startTimestamp' | 'endTimestamp' | 'content' | 'eligibilityRules' | 'removedSurfaces' | 'tags' | 'targetAction'>
+>;
 
 export async function versionFieldsOf(
   ctx: Pick<ApiServices, 'now' | 'catalog' | 'aggregation'>,
@@ -51,7 +49,10 @@ export async function versionFieldsOf(
     out.targetActionEventId = int64String('targetAction.eventId', body.targetAction.eventId);
     // The target action is an event of the project (its conversion event in reports).
     if ((await ctx.catalog.eventSchemas.getById(projectId, out.targetActionEventId)) === undefined) {
-      problems.push({ field: 'targetAction.eventId', description: `no event schema ${out.targetActionEventId} in project ${projectId} (register the event name with InsertEventSchema, or log it)` });
+      problems.push({
+        field: 'targetAction.eventId',
+        description: `no event schema ${out.targetActionEventId} in project ${projectId} (register the event name with InsertEventSchema, or log it)`,
+      });
     }
   }
   problems.push(...timestampsOf(body, out, base));
@@ -82,7 +83,10 @@ export function timestampsOf(body: VersionInput, out: Partial<VersionFields>, ba
 
 export function contentOf(c: NonNullable<VersionInput['content']>): Content {
   return {
-    contentByLanguage: (c.contentByLanguage ?? []).map((e) => ({ languageCode: { languageCode: e.languageCode.languageCode }, contentFields: e.contentFields ?? [] })),
+    contentByLanguage: (c.contentByLanguage ?? []).map((e) => ({
+      languageCode: { languageCode: e.languageCode.languageCode },
+      contentFields: e.contentFields ?? [],
+    })),
     languageAgnosticContentFields: c.languageAgnosticContentFields ?? [],
   };
 }

@@ -1,6 +1,13 @@
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
-import { InvalidArgumentError, FailedPreconditionError, NotFoundError, AlreadyExistsError, invalidField, type ErrorDetail } from '../../shared/platform/errors.js';
+import {
+  InvalidArgumentError,
+  FailedPreconditionError,
+  NotFoundError,
+  AlreadyExistsError,
+  invalidField,
+  type ErrorDetail,
+} from '../../shared/platform/errors.js';
 import { validateContent } from '../../shared/treatments/index.js';
 import { applyUpdate, createTreatment, deleteTreatment, pauseTreatment, type TreatmentUpdate, type VersionFields } from '../../shared/treatments/index.js';
 import { filterTreatments } from '../../shared/treatments/index.js';
@@ -91,7 +98,9 @@ function updateActionOf(body: UpdateTreatmentBody): UpdateAction {
   }
   if (!pause && !del) return 'edit';
   const flag = pause ? 'shouldPause' : 'shouldDelete';
-  const extra = Object.entries(body).filter(([k, v]) => v !== undefined && !PAUSE_DELETE_FIELDS.has(k)).map(([k]) => k);
+  const extra = Object.entries(body)
+    .filter(([k, v]) => v !== undefined && !PAUSE_DELETE_FIELDS.has(k))
+    .map(([k]) => k);
   if (extra.length > 0) {
     throw new InvalidArgumentError(
       `with ${flag} true only projectId, treatmentId, externalTreatmentId and lastModifiedBy may be sent; remove ${extra.join(', ')}`,
@@ -111,7 +120,9 @@ interface UpdateTarget {
 async function locateTreatment(ctx: TreatmentOpsDeps, body: UpdateTreatmentBody): Promise<UpdateTarget> {
   const { projectId, treatmentId, externalTreatmentId: ext } = body;
   if (treatmentId === undefined && ext === undefined) {
-    throw new InvalidArgumentError('either treatmentId or externalTreatmentId is required', [{ field: 'treatmentId', description: 'either treatmentId or externalTreatmentId is required' }]);
+    throw new InvalidArgumentError('either treatmentId or externalTreatmentId is required', [
+      { field: 'treatmentId', description: 'either treatmentId or externalTreatmentId is required' },
+    ]);
   }
   const byExt = ext !== undefined ? await ctx.treatments.treatments.idByExternalId(projectId, ext) : undefined;
   const id = treatmentId ?? byExt;
@@ -186,8 +197,10 @@ function describe(problems: ErrorDetail[]): string {
 /** clearEndTimestamp / clearTargetAction cannot be combined with a value for the same field. */
 function assertClearFlags(body: UpdateTreatmentBody): void {
   const problems: ErrorDetail[] = [];
-  if (body.clearEndTimestamp === true && body.endTimestamp !== undefined) problems.push({ field: 'clearEndTimestamp', description: 'cannot be true together with endTimestamp' });
-  if (body.clearTargetAction === true && body.targetAction !== undefined) problems.push({ field: 'clearTargetAction', description: 'cannot be true together with targetAction' });
+  if (body.clearEndTimestamp === true && body.endTimestamp !== undefined)
+    problems.push({ field: 'clearEndTimestamp', description: 'cannot be true together with endTimestamp' });
+  if (body.clearTargetAction === true && body.targetAction !== undefined)
+    problems.push({ field: 'clearTargetAction', description: 'cannot be true together with targetAction' });
   if (problems.length > 0) throw new InvalidArgumentError(describe(problems), problems);
 }
 
@@ -220,7 +233,8 @@ export const insertTreatmentOperation = defineOperation({
 
 export const updateTreatmentOperation = defineOperation({
   operation: 'UpdateTreatment',
-  summary: 'Update, publish, pause or delete a treatment; version-level changes create a new version (holdoutPercentage, qaUserIds, isFallback and frequencyCap are treatment-level and do not)',
+  summary:
+    'Update, publish, pause or delete a treatment; version-level changes create a new version (holdoutPercentage, qaUserIds, isFallback and frequencyCap are treatment-level and do not)',
   permissions: ['TREATMENT_MANAGEMENT'],
   body: UpdateTreatmentRequest,
   response: TreatmentResponse,
@@ -275,7 +289,12 @@ export const getAllTreatmentsOperation = defineOperation({
     );
     return {
       treatments: listed.map(({ treatment, versions }) =>
-        presentTreatment(treatment, { type: typesById.get(treatment.treatmentTypeId), group: groupsById.get(treatment.mutualExclusionGroupId ?? '') }, nowMs, versions),
+        presentTreatment(
+          treatment,
+          { type: typesById.get(treatment.treatmentTypeId), group: groupsById.get(treatment.mutualExclusionGroupId ?? '') },
+          nowMs,
+          versions,
+        ),
       ),
     };
   },

@@ -57,7 +57,9 @@ export interface BaselineProcess {
 /** Starts a baseline server in a child process and waits until it answers. */
 export async function startBaselineServer(kind: BaselineKind, redisUrl: string, prefix: string): Promise<BaselineProcess> {
   const port = await freePort();
-  const child: TsxChild = spawnTsxChild('bench/lib/baseline-server.ts', { env: { BASELINE_KIND: kind, BASELINE_PORT: String(port), REDIS_URL: redisUrl, BASELINE_PREFIX: prefix } });
+  const child: TsxChild = spawnTsxChild('bench/lib/baseline-server.ts', {
+    env: { BASELINE_KIND: kind, BASELINE_PORT: String(port), REDIS_URL: redisUrl, BASELINE_PREFIX: prefix },
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/readyz`, child, 30_000);
   const sampler = new ProcessSampler(child.pid).start();

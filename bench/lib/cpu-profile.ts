@@ -65,6 +65,9 @@ export function formatCpuSummary(s: CpuSummary): string[] {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   return [
     `main-thread self time by area: ${s.byArea.map((a) => `${a.name} ${pct(a.share)}`).join(', ')}`,
-    `heaviest functions: ${s.topFunctions.slice(0, 8).map((f) => `${f.name} ${pct(f.share)}`).join('; ')}`,
+    `heaviest functions: ${s.topFunctions
+      .slice(0, 8)
+      .map((f) => `${f.name} ${pct(f.share)}`)
+      .join('; ')}`,
   ];
 }

@@ -39,9 +39,16 @@ export async function createCatalogue(svc: ServiceProcess, keys: ProjectKeys, p:
     });
   }
   const field = async (name: string, dataType: string) => (await m('InsertDataField', { name, userProperty: { dataType } })).dataField.dataFieldId as string;
-  const catalogue: Catalogue = { ageId: await field('age', 'INTEGER'), countryId: await field('country', 'STRING'), premiumId: await field('premium', 'BOOLEAN'), purchasesId: '' };
+  const catalogue: Catalogue = {
+    ageId: await field('age', 'INTEGER'),
+    countryId: await field('country', 'STRING'),
+    premiumId: await field('premium', 'BOOLEAN'),
+    purchasesId: '',
+  };
   await field('first_name', 'STRING');
-  const agg = await m('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  const agg = await m('GetDataFields', {
+    dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+  });
   catalogue.purchasesId = agg.dataFields[0].dataFieldId;
   for (let t = 0; t < p.treatments; t++) await m('InsertTreatment', treatmentBody(t, p, catalogue));
   return catalogue;

@@ -67,7 +67,9 @@ export async function sendAndDrain(o: SendAndDrainOptions): Promise<SendAndDrain
     if (performance.now() - lastReport >= 5000) {
       lastReport = performance.now();
       const pending = accepted < o.requests ? '' : `, ${(await eventsQueueState(o.queue)).pending.toLocaleString('en')} jobs still pending`;
-      o.progress(`${elapsed()} s: ${(accepted * o.stream.eventsPerRequest).toLocaleString('en')} of ${(o.requests * o.stream.eventsPerRequest).toLocaleString('en')} events accepted${pending}`);
+      o.progress(
+        `${elapsed()} s: ${(accepted * o.stream.eventsPerRequest).toLocaleString('en')} of ${(o.requests * o.stream.eventsPerRequest).toLocaleString('en')} events accepted${pending}`,
+      );
     }
     if (accepted < o.requests) continue;
     state = await eventsQueueState(o.queue);

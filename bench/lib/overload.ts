@@ -115,7 +115,8 @@ export async function overloadAndRecover(o: OverloadOptions, idle: IdleLevel): P
     signal: stop.signal,
     tickSec: 5,
     onStart: (at) => (probeStart = at),
-    onTick: (sec) => o.progress(`recovery probes: ${sec.toFixed(0)} s${detector.recoveredAt === undefined ? ', not back to the idle level yet' : ', recovered'}`),
+    onTick: (sec) =>
+      o.progress(`recovery probes: ${sec.toFixed(0)} s${detector.recoveredAt === undefined ? ', not back to the idle level yet' : ', recovered'}`),
     onAnswer: (a) => {
       detector.add(a.i, a.status, a.waitMs);
       if (detector.recoveredAt !== undefined && stopTimer === undefined) stopTimer = setTimeout(() => stop.abort(), 1000);
@@ -143,5 +144,7 @@ const GENERATOR_LAG_WARN_MS = 20;
 
 /** Said when the open-loop generator itself sent requests late: its lag is in every wait. */
 export function generatorWarning(r: OpenLoopResult): string {
-  return r.maxSendLagMs > GENERATOR_LAG_WARN_MS ? ` (over ${GENERATOR_LAG_WARN_MS} ms: the load generator was short of CPU, and its lag counts in the waits)` : '';
+  return r.maxSendLagMs > GENERATOR_LAG_WARN_MS
+    ? ` (over ${GENERATOR_LAG_WARN_MS} ms: the load generator was short of CPU, and its lag counts in the waits)`
+    : '';
 }

@@ -80,7 +80,8 @@ export class ProcessSampler extends PeriodicSampler {
     const s = this.status();
     // a process that is exec'ing or exiting has no Vm lines
     if (!s || !Number.isFinite(s.rssKb)) return;
-    if (this.peakSample === undefined || s.rssKb > this.peakSample.anonKb + this.peakSample.fileKb) this.peakSample = { anonKb: s.anonKb, fileKb: s.rssKb - s.anonKb };
+    if (this.peakSample === undefined || s.rssKb > this.peakSample.anonKb + this.peakSample.fileKb)
+      this.peakSample = { anonKb: s.anonKb, fileKb: s.rssKb - s.anonKb };
     this.peakKb = Math.max(this.peakKb, s.rssKb, Number.isFinite(s.hwmKb) ? s.hwmKb : 0);
   }
 
@@ -127,7 +128,6 @@ export class ProcessGroupSampler extends PeriodicSampler {
     this.supervisor = new ProcessSampler(pid);
   }
 
-
   /** The pids of the current children of each kind. */
   pids(kind: ProcessKind): number[] {
     this.discover();
@@ -142,7 +142,10 @@ export class ProcessGroupSampler extends PeriodicSampler {
   /** RSS now of the largest process of `kind`, MB. */
   kindRssMb(kind: ProcessKind): number {
     this.discover();
-    const live = [...this.children.values()].filter((c) => c.kind === kind).map((c) => c.sampler.rssMb()).filter(Number.isFinite);
+    const live = [...this.children.values()]
+      .filter((c) => c.kind === kind)
+      .map((c) => c.sampler.rssMb())
+      .filter(Number.isFinite);
     return live.length > 0 ? Math.max(...live) : NaN;
   }
 
@@ -171,12 +174,21 @@ export class ProcessGroupSampler extends PeriodicSampler {
 
   get peaks(): GroupPeaks {
     const maxOf = (xs: number[]) => (xs.length > 0 ? Math.max(...xs) : NaN);
-    const kindPeak = (kind: ProcessKind) => maxOf([...this.children.values()].filter((c) => c.kind === kind).map((c) => c.sampler.peakRssMb).filter(Number.isFinite));
+    const kindPeak = (kind: ProcessKind) =>
+      maxOf(
+        [...this.children.values()]
+          .filter((c) => c.kind === kind)
+          .map((c) => c.sampler.peakRssMb)
+          .filter(Number.isFinite),
+      );
     return {
       apiMb: kindPeak('api'),
       backgroundMb: kindPeak('background'),
       totalMb: this.peakTotalKb > 0 ? this.peakTotalKb / 1024 : NaN,
-      processes: [{ kind: 'supervisor' as const, pid: this.pid, peakMb: this.supervisor.peakRssMb }, ...[...this.children].map(([pid, c]) => ({ kind: c.kind, pid, peakMb: c.sampler.peakRssMb }))],
+      processes: [
+        { kind: 'supervisor' as const, pid: this.pid, peakMb: this.supervisor.peakRssMb },
+        ...[...this.children].map(([pid, c]) => ({ kind: c.kind, pid, peakMb: c.sampler.peakRssMb })),
+      ],
     };
   }
 
@@ -219,7 +231,10 @@ function existsProc(pid: number): boolean {
 
 function kindOf(pid: number): ProcessKind | undefined {
   try {
-    const role = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('ROLE='))?.slice(5);
+    const role = readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .find((v) => v.startsWith('ROLE='))
+      ?.slice(5);
     if (role === 'api') return 'api';
     if (role && /workers|scheduler/.test(role)) return 'background';
   } catch {

@@ -69,7 +69,7 @@ export async function runRetryingLoad(o: RetryingLoadOptions): Promise<RetryingL
     while (next < o.requests && performance.now() < deadline) {
       const i = next++;
       const body = o.body(i);
-      for (let errors = 0; performance.now() < deadline; ) {
+      for (let errors = 0; performance.now() < deadline;) {
         const t0 = performance.now();
         const a = await attempt(body);
         statusCodes[a.status] = (statusCodes[a.status] ?? 0) + 1;

@@ -85,13 +85,27 @@ export class ScenarioRun {
   async startService(opts: { apiProcesses?: number; env?: Record<string, string>; label?: string } = {}): Promise<ServiceProcess> {
     const n = opts.apiProcesses ?? 1;
     const label = opts.label ?? `api${n}`;
-    const extra = opts.env ? ` (${Object.entries(opts.env).map(([k, v]) => `${k}=${v}`).join(', ')})` : '';
+    const extra = opts.env
+      ? ` (${Object.entries(opts.env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`
+      : '';
     this.progress(`starting the service: the supervisor with ${n} API process${n === 1 ? '' : 'es'} and the background process${extra}`);
     const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, `${this.name}-${label}`) : undefined;
-    const svc = await ServiceProcess.start({ redisUrl: this.ctx.redisUrl, prefix: this.prefix, dataDir: this.dataDir, cpuProfDir, apiProcesses: n, env: opts.env, progress: (m) => this.progress(m) });
+    const svc = await ServiceProcess.start({
+      redisUrl: this.ctx.redisUrl,
+      prefix: this.prefix,
+      dataDir: this.dataDir,
+      cpuProfDir,
+      apiProcesses: n,
+      env: opts.env,
+      progress: (m) => this.progress(m),
+    });
     this.services.add(svc);
     const r = svc.readyRss;
-    this.progress(`service ready (supervisor pid ${svc.pid}; RSS ${r.totalMb.toFixed(0)} MB in total, API process ${r.apiMb.toFixed(0)} MB, background ${r.backgroundMb.toFixed(0)} MB)`);
+    this.progress(
+      `service ready (supervisor pid ${svc.pid}; RSS ${r.totalMb.toFixed(0)} MB in total, API process ${r.apiMb.toFixed(0)} MB, background ${r.backgroundMb.toFixed(0)} MB)`,
+    );
     return svc;
   }
 
@@ -128,7 +142,13 @@ export class ScenarioRun {
    * process and this process used during the measured run; noted, and checked for errors (a 503,
    * the service shedding load, is an answer, not an error, unless `refusalsAllowed` is false).
    */
-  async measureLoad(label: string, serverCpu: () => number, o: LoadOptions, warmupSec: number, opts: { serverLabel?: string; refusalsAllowed?: boolean } = {}): Promise<LoadResult> {
+  async measureLoad(
+    label: string,
+    serverCpu: () => number,
+    o: LoadOptions,
+    warmupSec: number,
+    opts: { serverLabel?: string; refusalsAllowed?: boolean } = {},
+  ): Promise<LoadResult> {
     if (warmupSec > 0) {
       this.progress(`${label}: ${warmupSec} s warm-up`);
       await runLoad({ ...o, amount: undefined, durationSec: warmupSec, onTick: undefined });
@@ -144,9 +164,14 @@ export class ScenarioRun {
   }
 
   loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number; redisCores: number }, serverLabel = 'service'): void {
-    const errors = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)} (${refusals(r)} refused with 503), ${r.errors} errors` : '';
-    const cores = cpu ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores` : '';
-    this.notes.push(`${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`);
+    const errors =
+      r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)} (${refusals(r)} refused with 503), ${r.errors} errors` : '';
+    const cores = cpu
+      ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores`
+      : '';
+    this.notes.push(
+      `${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`,
+    );
   }
 
   result(figures: Record<string, Figure>): ScenarioResult {
@@ -169,7 +194,7 @@ export class ScenarioRun {
     for (const svc of this.services) await svc.stop().catch(() => undefined);
     this.services.clear();
     try {
-      this.progress('removing the scenario\'s Redis keys and data');
+      this.progress("removing the scenario's Redis keys and data");
       await deletePrefix(this.redis, this.prefix);
     } finally {
       clearInterval(this.watchdog);

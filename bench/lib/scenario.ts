@@ -104,9 +104,32 @@ export function rssFigures(
   const key = (k: string) => `${k}${variant?.key ?? ''}`;
   const label = (l: string) => (variant ? `${l}, ${variant.label}` : l);
   return {
-    [key('peakRssApiMb')]: figure({ label: label('peak RSS of an API process'), unit: 'MB', value: peaks.apiMb, baseline: ready.apiMb, baselineLabel, better: 'lower', target: targets.api ? API_RSS_TARGET : undefined }),
-    [key('peakRssBackgroundMb')]: figure({ label: label('peak RSS of the background process'), unit: 'MB', value: peaks.backgroundMb, baseline: ready.backgroundMb, baselineLabel, better: 'lower', target: targets.background ? BACKGROUND_RSS_TARGET : undefined }),
-    [key('peakRssTotalMb')]: figure({ label: label('peak RSS of all processes'), unit: 'MB', value: peaks.totalMb, baseline: ready.totalMb, baselineLabel, better: 'lower' }),
+    [key('peakRssApiMb')]: figure({
+      label: label('peak RSS of an API process'),
+      unit: 'MB',
+      value: peaks.apiMb,
+      baseline: ready.apiMb,
+      baselineLabel,
+      better: 'lower',
+      target: targets.api ? API_RSS_TARGET : undefined,
+    }),
+    [key('peakRssBackgroundMb')]: figure({
+      label: label('peak RSS of the background process'),
+      unit: 'MB',
+      value: peaks.backgroundMb,
+      baseline: ready.backgroundMb,
+      baselineLabel,
+      better: 'lower',
+      target: targets.background ? BACKGROUND_RSS_TARGET : undefined,
+    }),
+    [key('peakRssTotalMb')]: figure({
+      label: label('peak RSS of all processes'),
+      unit: 'MB',
+      value: peaks.totalMb,
+      baseline: ready.totalMb,
+      baselineLabel,
+      better: 'lower',
+    }),
   };
 }
 

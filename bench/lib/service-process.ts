@@ -130,7 +130,10 @@ export class ServiceProcess {
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
       const timeout = opts.readyTimeoutMs ?? 90_000;
-      const wait = (what: string): WaitOptions => ({ failOn: /EADDRINUSE/, onWait: (ms) => opts.progress?.(`waiting for ${what} to be ready (${(ms / 1000).toFixed(0)} s)`) });
+      const wait = (what: string): WaitOptions => ({
+        failOn: /EADDRINUSE/,
+        onWait: (ms) => opts.progress?.(`waiting for ${what} to be ready (${(ms / 1000).toFixed(0)} s)`),
+      });
       // the API processes, then the background process (the workers consume, ClickHouse answers)
       await waitForHttp(`${baseUrl}/readyz`, child, timeout, wait('the API'));
       await waitForHttp(`http://127.0.0.1:${opsPort}/readyz`, child, timeout, wait('the background process'));
@@ -158,7 +161,11 @@ export class ServiceProcess {
   /** Throws unless 200; a 503 or 429 (overload, a limit) is retried after its Retry-After, up to 10 times, as a client would. */
   async post<T>(path: string, body: unknown, headers: Record<string, string>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const res = await fetch(`${this.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const res = await fetch(`${this.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
       const text = await res.text();
       if ((res.status === 503 || res.status === 429) && attempt < 10) {
         await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));

@@ -17,7 +17,11 @@ export function stubAnswer(): string {
         surface,
         rank: String(rank),
         treatmentType: 'banner',
-        treatmentContent: JSON.stringify({ title: `Offer ${rank} on ${surface}`, body: 'Members save 20 % this week on everything in the spring collection.', cta: 'Shop now' }),
+        treatmentContent: JSON.stringify({
+          title: `Offer ${rank} on ${surface}`,
+          body: 'Members save 20 % this week on everything in the spring collection.',
+          cta: 'Shop now',
+        }),
         contentLanguageCode: 'en',
       };
     }),

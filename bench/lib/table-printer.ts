@@ -32,7 +32,15 @@ export function tableRows(results: readonly ScenarioResult[]): string[][] {
   const rows: string[][] = [];
   for (const r of results) {
     for (const f of Object.values(r.figures)) {
-      rows.push([r.scenario, f.label, formatValue(f.value, f.unit), formatValue(f.baseline, f.unit), ratioText(f.ratio), targetText(f.target, f.unit), metText(f)]);
+      rows.push([
+        r.scenario,
+        f.label,
+        formatValue(f.value, f.unit),
+        formatValue(f.baseline, f.unit),
+        ratioText(f.ratio),
+        targetText(f.target, f.unit),
+        metText(f),
+      ]);
     }
   }
   return rows;
@@ -42,7 +50,11 @@ export function tableRows(results: readonly ScenarioResult[]): string[][] {
 export function formatTable(header: readonly string[], rows: readonly string[][]): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
   const numeric = header.map((_, c) => rows.length > 0 && rows.every((r) => /^[-\d.,]+( \S+)?$|^$/.test(r[c] ?? '')));
-  const line = (cells: readonly string[]) => cells.map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -60,7 +72,13 @@ export function markdownTable(results: readonly ScenarioResult[]): string {
   for (const row of tableRows(results)) lines.push(`| ${row.map((c, i) => (i === 6 && c === 'NOT MET' ? '**not met**' : cell(c))).join(' | ')} |`);
   const baselines: string[] = [];
   for (const r of results) {
-    const labels = [...new Set(Object.values(r.figures).map((f) => f.baselineLabel).filter((l): l is string => l !== undefined))];
+    const labels = [
+      ...new Set(
+        Object.values(r.figures)
+          .map((f) => f.baselineLabel)
+          .filter((l): l is string => l !== undefined),
+      ),
+    ];
     if (labels.length > 0) baselines.push(`- ${r.scenario}: ${labels.join('; ')}`);
   }
   return [...lines, '', 'Baselines (measured in the same run):', ...baselines].join('\n');

@@ -28,7 +28,18 @@ export interface TsxChildOptions {
 }
 
 /** Variables of the caller that must not leak into a benchmark child (it gets them explicitly). */
-const SCRUBBED = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'CLICKHOUSE_DATABASE', 'ROLE', 'PORT', 'ALT_PORT', 'DATA_DIR', 'REDIS_PREFIX', 'NODE_OPTIONS'];
+const SCRUBBED = [
+  'CLICKHOUSE_URL',
+  'CLICKHOUSE_USER',
+  'CLICKHOUSE_PASSWORD',
+  'CLICKHOUSE_DATABASE',
+  'ROLE',
+  'PORT',
+  'ALT_PORT',
+  'DATA_DIR',
+  'REDIS_PREFIX',
+  'NODE_OPTIONS',
+];
 
 /** Runs a TypeScript file of this repository in its own node process (its own CPU thread and heap). */
 export function spawnTsxChild(script: string, o: TsxChildOptions = {}): TsxChild {

@@ -31,9 +31,11 @@ function time(label: string, n: number, fn: (i: number) => unknown): void {
 async function timeAsync(label: string, n: number, conc: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   const run = async (count: number) => {
     let next = 0;
-    await Promise.all(Array.from({ length: conc }, async () => {
-      while (next < count) await fn(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: conc }, async () => {
+        while (next < count) await fn(next++);
+      }),
+    );
   };
   await run(Math.min(n, 2000));
   const t0 = process.cpuUsage();
@@ -46,13 +48,23 @@ async function main(): Promise<void> {
   const t = await createTestApp();
   const k = await createProjectWithKeys(t);
   const p = { ...DELIVERY_SIZES.full, users: 2000 };
-  const svc = { call: async (op: string, key: string, body: Record<string, unknown>) => {
-    const r = await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body });
-    if (r.statusCode !== 200) throw new Error(`${op} ${r.statusCode} ${r.body}`);
-    return r.json();
-  } };
+  const svc = {
+    call: async (op: string, key: string, body: Record<string, unknown>) => {
+      const r = await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body });
+      if (r.statusCode !== 200) throw new Error(`${op} ${r.statusCode} ${r.body}`);
+      return r.json();
+    },
+  };
   const c = await createCatalogue(svc as never, { projectId: k.projectId, management: k.management, delivery: k.delivery } as never, p);
-  await seedProfiles(t.ctx.redis, t.ctx.keys, k.projectId, p.users, userIdOf, (i) => profileOf(i, c, utcDay(Date.now())), () => undefined);
+  await seedProfiles(
+    t.ctx.redis,
+    t.ctx.keys,
+    k.projectId,
+    p.users,
+    userIdOf,
+    (i) => profileOf(i, c, utcDay(Date.now())),
+    () => undefined,
+  );
   const bodies = getTreatmentsBodies(p);
   const reqs = Array.from({ length: 1000 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
   const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
@@ -77,7 +89,13 @@ async function main(): Promise<void> {
   time('metrics.observeRequest', N, () => t.ctx.metrics.observeRequest('/v1/GetTreatments', 200, 0.001));
   const resp = selectTreatments(plan, reqs[0], profiles[0], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1').response;
   time('JSON.stringify(response)', N, () => JSON.stringify(resp));
-  const rec = { projectId: k.projectId, userId: 'u', responseId: 'r', decideTimeMs: now, decisions: [{ treatmentId: '1', versionNumber: 1, surface: 's', rank: 1, outcome: 'RETURNED' as const }] };
+  const rec = {
+    projectId: k.projectId,
+    userId: 'u',
+    responseId: 'r',
+    decideTimeMs: now,
+    decisions: [{ treatmentId: '1', versionNumber: 1, surface: 's', rank: 1, outcome: 'RETURNED' as const }],
+  };
   time('decisionLog.record', N, () => t.ctx.impact.decisionLog.record(rec));
   const session = new Session();
   if (process.env.MICRO_PROF) {
@@ -86,7 +104,14 @@ async function main(): Promise<void> {
     await session.post('Profiler.setSamplingInterval', { interval: 100 });
     await session.post('Profiler.start');
   }
-  await timeAsync('inject GetTreatments (whole request)', Number(process.env.MICRO_INJECT ?? 5000), 20, (i) => t.app.inject({ method: 'POST', url: '/v1/GetTreatments', headers: { 'x-api-key': k.delivery, 'content-type': 'application/json' }, payload: payloads[i % 1000] }));
+  await timeAsync('inject GetTreatments (whole request)', Number(process.env.MICRO_INJECT ?? 5000), 20, (i) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/GetTreatments',
+      headers: { 'x-api-key': k.delivery, 'content-type': 'application/json' },
+      payload: payloads[i % 1000],
+    }),
+  );
   if (process.env.MICRO_PROF) {
     const { profile } = await session.post('Profiler.stop');
     writeFileSync(process.env.MICRO_PROF, JSON.stringify(profile));
@@ -97,7 +122,9 @@ async function main(): Promise<void> {
     return { responseId: 'r', profile: await t.ctx.redis.hgetall(t.ctx.keys.profile(body.projectId, body.userId)) };
   });
   await bare.ready();
-  await timeAsync('inject bare route (HGETALL + JSON)', Number(process.env.MICRO_INJECT ?? 5000), 20, (i) => bare.inject({ method: 'POST', url: '/v1/GetTreatments', headers: { 'content-type': 'application/json' }, payload: payloads[i % 1000] }));
+  await timeAsync('inject bare route (HGETALL + JSON)', Number(process.env.MICRO_INJECT ?? 5000), 20, (i) =>
+    bare.inject({ method: 'POST', url: '/v1/GetTreatments', headers: { 'content-type': 'application/json' }, payload: payloads[i % 1000] }),
+  );
   await timeAsync('hgetall', 5000, 20, (i) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, reqs[i % 1000].userId)));
   await t.close();
 }

@@ -14,9 +14,11 @@ import { logEventsBodies } from '../scenarios/log-events.js';
 async function timeAsync(label: string, n: number, conc: number, fn: (i: number) => Promise<unknown>): Promise<number> {
   const run = async (count: number) => {
     let next = 0;
-    await Promise.all(Array.from({ length: conc }, async () => {
-      while (next < count) await fn(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: conc }, async () => {
+        while (next < count) await fn(next++);
+      }),
+    );
   };
   await run(Math.min(n, 2000));
   const t0 = process.cpuUsage();
@@ -39,7 +41,14 @@ if (process.env.MICRO_PROF) {
   await session.post('Profiler.setSamplingInterval', { interval: 100 });
   await session.post('Profiler.start');
 }
-const svc = await timeAsync('inject LogEvents (10 events)', N, 20, (i) => t.app.inject({ method: 'POST', url: '/v1/LogEvents', headers: { 'x-api-key': k.logEvents, 'content-type': 'application/json' }, payload: payloads[i % 2000] }));
+const svc = await timeAsync('inject LogEvents (10 events)', N, 20, (i) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/LogEvents',
+    headers: { 'x-api-key': k.logEvents, 'content-type': 'application/json' },
+    payload: payloads[i % 2000],
+  }),
+);
 if (process.env.MICRO_PROF) writeFileSync(process.env.MICRO_PROF, JSON.stringify((await session.post('Profiler.stop')).profile));
 const bare = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
 const queue = new Queue('bench-micro', { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix) });
@@ -48,7 +57,9 @@ bare.post('/v1/LogEvents', async (req) => {
   return {};
 });
 await bare.ready();
-const b = await timeAsync('inject bare route (BullMQ add)', N, 20, (i) => bare.inject({ method: 'POST', url: '/v1/LogEvents', headers: { 'content-type': 'application/json' }, payload: payloads[i % 2000] }));
+const b = await timeAsync('inject bare route (BullMQ add)', N, 20, (i) =>
+  bare.inject({ method: 'POST', url: '/v1/LogEvents', headers: { 'content-type': 'application/json' }, payload: payloads[i % 2000] }),
+);
 console.log(`ratio ${(b / svc).toFixed(2)}`);
 await queue.obliterate({ force: true });
 await queue.close();

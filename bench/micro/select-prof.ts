@@ -12,9 +12,20 @@ import { writeFileSync } from 'node:fs';
 const t = await createTestApp();
 const k = await createProjectWithKeys(t);
 const p = { ...DELIVERY_SIZES.full, users: 200 };
-const svc = { call: async (op: string, key: string, body: Record<string, unknown>) => (await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body })).json() };
+const svc = {
+  call: async (op: string, key: string, body: Record<string, unknown>) =>
+    (await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body })).json(),
+};
 const c = await createCatalogue(svc as never, { projectId: k.projectId, management: k.management } as never, p);
-await seedProfiles(t.ctx.redis, t.ctx.keys, k.projectId, p.users, userIdOf, (i) => profileOf(i, c, utcDay(Date.now())), () => undefined);
+await seedProfiles(
+  t.ctx.redis,
+  t.ctx.keys,
+  k.projectId,
+  p.users,
+  userIdOf,
+  (i) => profileOf(i, c, utcDay(Date.now())),
+  () => undefined,
+);
 const bodies = getTreatmentsBodies(p);
 const reqs = Array.from({ length: 200 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
 const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
@@ -22,10 +33,19 @@ const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.ke
 const stats = await t.ctx.delivery.rankingStats.view(k.projectId);
 const now = Date.now();
 const policy = t.ctx.delivery.rankingPolicy;
-const run = (n: number) => { for (let i = 0; i < n; i++) selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy, stats }, now, 'resp-1'); };
+const run = (n: number) => {
+  for (let i = 0; i < n; i++) selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy, stats }, now, 'resp-1');
+};
 run(20000);
-const s = new Session(); s.connect(); await s.post('Profiler.enable'); await s.post('Profiler.setSamplingInterval', { interval: 50 }); await s.post('Profiler.start');
-const t0 = process.cpuUsage(); run(100000); const u = process.cpuUsage(t0);
-const { profile } = await s.post('Profiler.stop'); writeFileSync('/tmp/select.cpuprofile', JSON.stringify(profile));
+const s = new Session();
+s.connect();
+await s.post('Profiler.enable');
+await s.post('Profiler.setSamplingInterval', { interval: 50 });
+await s.post('Profiler.start');
+const t0 = process.cpuUsage();
+run(100000);
+const u = process.cpuUsage(t0);
+const { profile } = await s.post('Profiler.stop');
+writeFileSync('/tmp/select.cpuprofile', JSON.stringify(profile));
 console.log(`selectTreatments ${((u.user + u.system) / 100000).toFixed(2)} µs`);
 await t.close();

@@ -70,14 +70,33 @@ export async function runBackfill(ctx: ScenarioContext): Promise<ScenarioResult>
   try {
     run.progress(`seeding ${p.events.toLocaleString('en')} events of ${p.users.toLocaleString('en')} users into ClickHouse`);
     const seeded = await runClickhouseTask(
-      { task: 'seed-events', dataDir: run.dataDir, projectId: PROJECT_ID, events: p.events, users: p.users, eventNames: [...EVENT_NAMES], spreadDays: p.spreadDays, batchRows: p.seedBatchRows, nowMs },
+      {
+        task: 'seed-events',
+        dataDir: run.dataDir,
+        projectId: PROJECT_ID,
+        events: p.events,
+        users: p.users,
+        eventNames: [...EVENT_NAMES],
+        spreadDays: p.spreadDays,
+        batchRows: p.seedBatchRows,
+        nowMs,
+      },
       (s) => run.progress(s),
     );
     run.notes.push(`seeded in ${seeded.result.seconds.toFixed(1)} s (${seeded.result.activeParts} active parts)`);
 
     run.progress('baseline: the bare GROUP BY');
-    const base = await runClickhouseTask({ task: 'group-by', dataDir: run.dataDir, projectId: PROJECT_ID, eventName: EVENT_NAME, windowDays: p.windowDays, nowMs });
-    run.notes.push(`baseline GROUP BY: ${base.result.users.toLocaleString('en')} users, ${base.result.total.toLocaleString('en')} events counted, ${base.result.seconds.toFixed(2)} s (peak RSS ${base.peakRssMb.toFixed(0)} MB)`);
+    const base = await runClickhouseTask({
+      task: 'group-by',
+      dataDir: run.dataDir,
+      projectId: PROJECT_ID,
+      eventName: EVENT_NAME,
+      windowDays: p.windowDays,
+      nowMs,
+    });
+    run.notes.push(
+      `baseline GROUP BY: ${base.result.users.toLocaleString('en')} users, ${base.result.total.toLocaleString('en')} events counted, ${base.result.seconds.toFixed(2)} s (peak RSS ${base.peakRssMb.toFixed(0)} MB)`,
+    );
 
     await seedProfiles(
       run.redis,
@@ -109,14 +128,23 @@ export async function runBackfill(ctx: ScenarioContext): Promise<ScenarioResult>
     );
     const seconds = (performance.now() - started) / 1000;
     const { dataFieldId, job } = measured.value;
-    run.notes.push(`CPU during the backfill: service ${measured.serviceCores.toFixed(2)} cores (ClickHouse included), Redis ${measured.redisCores.toFixed(2)} cores`);
+    run.notes.push(
+      `CPU during the backfill: service ${measured.serviceCores.toFixed(2)} cores (ClickHouse included), Redis ${measured.redisCores.toFixed(2)} cores`,
+    );
     await queue.close();
     if (job.state !== 'completed') throw new Error(`the backfill job failed: ${job.failedReason}`);
     if (job.processedOn && job.finishedOn) {
-      run.notes.push(`the recompute job ran ${((job.finishedOn - job.processedOn) / 1000).toFixed(2)} s; the rest of the ${seconds.toFixed(2)} s was GetDataFields and the start of the job (a catalogue change triggers the backfill poll)`);
+      run.notes.push(
+        `the recompute job ran ${((job.finishedOn - job.processedOn) / 1000).toFixed(2)} s; the rest of the ${seconds.toFixed(2)} s was GetDataFields and the start of the job (a catalogue change triggers the backfill poll)`,
+      );
     }
 
-    const profiles = await readProfiles(run.redis, run.keys, PROJECT_ID, Array.from({ length: p.users }, (_, i) => userIdOf(i)));
+    const profiles = await readProfiles(
+      run.redis,
+      run.keys,
+      PROJECT_ID,
+      Array.from({ length: p.users }, (_, i) => userIdOf(i)),
+    );
     const prefix = dailyCountPrefix(dataFieldId);
     let withValue = 0;
     let total = 0;
@@ -125,7 +153,9 @@ export async function runBackfill(ctx: ScenarioContext): Promise<ScenarioResult>
       if (counts.length > 0) withValue++;
       for (const [, v] of counts) total += Number(v);
     }
-    run.notes.push(`profiles with the new value: ${withValue.toLocaleString('en')} of ${p.users.toLocaleString('en')}, counts sum to ${total.toLocaleString('en')}`);
+    run.notes.push(
+      `profiles with the new value: ${withValue.toLocaleString('en')} of ${p.users.toLocaleString('en')}, counts sum to ${total.toLocaleString('en')}`,
+    );
     if (withValue !== base.result.users || total !== base.result.total) {
       throw new Error(`the profiles hold ${withValue} users / ${total} events, the GROUP BY ${base.result.users} / ${base.result.total}`);
     }

@@ -19,7 +19,14 @@ export const CLIENT_SIZES: Record<Size, ClientParams> = {
 /** The client's added CPU per GetTreatments call may be at most this (the issue's target). */
 export const ADDED_CPU_MS_TARGET = 1;
 
-const REQUEST = { userId: 'u42', surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }, { surface: 'side', maximumTreatmentCount: 3 }], contextualAttributes: [{ key: 'country', stringValue: 'DE' }] };
+const REQUEST = {
+  userId: 'u42',
+  surfaces: [
+    { surface: 'home', maximumTreatmentCount: 3 },
+    { surface: 'side', maximumTreatmentCount: 3 },
+  ],
+  contextualAttributes: [{ key: 'country', stringValue: 'DE' }],
+};
 
 /** CPU milliseconds of this process per call, `calls` calls with `concurrency` in flight. */
 async function cpuPerCall(call: () => Promise<unknown>, calls: number, concurrency: number): Promise<number> {
@@ -52,7 +59,11 @@ export async function runClient(ctx: ScenarioContext): Promise<ScenarioResult> {
     const client = new TdsClient({ baseUrl, projectId: 'bench', apiKey: 'bench-key', timeoutMs: 10_000, flushOnPageHide: false });
     const withClient = () => client.getTreatments(REQUEST);
     const bare = async () => {
-      const res = await fetch(`${baseUrl}/v1/GetTreatments`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'bench-key' }, body: JSON.stringify({ ...REQUEST, projectId: 'bench' }) });
+      const res = await fetch(`${baseUrl}/v1/GetTreatments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': 'bench-key' },
+        body: JSON.stringify({ ...REQUEST, projectId: 'bench' }),
+      });
       if (res.status !== 200) throw new Error(`stub answered ${res.status}`);
       return res.json();
     };

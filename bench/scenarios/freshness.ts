@@ -32,8 +32,28 @@ export interface FreshnessParams {
 }
 
 export const FRESHNESS_SIZES: Record<Size, FreshnessParams> = {
-  tiny: { idleProbes: 3, loadedProbes: 5, capacityEvents: 2_000, probeTimeoutMs: 10_000, pollMs: 2, maxPhaseSec: 30, settleSec: 0.2, fixedEventsPerSec: 200, maxDrainSec: 60 },
-  full: { idleProbes: 50, loadedProbes: 200, capacityEvents: 200_000, probeTimeoutMs: 10_000, pollMs: 2, maxPhaseSec: 180, settleSec: 2, fixedEventsPerSec: 10_000, maxDrainSec: 300 },
+  tiny: {
+    idleProbes: 3,
+    loadedProbes: 5,
+    capacityEvents: 2_000,
+    probeTimeoutMs: 10_000,
+    pollMs: 2,
+    maxPhaseSec: 30,
+    settleSec: 0.2,
+    fixedEventsPerSec: 200,
+    maxDrainSec: 60,
+  },
+  full: {
+    idleProbes: 50,
+    loadedProbes: 200,
+    capacityEvents: 200_000,
+    probeTimeoutMs: 10_000,
+    pollMs: 2,
+    maxPhaseSec: 180,
+    settleSec: 2,
+    fixedEventsPerSec: 10_000,
+    maxDrainSec: 300,
+  },
 };
 
 const PROBE_SURFACE = 'probe';
@@ -42,7 +62,12 @@ const PROBE_SURFACE = 'probe';
 async function createProbeCatalogue(svc: ServiceProcess, keys: ProjectKeys): Promise<void> {
   const m = (op: string, body: Record<string, unknown>) => svc.call(op, keys.management, { projectId: keys.projectId, ...body });
   await m('InsertSurface', { name: PROBE_SURFACE });
-  await m('InsertTreatmentType', { treatmentTypeName: 'probe_card', lastModifiedBy: 'bench', surfaces: [{ surfaceName: PROBE_SURFACE }], contentFieldTypes: [{ fieldName: 'seq', maximumLengthAllowed: 64 }] });
+  await m('InsertTreatmentType', {
+    treatmentTypeName: 'probe_card',
+    lastModifiedBy: 'bench',
+    surfaces: [{ surfaceName: PROBE_SURFACE }],
+    contentFieldTypes: [{ fieldName: 'seq', maximumLengthAllowed: 64 }],
+  });
   await m('InsertDataField', { name: 'probe_seq', userProperty: { dataType: 'INTEGER' } });
   await m('InsertTreatment', {
     name: 'probe',
@@ -70,7 +95,14 @@ function prober(svc: ServiceProcess, keys: ProjectKeys, p: FreshnessParams): Pro
       await svc.call('LogEvents', keys.logEvents, {
         projectId: keys.projectId,
         userId,
-        events: [{ eventName: 'probe', clientEventTimestamp: new Date().toISOString(), insertId: `probe-${runId}-${seq}`, userProperties: { probe_seq: { longValue: String(seq) } } }],
+        events: [
+          {
+            eventName: 'probe',
+            clientEventTimestamp: new Date().toISOString(),
+            insertId: `probe-${runId}-${seq}`,
+            userProperties: { probe_seq: { longValue: String(seq) } },
+          },
+        ],
       });
       const accepted = performance.now();
       const body = { projectId: keys.projectId, userId, surfaces: [{ surface: PROBE_SURFACE }] };
@@ -97,7 +129,9 @@ async function probeMany(pr: Prober, n: number, budgetMs: number, progress: (s: 
   const end = performance.now() + budgetMs;
   const timer = setInterval(() => {
     const sorted = [...ok].sort((a, b) => a - b);
-    progress(`${ok.length + failed} / ${n} probes (${failed} not reflected in time${sorted.length > 0 ? `; p50 so far ${percentile(sorted, 50).toFixed(0)} ms` : ''})`);
+    progress(
+      `${ok.length + failed} / ${n} probes (${failed} not reflected in time${sorted.length > 0 ? `; p50 so far ${percentile(sorted, 50).toFixed(0)} ms` : ''})`,
+    );
   }, 5000);
   try {
     for (let i = 0; i < n && performance.now() < end; i++) {
@@ -132,7 +166,14 @@ async function waitForDrain(run: ScenarioRun, queue: Queue, maxSec: number): Pro
  * ingest scenario of this run (its events/s), else `--capacity`, else measured here with the
  * ingest scenario's method on `capacityEvents` events.
  */
-async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, queue: Queue, eventsPerRequest: number): Promise<number> {
+async function capacity(
+  ctx: ScenarioContext,
+  run: ScenarioRun,
+  svc: ServiceProcess,
+  keys: ProjectKeys,
+  queue: Queue,
+  eventsPerRequest: number,
+): Promise<number> {
   const p = FRESHNESS_SIZES[ctx.size];
   const known = ctx.previous.get('ingest')?.figures.eventsPerSec?.value;
   if (known !== undefined && Number.isFinite(known)) {
@@ -140,17 +181,33 @@ async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProc
     return known / eventsPerRequest;
   }
   if (ctx.ingestCapacity !== undefined) {
-    run.notes.push(`end-to-end ingest capacity given on the command line: ${Math.round(ctx.ingestCapacity).toLocaleString('en')} req/s of ${eventsPerRequest} events`);
+    run.notes.push(
+      `end-to-end ingest capacity given on the command line: ${Math.round(ctx.ingestCapacity).toLocaleString('en')} req/s of ${eventsPerRequest} events`,
+    );
     return ctx.ingestCapacity;
   }
   const ing = INGEST_SIZES[ctx.size];
   const requests = Math.ceil(p.capacityEvents / ing.eventsPerRequest);
   const events = requests * ing.eventsPerRequest;
-  run.progress(`measuring the end-to-end ingest capacity: ${events.toLocaleString('en')} events, ${ing.eventsPerRequest} per request, ${ing.connections} connections`);
+  run.progress(
+    `measuring the end-to-end ingest capacity: ${events.toLocaleString('en')} events, ${ing.eventsPerRequest} per request, ${ing.connections} connections`,
+  );
   const stream = { runId: randomBytes(4).toString('hex'), users: ing.users, eventsPerRequest: ing.eventsPerRequest };
-  const r = await sendAndDrain({ svc, key: keys.logEvents, projectId: PROJECT_ID, stream, requests, connections: ing.connections, queue, maxSec: ing.maxSec, progress: (m) => run.progress(`capacity: ${m}`) });
+  const r = await sendAndDrain({
+    svc,
+    key: keys.logEvents,
+    projectId: PROJECT_ID,
+    stream,
+    requests,
+    connections: ing.connections,
+    queue,
+    maxSec: ing.maxSec,
+    progress: (m) => run.progress(`capacity: ${m}`),
+  });
   checkDrained(r, requests, ing.maxSec);
-  run.notes.push(`end-to-end ingest capacity measured here: ${events.toLocaleString('en')} events stored in ${r.seconds.toFixed(1)} s = ${Math.round(events / r.seconds).toLocaleString('en')} events/s`);
+  run.notes.push(
+    `end-to-end ingest capacity measured here: ${events.toLocaleString('en')} events stored in ${r.seconds.toFixed(1)} s = ${Math.round(events / r.seconds).toLocaleString('en')} events/s`,
+  );
   return events / r.seconds / eventsPerRequest;
 }
 
@@ -158,10 +215,21 @@ async function capacity(ctx: ScenarioContext, run: ScenarioRun, svc: ServiceProc
  * LogEvents load at `rate` req/s (open loop: evenly spaced, whatever the latency) while probes
  * run one after another; then the load stops and, when another phase follows, the backlog drains.
  */
-async function loadedPhase(run: ScenarioRun, svc: ServiceProcess, keys: ProjectKeys, queue: Queue, pr: Prober, label: string, rate: number, drainAfter: boolean): Promise<Probed> {
+async function loadedPhase(
+  run: ScenarioRun,
+  svc: ServiceProcess,
+  keys: ProjectKeys,
+  queue: Queue,
+  pr: Prober,
+  label: string,
+  rate: number,
+  drainAfter: boolean,
+): Promise<Probed> {
   const p = FRESHNESS_SIZES[run.ctx.size];
   const le = LOG_EVENTS_SIZES[run.ctx.size];
-  run.progress(`${label}: LogEvents at ${rate.toLocaleString('en')} req/s (${(rate * le.eventsPerRequest).toLocaleString('en')} events/s); up to ${p.loadedProbes} probes in ${p.maxPhaseSec} s`);
+  run.progress(
+    `${label}: LogEvents at ${rate.toLocaleString('en')} req/s (${(rate * le.eventsPerRequest).toLocaleString('en')} events/s); up to ${p.loadedProbes} probes in ${p.maxPhaseSec} s`,
+  );
   const stop = new AbortController();
   const before = await eventsQueueState(queue);
   let maxBacklog = before.pending;
@@ -176,12 +244,17 @@ async function loadedPhase(run: ScenarioRun, svc: ServiceProcess, keys: ProjectK
     signal: stop.signal,
   });
   const backlog = setInterval(() => {
-    void eventsQueueState(queue).then((s) => (maxBacklog = Math.max(maxBacklog, s.pending)), () => undefined);
+    void eventsQueueState(queue).then(
+      (s) => (maxBacklog = Math.max(maxBacklog, s.pending)),
+      () => undefined,
+    );
   }, 1000);
   let probed: Probed;
   try {
     await sleep(p.settleSec * 1000);
-    probed = await probeMany(pr, p.loadedProbes, p.maxPhaseSec * 1000, (s) => run.progress(`${label}: ${s}; backlog ${maxBacklog.toLocaleString('en')} jobs at most`));
+    probed = await probeMany(pr, p.loadedProbes, p.maxPhaseSec * 1000, (s) =>
+      run.progress(`${label}: ${s}; backlog ${maxBacklog.toLocaleString('en')} jobs at most`),
+    );
   } finally {
     stop.abort();
     clearInterval(backlog);
@@ -190,7 +263,9 @@ async function loadedPhase(run: ScenarioRun, svc: ServiceProcess, keys: ProjectK
   const after = await eventsQueueState(queue);
   checkLoad(`${label}: LogEvents load`, load, 0.01, { refusalsAllowed: true });
   run.loadNote(`${label}: LogEvents load (asked ${rate.toLocaleString('en')} req/s; ${load.refused} refused with 503)`, load);
-  run.notes.push(`${label}: ${probed.sorted.length + probed.failed} probes; backlog of the events queue ${before.pending} → ${after.pending} jobs (at most ${Math.max(maxBacklog, after.pending)})`);
+  run.notes.push(
+    `${label}: ${probed.sorted.length + probed.failed} probes; backlog of the events queue ${before.pending} → ${after.pending} jobs (at most ${Math.max(maxBacklog, after.pending)})`,
+  );
   if (drainAfter) {
     const left = await waitForDrain(run, queue, p.maxDrainSec);
     if (left > 0) run.notes.push(`${label}: ${left} jobs still pending ${p.maxDrainSec} s after the load stopped: the next phase starts with that backlog`);
@@ -226,23 +301,59 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
     const halfRate = Math.max(1, Math.round(cap / 2));
     Object.assign(run.params, { fixedRate, loadRate: halfRate });
     const fixed = await loadedPhase(run, svc, keys, queue, pr, `fixed ${p.fixedEventsPerSec.toLocaleString('en')} events/s`, fixedRate, true);
-    const half = await loadedPhase(run, svc, keys, queue, pr, `half the ingest capacity (${Math.round(cap * le.eventsPerRequest).toLocaleString('en')} events/s)`, halfRate, false);
+    const half = await loadedPhase(
+      run,
+      svc,
+      keys,
+      queue,
+      pr,
+      `half the ingest capacity (${Math.round(cap * le.eventsPerRequest).toLocaleString('en')} events/s)`,
+      halfRate,
+      false,
+    );
     await queue.close();
 
     const failed = idle.failed + fixed.failed + half.failed;
-    if (failed > 0) run.notes.push(`${failed} probes not reflected within ${p.probeTimeoutMs} ms (left out of the percentiles): idle ${idle.failed}, fixed rate ${fixed.failed}, half capacity ${half.failed}`);
+    if (failed > 0)
+      run.notes.push(
+        `${failed} probes not reflected within ${p.probeTimeoutMs} ms (left out of the percentiles): idle ${idle.failed}, fixed rate ${fixed.failed}, half capacity ${half.failed}`,
+      );
     if (idle.sorted.length === 0 || fixed.sorted.length === 0 || half.sorted.length === 0) throw new Error('no probe of a phase was reflected in time');
     const svcStop = await run.stopService(svc);
 
     const baselineLabel = 'the same probes on the idle service';
     const max = (xs: number[]) => xs[xs.length - 1].toFixed(1);
-    run.notes.push(`idle: p50 ${percentile(idle.sorted, 50).toFixed(1)} ms, max ${max(idle.sorted)} ms; fixed rate: p50 ${percentile(fixed.sorted, 50).toFixed(1)} ms, max ${max(fixed.sorted)} ms; half capacity: max ${max(half.sorted)} ms`);
+    run.notes.push(
+      `idle: p50 ${percentile(idle.sorted, 50).toFixed(1)} ms, max ${max(idle.sorted)} ms; fixed rate: p50 ${percentile(fixed.sorted, 50).toFixed(1)} ms, max ${max(fixed.sorted)} ms; half capacity: max ${max(half.sorted)} ms`,
+    );
     const idleP50 = percentile(idle.sorted, 50);
     const idleP99 = percentile(idle.sorted, 99);
     return run.result({
-      p50Ms: figure({ label: 'LogEvents 200 → GetTreatments, p50, at half the ingest capacity', unit: 'ms', value: percentile(half.sorted, 50), baseline: idleP50, baselineLabel, better: 'lower' }),
-      p99Ms: figure({ label: 'LogEvents 200 → GetTreatments, p99, at half the ingest capacity', unit: 'ms', value: percentile(half.sorted, 99), baseline: idleP99, baselineLabel, better: 'lower', target: { on: 'value', bound: 'max', limit: 1000 } }),
-      p99Ms10k: figure({ label: `LogEvents 200 → GetTreatments, p99, at ${p.fixedEventsPerSec.toLocaleString('en')} events/s`, unit: 'ms', value: percentile(fixed.sorted, 99), baseline: idleP99, baselineLabel, better: 'lower' }),
+      p50Ms: figure({
+        label: 'LogEvents 200 → GetTreatments, p50, at half the ingest capacity',
+        unit: 'ms',
+        value: percentile(half.sorted, 50),
+        baseline: idleP50,
+        baselineLabel,
+        better: 'lower',
+      }),
+      p99Ms: figure({
+        label: 'LogEvents 200 → GetTreatments, p99, at half the ingest capacity',
+        unit: 'ms',
+        value: percentile(half.sorted, 99),
+        baseline: idleP99,
+        baselineLabel,
+        better: 'lower',
+        target: { on: 'value', bound: 'max', limit: 1000 },
+      }),
+      p99Ms10k: figure({
+        label: `LogEvents 200 → GetTreatments, p99, at ${p.fixedEventsPerSec.toLocaleString('en')} events/s`,
+        unit: 'ms',
+        value: percentile(fixed.sorted, 99),
+        baseline: idleP99,
+        baselineLabel,
+        better: 'lower',
+      }),
       ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
@@ -252,6 +363,7 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
 
 export const freshnessScenario: Scenario = {
   name: 'freshness',
-  summary: 'time from a LogEvents 200 to GetTreatments reflecting it, under LogEvents load at 10,000 events/s and at half the end-to-end ingest capacity, vs the idle service',
+  summary:
+    'time from a LogEvents 200 to GetTreatments reflecting it, under LogEvents load at 10,000 events/s and at half the end-to-end ingest capacity, vs the idle service',
   run: runFreshness,
 };

@@ -70,22 +70,44 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     run.progress(`sending ${events.toLocaleString('en')} events in ${requests.toLocaleString('en')} requests over ${p.connections} connections`);
     const measured = await run.withCpu(
       () => svc.sampler.cpuSeconds(),
-      () => sendAndDrain({ svc, key: keys.logEvents, projectId: PROJECT_ID, stream, requests, connections: p.connections, queue, maxSec: p.maxSec, progress: (m) => run.progress(m) }),
+      () =>
+        sendAndDrain({
+          svc,
+          key: keys.logEvents,
+          projectId: PROJECT_ID,
+          stream,
+          requests,
+          connections: p.connections,
+          queue,
+          maxSec: p.maxSec,
+          progress: (m) => run.progress(m),
+        }),
     );
     const sent = measured.value;
     checkDrained(sent, requests, p.maxSec);
     const { acceptedSec, seconds } = sent;
     const eventsPerSec = events / seconds;
-    run.notes.push(`all ${requests.toLocaleString('en')} requests accepted after ${acceptedSec.toFixed(1)} s (${Math.round(events / acceptedSec).toLocaleString('en')} events/s; p50 ${sent.load.p50.toFixed(1)} ms, p99 ${sent.load.p99.toFixed(1)} ms), all stored after ${seconds.toFixed(1)} s`);
-    if (sent.load.refused > 0) run.notes.push(`${sent.load.refused.toLocaleString('en')} requests were refused (503/429: ${JSON.stringify(sent.load.statusCodes)}) and sent again after their Retry-After`);
-    run.notes.push(`CPU over the whole run: service ${measured.serviceCores.toFixed(2)} cores, load generator ${measured.loadGeneratorCores.toFixed(2)} cores, Redis ${measured.redisCores.toFixed(2)} cores`);
+    run.notes.push(
+      `all ${requests.toLocaleString('en')} requests accepted after ${acceptedSec.toFixed(1)} s (${Math.round(events / acceptedSec).toLocaleString('en')} events/s; p50 ${sent.load.p50.toFixed(1)} ms, p99 ${sent.load.p99.toFixed(1)} ms), all stored after ${seconds.toFixed(1)} s`,
+    );
+    if (sent.load.refused > 0)
+      run.notes.push(
+        `${sent.load.refused.toLocaleString('en')} requests were refused (503/429: ${JSON.stringify(sent.load.statusCodes)}) and sent again after their Retry-After`,
+      );
+    run.notes.push(
+      `CPU over the whole run: service ${measured.serviceCores.toFixed(2)} cores, load generator ${measured.loadGeneratorCores.toFixed(2)} cores, Redis ${measured.redisCores.toFixed(2)} cores`,
+    );
     // per event, which barely moves with what else runs on the machine (unlike events/s)
     const perEvent = (kind: 'api' | 'background') => (((svc.sampler.kindCpuSeconds(kind) - cpu0[kind]) * 1e6) / events).toFixed(1);
-    run.notes.push(`CPU per event: API process ${perEvent('api')} µs, background process ${perEvent('background')} µs (its JavaScript thread and the embedded ClickHouse's threads)`);
+    run.notes.push(
+      `CPU per event: API process ${perEvent('api')} µs, background process ${perEvent('background')} µs (its JavaScript thread and the embedded ClickHouse's threads)`,
+    );
     await queue.close();
 
     const totals = await profileTotals(run, p.users, fieldIds);
-    run.notes.push(`profiles: daily counts sum to ${totals.counted.toLocaleString('en')} of ${events.toLocaleString('en')} events; ${totals.withProperty.toLocaleString('en')} of ${p.users.toLocaleString('en')} users carry the user property`);
+    run.notes.push(
+      `profiles: daily counts sum to ${totals.counted.toLocaleString('en')} of ${events.toLocaleString('en')} events; ${totals.withProperty.toLocaleString('en')} of ${p.users.toLocaleString('en')} users carry the user property`,
+    );
     if (totals.counted !== events) throw new Error(`profiles reflect ${totals.counted} events, expected ${events}`);
     const svcStop = await run.stopService(svc);
 
@@ -100,7 +122,9 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
       (s) => run.progress(`baseline: ${s}`),
     );
     const baselinePerSec = base.result.rows / base.result.seconds;
-    run.notes.push(`baseline: ${base.result.rows.toLocaleString('en')} rows in ${base.result.seconds.toFixed(2)} s of inserts (peak RSS ${base.peakRssMb.toFixed(0)} MB)`);
+    run.notes.push(
+      `baseline: ${base.result.rows.toLocaleString('en')} rows in ${base.result.seconds.toFixed(2)} s of inserts (peak RSS ${base.peakRssMb.toFixed(0)} MB)`,
+    );
 
     return run.result({
       eventsPerSec: figure({

@@ -42,7 +42,14 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
     const keys = await svc.createProject(PROJECT_ID);
     const queue = eventsQueue(run.redis, run.prefix);
     run.progress(`service: ${p.connections} connections, ${p.warmupSec} s warm-up + ${p.durationSec} s`);
-    const load = (baseUrl: string, body: () => string, headers: Record<string, string> = {}): LoadOptions => ({ baseUrl, path: '/v1/LogEvents', connections: p.connections, durationSec: p.durationSec, headers, body });
+    const load = (baseUrl: string, body: () => string, headers: Record<string, string> = {}): LoadOptions => ({
+      baseUrl,
+      path: '/v1/LogEvents',
+      connections: p.connections,
+      durationSec: p.durationSec,
+      headers,
+      body,
+    });
     const body = logEventsBodies(p);
     await runLoad({ ...load(svc.baseUrl, body, { 'x-api-key': keys.logEvents }), durationSec: p.warmupSec });
     const before = await eventsQueueState(queue);
@@ -58,13 +65,31 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
 
     run.progress('baseline: bare Fastify + BullMQ add');
     const base = await startBaselineServer('bullmq-add', ctx.redisUrl, run.prefix);
-    const b = await run.measureLoad('baseline', () => base.sampler.cpuSeconds(), load(base.baseUrl, logEventsBodies(p)), p.warmupSec, { serverLabel: 'baseline server', refusalsAllowed: false });
+    const b = await run.measureLoad('baseline', () => base.sampler.cpuSeconds(), load(base.baseUrl, logEventsBodies(p)), p.warmupSec, {
+      serverLabel: 'baseline server',
+      refusalsAllowed: false,
+    });
     await base.stop();
 
     const baselineLabel = 'bare Fastify route adding one BullMQ job';
     return run.result({
-      requestsPerSec: figure({ label: 'LogEvents requests/s', unit: 'req/s', value: r.rps, baseline: b.rps, baselineLabel, better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.8 } }),
-      eventsPerSec: figure({ label: 'events accepted/s', unit: 'events/s', value: r.rps * p.eventsPerRequest, baseline: b.rps * p.eventsPerRequest, baselineLabel, better: 'higher' }),
+      requestsPerSec: figure({
+        label: 'LogEvents requests/s',
+        unit: 'req/s',
+        value: r.rps,
+        baseline: b.rps,
+        baselineLabel,
+        better: 'higher',
+        target: { on: 'ratio', bound: 'min', limit: 0.8 },
+      }),
+      eventsPerSec: figure({
+        label: 'events accepted/s',
+        unit: 'events/s',
+        value: r.rps * p.eventsPerRequest,
+        baseline: b.rps * p.eventsPerRequest,
+        baselineLabel,
+        better: 'higher',
+      }),
       p99Ms: figure({ label: 'LogEvents p99', unit: 'ms', value: r.p99, baseline: b.p99, baselineLabel, better: 'lower' }),
       ...rssFigures(svcStop, svc.readyRss, {}),
     });

@@ -18,7 +18,16 @@ export interface ReportParams {
 
 export const REPORT_SIZES: Record<Size, ReportParams> = {
   tiny: { decisions: 20_000, users: 1_000, interactions: 2_000, events: 4_000, holdoutPct: 20, spreadDays: 29, seedBatchRows: 10_000, calls: 1 },
-  full: { decisions: 10_000_000, users: 100_000, interactions: 2_000_000, events: 2_000_000, holdoutPct: 20, spreadDays: 29, seedBatchRows: 1_000_000, calls: 5 },
+  full: {
+    decisions: 10_000_000,
+    users: 100_000,
+    interactions: 2_000_000,
+    events: 2_000_000,
+    holdoutPct: 20,
+    spreadDays: 29,
+    seedBatchRows: 1_000_000,
+    calls: 5,
+  },
 };
 
 /**
@@ -36,13 +45,37 @@ export async function runReport(ctx: ScenarioContext): Promise<ScenarioResult> {
   // The first treatment of a fresh Redis prefix gets id 1 (checked below): the seeded rows name it.
   const treatmentId = '1';
   try {
-    run.progress(`seeding ${p.events.toLocaleString('en')} events, ${p.decisions.toLocaleString('en')} decisions and ${p.interactions.toLocaleString('en')} interactions of ${p.users.toLocaleString('en')} users`);
+    run.progress(
+      `seeding ${p.events.toLocaleString('en')} events, ${p.decisions.toLocaleString('en')} decisions and ${p.interactions.toLocaleString('en')} interactions of ${p.users.toLocaleString('en')} users`,
+    );
     const events = await runClickhouseTask(
-      { task: 'seed-events', dataDir: run.dataDir, projectId: PROJECT_ID, events: p.events, users: p.users, eventNames: ['purchase', 'page_view'], spreadDays: p.spreadDays, batchRows: p.seedBatchRows, nowMs },
+      {
+        task: 'seed-events',
+        dataDir: run.dataDir,
+        projectId: PROJECT_ID,
+        events: p.events,
+        users: p.users,
+        eventNames: ['purchase', 'page_view'],
+        spreadDays: p.spreadDays,
+        batchRows: p.seedBatchRows,
+        nowMs,
+      },
       (s) => run.progress(s),
     );
     const seeded = await runClickhouseTask(
-      { task: 'seed-decisions', dataDir: run.dataDir, projectId: PROJECT_ID, treatmentId, decisions: p.decisions, interactions: p.interactions, users: p.users, holdoutPct: p.holdoutPct, spreadDays: p.spreadDays, batchRows: p.seedBatchRows, nowMs },
+      {
+        task: 'seed-decisions',
+        dataDir: run.dataDir,
+        projectId: PROJECT_ID,
+        treatmentId,
+        decisions: p.decisions,
+        interactions: p.interactions,
+        users: p.users,
+        holdoutPct: p.holdoutPct,
+        spreadDays: p.spreadDays,
+        batchRows: p.seedBatchRows,
+        nowMs,
+      },
       (s) => run.progress(s),
     );
     run.notes.push(`seeded in ${(events.result.seconds + seeded.result.seconds).toFixed(1)} s`);
@@ -54,7 +87,13 @@ export async function runReport(ctx: ScenarioContext): Promise<ScenarioResult> {
     const svc = await run.startService();
     const keys = await svc.createProject(PROJECT_ID);
     await svc.call('InsertSurface', keys.management, { projectId: PROJECT_ID, name: 'home' });
-    await svc.call('InsertTreatmentType', keys.management, { projectId: PROJECT_ID, treatmentTypeName: 'card', lastModifiedBy: 'bench', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+    await svc.call('InsertTreatmentType', keys.management, {
+      projectId: PROJECT_ID,
+      treatmentTypeName: 'card',
+      lastModifiedBy: 'bench',
+      surfaces: [{ surfaceName: 'home' }],
+      contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+    });
     const schema = await svc.call<{ eventSchema: { eventId: string } }>('InsertEventSchema', keys.management, { projectId: PROJECT_ID, eventName: 'purchase' });
     const created = await svc.call<{ treatment: { treatmentId: string } }>('InsertTreatment', keys.management, {
       projectId: PROJECT_ID,
@@ -67,7 +106,8 @@ export async function runReport(ctx: ScenarioContext): Promise<ScenarioResult> {
       content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'x' }] }] },
       targetAction: { eventId: schema.eventSchema.eventId },
     });
-    if (created.treatment.treatmentId !== treatmentId) throw new Error(`expected the first treatment to get id ${treatmentId}, got ${created.treatment.treatmentId}`);
+    if (created.treatment.treatmentId !== treatmentId)
+      throw new Error(`expected the first treatment to get id ${treatmentId}, got ${created.treatment.treatmentId}`);
 
     type Report = { report: { groups: { group: string; users: number; conversions?: number }[]; uplift?: unknown } };
     const body = { projectId: PROJECT_ID, treatmentId };
@@ -86,9 +126,13 @@ export async function runReport(ctx: ScenarioContext): Promise<ScenarioResult> {
     );
     times.sort((a, b) => a - b);
     const median = times[Math.floor(times.length / 2)];
-    run.notes.push(`GetTreatmentReport: ${times.map((t) => t.toFixed(2)).join(', ')} s (warm-up excluded); CPU: service ${measured.serviceCores.toFixed(2)} cores`);
+    run.notes.push(
+      `GetTreatmentReport: ${times.map((t) => t.toFixed(2)).join(', ')} s (warm-up excluded); CPU: service ${measured.serviceCores.toFixed(2)} cores`,
+    );
     const users = first.report.groups.reduce((n, g) => n + g.users, 0);
-    run.notes.push(`groups: ${first.report.groups.map((g) => `${g.group} ${g.users.toLocaleString('en')} users, ${g.conversions ?? 0} conversions`).join('; ')}`);
+    run.notes.push(
+      `groups: ${first.report.groups.map((g) => `${g.group} ${g.users.toLocaleString('en')} users, ${g.conversions ?? 0} conversions`).join('; ')}`,
+    );
     if (users !== base.result.users) throw new Error(`the report has ${users} users, the baseline ${base.result.users}`);
     const svcStop = await run.stopService(svc);
 

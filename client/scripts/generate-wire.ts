@@ -94,7 +94,11 @@ export function generateWire(): string {
   for (const op of ops) out.push(`  ${op.operation}: { request: ${op.operation}Request; response: ${op.operation}Response };`);
   out.push('}', '', 'export type OperationName = keyof Operations;');
   const management = ops.filter((op) => op.permissions.includes('TREATMENT_MANAGEMENT')).map((op) => op.operation);
-  out.push('', '/** The operations a TREATMENT_MANAGEMENT key may call. */', `export const MANAGEMENT_OPERATIONS = [${management.map(literal).join(', ')}] as const;`);
+  out.push(
+    '',
+    '/** The operations a TREATMENT_MANAGEMENT key may call. */',
+    `export const MANAGEMENT_OPERATIONS = [${management.map(literal).join(', ')}] as const;`,
+  );
   out.push('export type ManagementOperationName = (typeof MANAGEMENT_OPERATIONS)[number];', '');
   return out.join('\n');
 }

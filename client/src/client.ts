@@ -1,4 +1,11 @@
-import type { GetTreatmentRequest, GetTreatmentResponse, GetTreatmentsRequest, GetTreatmentsResponse, LogEventsRequest, LogTreatmentInteractionRequest } from './wire.generated.js';
+import type {
+  GetTreatmentRequest,
+  GetTreatmentResponse,
+  GetTreatmentsRequest,
+  GetTreatmentsResponse,
+  LogEventsRequest,
+  LogTreatmentInteractionRequest,
+} from './wire.generated.js';
 import { TdsError } from './errors.js';
 import { defaultFetch, normaliseBaseUrl, postJson, type FetchLike, type Transport } from './http.js';
 import { EventQueue, type QueueStats } from './event-queue.js';
@@ -81,12 +88,14 @@ export interface ClientOptions {
 
 const positive = (name: string, v: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number => {
   if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > max) throw new TypeError(`${name} must be a positive number${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}, got ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > max)
+    throw new TypeError(`${name} must be a positive number${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}, got ${String(v)}`);
   return v;
 };
 
 function requireKey(name: string, key: string | undefined): string {
-  if (typeof key !== 'string' || key === '') throw new TypeError(`${name} needs a key: set apiKey or ${name === 'track' || name === 'logEvents' ? 'eventsKey (LOG_EVENTS)' : 'deliveryKey (DELIVERY)'}`);
+  if (typeof key !== 'string' || key === '')
+    throw new TypeError(`${name} needs a key: set apiKey or ${name === 'track' || name === 'logEvents' ? 'eventsKey (LOG_EVENTS)' : 'deliveryKey (DELIVERY)'}`);
   return key;
 }
 
@@ -105,7 +114,8 @@ export class TdsClient {
   private readonly removePageHooks: () => void;
 
   constructor(o: ClientOptions) {
-    if (typeof o?.projectId !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.projectId)) throw new TypeError(`projectId must be 1-64 letters, digits, _ or -, got ${String(o?.projectId)}`);
+    if (typeof o?.projectId !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.projectId))
+      throw new TypeError(`projectId must be 1-64 letters, digits, _ or -, got ${String(o?.projectId)}`);
     this.projectId = o.projectId;
     this.transport = { baseUrl: normaliseBaseUrl(o.baseUrl), fetch: o.fetch ?? defaultFetch() };
     this.deliveryKey = o.deliveryKey ?? o.apiKey;
@@ -123,7 +133,10 @@ export class TdsClient {
       maxBatchBytes: positive('maxBatchBytes', o.maxBatchBytes, 512_000, 1_000_000),
       maxConcurrentRequests: positive('maxConcurrentRequests', o.maxConcurrentRequests, 4, 64),
       maxAttempts: positive('maxAttempts', o.maxAttempts, 5),
-      backoff: { initialDelayMs: positive('backoff.initialDelayMs', o.backoff?.initialDelayMs, 500), maxDelayMs: positive('backoff.maxDelayMs', o.backoff?.maxDelayMs, 30_000) },
+      backoff: {
+        initialDelayMs: positive('backoff.initialDelayMs', o.backoff?.initialDelayMs, 500),
+        maxDelayMs: positive('backoff.maxDelayMs', o.backoff?.maxDelayMs, 30_000),
+      },
       send: (batch, keepalive) => {
         const key = batch.operation === 'LogEvents' ? this.eventsKey : this.deliveryKey;
         return postJson(this.transport, batch.operation, key ?? '', batch.body, { timeoutMs: requestTimeoutMs, keepalive }).then(() => undefined);
@@ -138,12 +151,18 @@ export class TdsClient {
    * unavailable (no answer, 429, 5xx) and a fallback is set, the fallback answers (`fallback:
    * true`); a request the service refuses (400, 401, 403) always throws its TdsError.
    */
-  async getTreatments(request: WithProject<GetTreatmentsRequest>, o: { timeoutMs?: number; fallback?: Fallback; signal?: AbortSignal } = {}): Promise<TreatmentsAnswer> {
+  async getTreatments(
+    request: WithProject<GetTreatmentsRequest>,
+    o: { timeoutMs?: number; fallback?: Fallback; signal?: AbortSignal } = {},
+  ): Promise<TreatmentsAnswer> {
     const body: GetTreatmentsRequest = { ...request, projectId: request.projectId ?? this.projectId };
     const key = requireKey('getTreatments', this.deliveryKey);
     let answer: GetTreatmentsResponse;
     try {
-      answer = await postJson<GetTreatmentsResponse>(this.transport, 'GetTreatments', key, JSON.stringify(body), { timeoutMs: o.timeoutMs ?? this.timeoutMs, signal: o.signal });
+      answer = await postJson<GetTreatmentsResponse>(this.transport, 'GetTreatments', key, JSON.stringify(body), {
+        timeoutMs: o.timeoutMs ?? this.timeoutMs,
+        signal: o.signal,
+      });
     } catch (err) {
       const fallback = o.fallback ?? this.fallback;
       if (!(err instanceof TdsError) || !err.unavailable || fallback === undefined) throw err;
@@ -158,7 +177,10 @@ export class TdsClient {
   /** One treatment as a DELIVERY key may read it. */
   getTreatment(request: WithProject<GetTreatmentRequest>, o: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<GetTreatmentResponse> {
     const body = { ...request, projectId: request.projectId ?? this.projectId };
-    return postJson(this.transport, 'GetTreatment', requireKey('getTreatment', this.deliveryKey), JSON.stringify(body), { timeoutMs: o.timeoutMs ?? this.timeoutMs * 10, signal: o.signal });
+    return postJson(this.transport, 'GetTreatment', requireKey('getTreatment', this.deliveryKey), JSON.stringify(body), {
+      timeoutMs: o.timeoutMs ?? this.timeoutMs * 10,
+      signal: o.signal,
+    });
   }
 
   /** Queues one event (sent in a batch); returns its insertId, given once here and kept by every retry. */
@@ -172,7 +194,8 @@ export class TdsClient {
   /** Queues the events of a LogEvents request (typed as the service takes it); returns their insertIds. */
   logEvents(request: WithProject<LogEventsRequest>): string[] {
     requireKey('logEvents', this.eventsKey);
-    if (request.projectId !== undefined && request.projectId !== this.projectId) throw new TypeError(`logEvents: projectId ${request.projectId} is not this client's (${this.projectId})`);
+    if (request.projectId !== undefined && request.projectId !== this.projectId)
+      throw new TypeError(`logEvents: projectId ${request.projectId} is not this client's (${this.projectId})`);
     if (!Array.isArray(request.events)) throw new TypeError('logEvents: events must be an array');
     const wires = request.events.map((e) => toWireEvent({ ...e, userId: request.userId, timestamp: e.clientEventTimestamp }));
     for (const w of wires) this.queue.push('event', request.userId, JSON.stringify(w));
@@ -265,4 +288,3 @@ function fallbackAnswer(fallback: Fallback, request: GetTreatmentsRequest, error
 export function contentOf(t: Pick<UserTreatment, 'treatmentContent'>): Record<string, unknown> {
   return JSON.parse(t.treatmentContent) as Record<string, unknown>;
 }
-

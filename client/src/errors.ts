@@ -26,7 +26,16 @@ export class TdsError extends Error {
   /** What the service's `Retry-After` asked for, in milliseconds. */
   readonly retryAfterMs?: number;
 
-  constructor(o: { operation: string; kind: TdsErrorKind; message: string; status?: number; code?: string; details?: readonly ErrorDetail[]; retryAfterMs?: number; cause?: unknown }) {
+  constructor(o: {
+    operation: string;
+    kind: TdsErrorKind;
+    message: string;
+    status?: number;
+    code?: string;
+    details?: readonly ErrorDetail[];
+    retryAfterMs?: number;
+    cause?: unknown;
+  }) {
     super(o.message, o.cause === undefined ? undefined : { cause: o.cause });
     this.operation = o.operation;
     this.kind = o.kind;

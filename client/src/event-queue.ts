@@ -109,7 +109,12 @@ export class EventQueue {
    */
   flushForPageExit(): void {
     const candidates = [...[...this.inFlight].filter((i) => i.kind === 'event'), ...this.queue];
-    const { batches } = takeBatches(candidates, this.o.projectId, { maxEvents: this.o.maxBatchEvents, maxBytes: KEEPALIVE_BYTES, maxBatches: 64, maxTotalBytes: KEEPALIVE_BYTES });
+    const { batches } = takeBatches(candidates, this.o.projectId, {
+      maxEvents: this.o.maxBatchEvents,
+      maxBytes: KEEPALIVE_BYTES,
+      maxBatches: 64,
+      maxTotalBytes: KEEPALIVE_BYTES,
+    });
     const sending = new Set(batches.flatMap((b) => b.items));
     this.queue = this.queue.filter((i) => !sending.has(i));
     for (const batch of batches) {
@@ -152,7 +157,11 @@ export class EventQueue {
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0 && Date.now() >= this.blockedUntil) {
-      const { batches, rest } = takeBatches(this.queue, this.o.projectId, { maxEvents: this.o.maxBatchEvents, maxBytes: this.maxBatchBytes, maxBatches: this.o.maxConcurrentRequests });
+      const { batches, rest } = takeBatches(this.queue, this.o.projectId, {
+        maxEvents: this.o.maxBatchEvents,
+        maxBytes: this.maxBatchBytes,
+        maxBatches: this.o.maxConcurrentRequests,
+      });
       this.queue = rest;
       if (batches.length === 0) return;
       const outcomes = await Promise.all(batches.map((b) => this.sendBatch(b)));
@@ -177,7 +186,10 @@ export class EventQueue {
       this.accepted(batch.items);
       return undefined;
     } catch (err) {
-      return this.failed(batch, err instanceof TdsError ? err : new TdsError({ operation: batch.operation, kind: 'network', message: String(err), cause: err }));
+      return this.failed(
+        batch,
+        err instanceof TdsError ? err : new TdsError({ operation: batch.operation, kind: 'network', message: String(err), cause: err }),
+      );
     } finally {
       for (const i of batch.items) this.inFlight.delete(i);
     }
@@ -250,7 +262,12 @@ export class EventQueue {
       queueMicrotask(() => {
         const n = this.droppedUnreported;
         this.droppedUnreported = 0;
-        this.o.onError(new Error(`dropped the ${n} oldest queued events and interactions: the queue is full (maxQueueSize ${this.o.maxQueueSize}) while the service does not accept them`), n);
+        this.o.onError(
+          new Error(
+            `dropped the ${n} oldest queued events and interactions: the queue is full (maxQueueSize ${this.o.maxQueueSize}) while the service does not accept them`,
+          ),
+          n,
+        );
       });
     }
     this.droppedUnreported += over;

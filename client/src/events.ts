@@ -19,13 +19,15 @@ export interface TrackEvent extends Omit<WireEvent, 'clientEventTimestamp' | 'ev
 
 function text(name: string, v: unknown, max: number, optional = false): void {
   if (optional && v === undefined) return;
-  if (typeof v !== 'string' || v.length === 0 || v.length > max) throw new TypeError(`${name} must be a string of 1-${max} characters, got ${typeof v === 'string' ? `${v.length} characters` : String(v)}`);
+  if (typeof v !== 'string' || v.length === 0 || v.length > max)
+    throw new TypeError(`${name} must be a string of 1-${max} characters, got ${typeof v === 'string' ? `${v.length} characters` : String(v)}`);
 }
 
 function timestamp(v: TrackEvent['timestamp']): string {
   if (v === undefined) return new Date().toISOString();
   if (typeof v === 'string') {
-    if (!/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.test(v)) throw new TypeError(`timestamp must be RFC 3339 with an offset (e.g. 2026-01-31T12:00:00Z), got ${v}`);
+    if (!/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.test(v))
+      throw new TypeError(`timestamp must be RFC 3339 with an offset (e.g. 2026-01-31T12:00:00Z), got ${v}`);
     return v;
   }
   const d = typeof v === 'number' ? new Date(v) : v;
@@ -45,7 +47,9 @@ function propertyValue(name: string, v: PropertyInput): PropertyValue {
     default:
       if (v instanceof Date) return { timestampValue: timestamp(v) };
       if (v !== null && typeof v === 'object' && Object.keys(v).length === 1) return v;
-      throw new TypeError(`${name} must be a string, number, boolean, Date or one of { stringValue | longValue | doubleValue | booleanValue | timestampValue }`);
+      throw new TypeError(
+        `${name} must be a string, number, boolean, Date or one of { stringValue | longValue | doubleValue | booleanValue | timestampValue }`,
+      );
   }
 }
 

@@ -1,7 +1,10 @@
 import { TdsError, type ErrorDetail } from './errors.js';
 
 /** A `fetch` the client can use: the global one, or any with its signature (tests, proxies, tracing). */
-export type FetchLike = (input: string, init: { method: string; headers: Record<string, string>; body: string; signal?: AbortSignal; keepalive?: boolean }) => Promise<{
+export type FetchLike = (
+  input: string,
+  init: { method: string; headers: Record<string, string>; body: string; signal?: AbortSignal; keepalive?: boolean },
+) => Promise<{
   status: number;
   headers: { get(name: string): string | null };
   text(): Promise<string>;
@@ -25,7 +28,8 @@ export interface PostOptions {
 
 /** The address as given, without trailing slashes; a clear error for anything but http(s). */
 export function normaliseBaseUrl(baseUrl: string): string {
-  if (typeof baseUrl !== 'string' || !/^https?:\/\/[^/]/i.test(baseUrl)) throw new TypeError(`baseUrl must be the service's http(s) address, e.g. https://tds.example.com; got ${String(baseUrl)}`);
+  if (typeof baseUrl !== 'string' || !/^https?:\/\/[^/]/i.test(baseUrl))
+    throw new TypeError(`baseUrl must be the service's http(s) address, e.g. https://tds.example.com; got ${String(baseUrl)}`);
   return baseUrl.replace(/\/+$/, '');
 }
 
@@ -72,7 +76,12 @@ export async function postJson<T>(t: Transport, operation: string, apiKey: strin
     } catch (cause) {
       if (timedOut) throw new TdsError({ operation, kind: 'timeout', message: `${operation}: no answer within ${o.timeoutMs} ms`, cause });
       if (o.signal?.aborted) throw new TdsError({ operation, kind: 'aborted', message: `${operation} aborted by the caller`, cause });
-      throw new TdsError({ operation, kind: 'network', message: `${operation}: the service could not be reached (${(cause as Error)?.message ?? String(cause)})`, cause });
+      throw new TdsError({
+        operation,
+        kind: 'network',
+        message: `${operation}: the service could not be reached (${(cause as Error)?.message ?? String(cause)})`,
+        cause,
+      });
     }
     if (res.status !== 200) throw httpError(operation, res.status, text, res.headers.get('retry-after'));
     try {

@@ -4,7 +4,17 @@
  * management operations are in `@tds/client/management`; every wire type in `./wire.generated`.
  */
 export { TdsClient, contentOf } from './client.js';
-export type { ClientOptions, Fallback, FallbackTreatment, InteractionOptions, InteractionType, Treatment, TreatmentsAnswer, UserTreatment, WithProject } from './client.js';
+export type {
+  ClientOptions,
+  Fallback,
+  FallbackTreatment,
+  InteractionOptions,
+  InteractionType,
+  Treatment,
+  TreatmentsAnswer,
+  UserTreatment,
+  WithProject,
+} from './client.js';
 export type { TrackEvent, PropertyInput, PropertyValue, WireEvent } from './events.js';
 export type { QueueStats } from './event-queue.js';
 export type { BackoffOptions } from './backoff.js';

@@ -66,12 +66,19 @@ export function createManagementClient(o: ManagementClientOptions): ManagementCl
   if (typeof o.projectId !== 'string' || o.projectId === '') throw new TypeError('projectId is required');
   const transport: Transport = { baseUrl: normaliseBaseUrl(o.baseUrl), fetch: o.fetch ?? defaultFetch() };
   const maxRetries = o.maxRetries ?? 3;
-  const call = async <K extends ManagementOperationName>(operation: K, request: ManagementRequest<K>, c: CallOptions = {}): Promise<Operations[K]['response']> => {
+  const call = async <K extends ManagementOperationName>(
+    operation: K,
+    request: ManagementRequest<K>,
+    c: CallOptions = {},
+  ): Promise<Operations[K]['response']> => {
     if (!(MANAGEMENT_OPERATIONS as readonly string[]).includes(operation)) throw new TypeError(`${String(operation)} is not a management operation`);
     const body = JSON.stringify({ ...request, projectId: request?.projectId ?? o.projectId });
     for (let attempt = 1; ; attempt++) {
       try {
-        return await postJson<Operations[K]['response']>(transport, operation, apiKey, body, { timeoutMs: c.timeoutMs ?? o.timeoutMs ?? 30_000, signal: c.signal });
+        return await postJson<Operations[K]['response']>(transport, operation, apiKey, body, {
+          timeoutMs: c.timeoutMs ?? o.timeoutMs ?? 30_000,
+          signal: c.signal,
+        });
       } catch (err) {
         if (attempt > maxRetries || !mayRetry(operation, err)) throw err;
         await sleep(backoffMs(attempt, { initialDelayMs: 250, maxDelayMs: 10_000 }, err.retryAfterMs));

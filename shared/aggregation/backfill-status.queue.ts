@@ -80,7 +80,12 @@ async function unreadFields(redis: Redis, stream: string, projectId: string): Pr
   const lastRead = String(group['last-delivered-id']);
   const from = Number(pending[0]) > 0 && pending[1] ? String(pending[1]) : `(${lastRead}`;
   const entries = (await redis.call('XRANGE', stream, from, '+', 'COUNT', SCAN_LIMIT)) as [string, string[]][];
-  const ids = new Set(entries.map(([, kv]) => record(kv)).filter((e) => e.projectId === projectId).map((e) => String(e.dataFieldId)));
+  const ids = new Set(
+    entries
+      .map(([, kv]) => record(kv))
+      .filter((e) => e.projectId === projectId)
+      .map((e) => String(e.dataFieldId)),
+  );
   // More unread entries than scanned: a field created after the last read one counts as unread.
   const sinceMs = entries.length === SCAN_LIMIT ? Number(lastRead.split('-')[0]) : Infinity;
   return (f) => ids.has(f.dataFieldId) || Date.parse(f.createTime) >= sinceMs;

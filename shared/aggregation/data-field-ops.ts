@@ -146,7 +146,8 @@ export function interactionOps(fields: readonly DataFieldRecord[], job: Interact
     if (target?.source !== 'treatment' || !interactionMatches(target.params, job)) continue;
     const id = field.dataFieldId;
     if (target.agg.key !== 'dailyCountAggregation') ops.push(...timestampOps(target, ms));
-    else if (target.params.isDistinctInteraction === true) ops.push(['incnew', distinctMarkerKey(id, job.treatmentTrackingId), dailyCountKey(id, utcDay(ms)), 1]);
+    else if (target.params.isDistinctInteraction === true)
+      ops.push(['incnew', distinctMarkerKey(id, job.treatmentTrackingId), dailyCountKey(id, utcDay(ms)), 1]);
     else ops.push(['inc', dailyCountKey(id, utcDay(ms)), 1]);
   }
   return ops;

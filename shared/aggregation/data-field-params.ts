@@ -86,7 +86,8 @@ const MEMBERS = ['userAttributeDataFieldParams', 'treatmentDataFieldParams', 'ev
 export function parseWindowDays(windowName: string, field = 'windowName'): number {
   const m = /^LAST_([1-9][0-9]{0,2})D$/.exec(windowName);
   const n = m ? Number(m[1]) : 0;
-  if (n < 1 || n > MAX_WINDOW_DAYS) throw invalidField(field, `windowName must be LAST_<n>D with n from 1 to ${MAX_WINDOW_DAYS} (e.g. LAST_7D), got "${windowName}"`);
+  if (n < 1 || n > MAX_WINDOW_DAYS)
+    throw invalidField(field, `windowName must be LAST_<n>D with n from 1 to ${MAX_WINDOW_DAYS} (e.g. LAST_7D), got "${windowName}"`);
   return n;
 }
 
@@ -154,7 +155,8 @@ function normalizeUserAttribute(path: string, p: NonNullable<DataFieldParamsInpu
 }
 
 function normalizeTreatment(path: string, p: NonNullable<DataFieldParamsInput['treatmentDataFieldParams']>): DataFieldParams {
-  if (!INTERACTION_TYPES.includes(p.treatmentInteractionType)) throw invalidField(`${path}.treatmentInteractionType`, `must be one of ${INTERACTION_TYPES.join(', ')}`);
+  if (!INTERACTION_TYPES.includes(p.treatmentInteractionType))
+    throw invalidField(`${path}.treatmentInteractionType`, `must be one of ${INTERACTION_TYPES.join(', ')}`);
   const scopes = (['treatmentId', 'surfaceId', 'surfaceName'] as const).filter((k) => p[k] !== undefined);
   if (scopes.length > 1) throw invalidField(path, `at most one of treatmentId, surfaceId, surfaceName may be set, got ${scopes.join(' and ')}`);
   const out: Record<string, unknown> = { treatmentInteractionType: p.treatmentInteractionType, ...canonicalAggregation(path, p) };
@@ -172,7 +174,9 @@ function normalizeEvent(path: string, p: NonNullable<DataFieldParamsInput['event
   const props = Object.entries(p.propertyValueByPropertyName ?? {});
   // An empty filter matches every event, the same as no filter.
   if (props.length > 0) {
-    out.propertyValueByPropertyName = Object.fromEntries(props.map(([name, v]) => [name, canonicalPropertyValue(`${path}.propertyValueByPropertyName.${name}`, v)]));
+    out.propertyValueByPropertyName = Object.fromEntries(
+      props.map(([name, v]) => [name, canonicalPropertyValue(`${path}.propertyValueByPropertyName.${name}`, v)]),
+    );
   }
   return { eventDataFieldParams: out } as DataFieldParams;
 }
@@ -218,7 +222,8 @@ export interface AggregationSpec {
 
 /** The aggregation of a treatment or event params entry; undefined for a user attribute. */
 export function aggregationOf(params: DataFieldParams): AggregationSpec | undefined {
-  const body = 'treatmentDataFieldParams' in params ? params.treatmentDataFieldParams : 'eventDataFieldParams' in params ? params.eventDataFieldParams : undefined;
+  const body =
+    'treatmentDataFieldParams' in params ? params.treatmentDataFieldParams : 'eventDataFieldParams' in params ? params.eventDataFieldParams : undefined;
   if (!body) return undefined;
   const key = AGGREGATION_KEYS.find((k) => k in body);
   if (!key) return undefined;

@@ -140,7 +140,11 @@ export function dataFieldJson(value: RuleValue): string | number | boolean | nul
 }
 
 /** Every field that has a value for the user, by dataFieldId; fields without one are left out. */
-export function dataFieldValuesJson(fields: readonly DataFieldRecord[], profile: StoredProfile, nowMs: number): Record<string, string | number | boolean | null> {
+export function dataFieldValuesJson(
+  fields: readonly DataFieldRecord[],
+  profile: StoredProfile,
+  nowMs: number,
+): Record<string, string | number | boolean | null> {
   const out: Record<string, string | number | boolean | null> = {};
   for (const field of fields) {
     const value = computeDataFieldValue(field, profile, nowMs);

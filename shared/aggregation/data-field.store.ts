@@ -107,7 +107,12 @@ export class DataFieldStore {
     });
   }
 
-  private async registerParams(projectId: string, entry: NormalizedParams, actor: string, operation: string): Promise<{ record: DataFieldRecord; created: boolean }> {
+  private async registerParams(
+    projectId: string,
+    entry: NormalizedParams,
+    actor: string,
+    operation: string,
+  ): Promise<{ record: DataFieldRecord; created: boolean }> {
     const index = this.keys.dataFieldParams(projectId);
     const agg = aggregationOf(entry.canonical);
     if (!agg) throw new Error('registerParams: params entry has no aggregation');
@@ -132,7 +137,18 @@ export class DataFieldStore {
         { key: this.keys.dataFields(projectId), field: record.dataFieldId, value: JSON.stringify(record) },
         { ...index, value: record.dataFieldId },
       ],
-      change: { key: this.keys.changes(projectId), entry: changeFields({ time: record.createTime, actor, operation, resourceKind: 'dataField', resourceId: record.dataFieldId, before: null, after: record }) },
+      change: {
+        key: this.keys.changes(projectId),
+        entry: changeFields({
+          time: record.createTime,
+          actor,
+          operation,
+          resourceKind: 'dataField',
+          resourceId: record.dataFieldId,
+          before: null,
+          after: record,
+        }),
+      },
       versionKey: this.keys.catalogVersion(projectId),
       publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'catalog', projectId }) },
     };

@@ -4,7 +4,6 @@ import type { DataFieldType, PropertyValue } from '../rules/index.js';
 
 export type { DataFieldType } from '../rules/index.js';
 
-
 export type Aggregation =
   | { dailyCountAggregation: { windowName: string } }
   | { firstTimestampAggregation: Record<string, never> }

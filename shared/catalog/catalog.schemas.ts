@@ -11,7 +11,12 @@ function StringEnum<T extends string>(values: readonly T[]) {
 
 // ---- surfaces ----
 export const SURFACE_NAME_PATTERN = '^[A-Za-z0-9_.:/-]{1,128}$';
-const SurfaceName = Type.String({ minLength: 1, maxLength: 128, pattern: SURFACE_NAME_PATTERN, description: '1-128 letters, digits and _ - . : / (case-sensitive)' });
+const SurfaceName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: SURFACE_NAME_PATTERN,
+  description: '1-128 letters, digits and _ - . : / (case-sensitive)',
+});
 
 const SurfaceOut = Type.Object({ projectId: Type.String(), name: Type.String(), description: Type.String(), createTime: TimestampOut });
 
@@ -195,9 +200,13 @@ export const GetAllDataFieldsResponse = Type.Object({
       userProperty: Type.Optional(Type.Object({ dataType: Type.String() })),
       dataFieldParams: Type.Optional(DataFieldParamsOut),
       dataFieldType: Type.Optional(Type.String()),
-      backfillStatus: Type.Union([Type.Literal('NOT_APPLICABLE'), Type.Literal('PENDING'), Type.Literal('RUNNING'), Type.Literal('COMPLETE'), Type.Literal('FAILED')], {
-        description: 'the fill of an aggregation from history: PENDING (also while waiting for a retry), RUNNING, COMPLETE, FAILED; NOT_APPLICABLE for user properties',
-      }),
+      backfillStatus: Type.Union(
+        [Type.Literal('NOT_APPLICABLE'), Type.Literal('PENDING'), Type.Literal('RUNNING'), Type.Literal('COMPLETE'), Type.Literal('FAILED')],
+        {
+          description:
+            'the fill of an aggregation from history: PENDING (also while waiting for a retry), RUNNING, COMPLETE, FAILED; NOT_APPLICABLE for user properties',
+        },
+      ),
     }),
   ),
 });

@@ -67,7 +67,18 @@ export class EventSchemaStore {
           { key, field: eventName, value: JSON.stringify(schema) },
           { key: this.keys.eventSchemaIds(projectId), field: eventId, value: eventName },
         ],
-        change: { key: this.keys.changes(projectId), entry: changeFields({ time: schema.createTime, actor, operation: 'InsertEventSchema', resourceKind: 'eventSchema', resourceId: eventId, before: null, after: schema }) },
+        change: {
+          key: this.keys.changes(projectId),
+          entry: changeFields({
+            time: schema.createTime,
+            actor,
+            operation: 'InsertEventSchema',
+            resourceKind: 'eventSchema',
+            resourceId: eventId,
+            before: null,
+            after: schema,
+          }),
+        },
       });
       // A concurrent first sight won: the retry returns its schema (this id stays unused).
       return ok ? { done: true as const, value: schema } : { done: false as const };

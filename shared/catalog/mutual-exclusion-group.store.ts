@@ -44,7 +44,15 @@ export class MutualExclusionGroupStore {
       writes: [{ key, field: name, value: JSON.stringify(group) }],
       change: {
         key: this.keys.changes(projectId),
-        entry: changeFields({ time: new Date(this.now()).toISOString(), actor, operation: 'CreateMutualExclusionGroup', resourceKind: 'mutualExclusionGroup', resourceId: id, before: null, after: group }),
+        entry: changeFields({
+          time: new Date(this.now()).toISOString(),
+          actor,
+          operation: 'CreateMutualExclusionGroup',
+          resourceKind: 'mutualExclusionGroup',
+          resourceId: id,
+          before: null,
+          after: group,
+        }),
       },
       versionKey: this.keys.catalogVersion(projectId),
       publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'catalog', projectId }) },

@@ -17,6 +17,8 @@ const AGGREGATIONS: readonly DataFieldParamsInput['treatmentDataFieldParams'][] 
 /** The 9 params entries of a surface: VIEWED, CLICKED, DISMISSED × daily count LAST_1D, LAST_7D, days since last. */
 export function surfaceDataFieldParams(surfaceName: string): NormalizedParams[] {
   return PROVISIONED_INTERACTION_TYPES.flatMap((treatmentInteractionType) =>
-    AGGREGATIONS.map((aggregation) => normalizeDataFieldParams({ treatmentDataFieldParams: { ...aggregation!, treatmentInteractionType, surfaceName } }, 'surface')),
+    AGGREGATIONS.map((aggregation) =>
+      normalizeDataFieldParams({ treatmentDataFieldParams: { ...aggregation!, treatmentInteractionType, surfaceName } }, 'surface'),
+    ),
   );
 }

@@ -37,7 +37,18 @@ export class SurfaceStore {
       const ok = await atomicWrite(this.redis, {
         checks: [{ key, field: input.name, expect: null }],
         writes: [{ key, field: input.name, value: JSON.stringify(surface) }],
-        change: { key: this.keys.changes(projectId), entry: changeFields({ time: surface.createTime, actor, operation: 'InsertSurface', resourceKind: 'surface', resourceId: surface.name, before: null, after: surface }) },
+        change: {
+          key: this.keys.changes(projectId),
+          entry: changeFields({
+            time: surface.createTime,
+            actor,
+            operation: 'InsertSurface',
+            resourceKind: 'surface',
+            resourceId: surface.name,
+            before: null,
+            after: surface,
+          }),
+        },
         versionKey: this.keys.catalogVersion(projectId),
         publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'catalog', projectId }) },
       });

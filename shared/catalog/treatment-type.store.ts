@@ -100,7 +100,12 @@ export class TreatmentTypeStore {
    * treatment write checks the type it validated against (TreatmentStore): neither side can
    * slip a value past the other.
    */
-  async update(projectId: string, treatmentTypeId: string, patch: TreatmentTypePatch, guard?: (before: TreatmentType, after: TreatmentType) => Promise<void>): Promise<TreatmentType> {
+  async update(
+    projectId: string,
+    treatmentTypeId: string,
+    patch: TreatmentTypePatch,
+    guard?: (before: TreatmentType, after: TreatmentType) => Promise<void>,
+  ): Promise<TreatmentType> {
     return withOptimisticRetry<TreatmentType>('UpdateTreatmentType', async () => {
       const key = this.keys.treatmentTypes(projectId);
       // Read before anything the guard reads, so a change in between is caught by the write.
@@ -141,7 +146,10 @@ export class TreatmentTypeStore {
     const details = surfaces
       .map((name, i) => ({ name, i }))
       .filter(({ i }) => found[i] === null)
-      .map(({ name, i }) => ({ field: `surfaces[${i}].surfaceName`, description: `surface "${name}" does not exist in this project; create it with InsertSurface first` }));
+      .map(({ name, i }) => ({
+        field: `surfaces[${i}].surfaceName`,
+        description: `surface "${name}" does not exist in this project; create it with InsertSurface first`,
+      }));
     if (details.length > 0) throw new InvalidArgumentError(details.map((d) => `${d.field}: ${d.description}`).join('; '), details);
   }
 
@@ -149,9 +157,25 @@ export class TreatmentTypeStore {
     return new AlreadyExistsError(`a treatment type named "${name}" already exists in this project`);
   }
 
-  private recorded(projectId: string, operation: string, before: TreatmentType | null, after: TreatmentType): Pick<AtomicWriteSpec, 'change' | 'versionKey' | 'publish'> {
+  private recorded(
+    projectId: string,
+    operation: string,
+    before: TreatmentType | null,
+    after: TreatmentType,
+  ): Pick<AtomicWriteSpec, 'change' | 'versionKey' | 'publish'> {
     return {
-      change: { key: this.keys.changes(projectId), entry: changeFields({ time: after.lastModifiedTimestamp, actor: after.lastModifiedBy, operation, resourceKind: 'treatmentType', resourceId: after.treatmentTypeId, before, after }) },
+      change: {
+        key: this.keys.changes(projectId),
+        entry: changeFields({
+          time: after.lastModifiedTimestamp,
+          actor: after.lastModifiedBy,
+          operation,
+          resourceKind: 'treatmentType',
+          resourceId: after.treatmentTypeId,
+          before,
+          after,
+        }),
+      },
       versionKey: this.keys.catalogVersion(projectId),
       publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'catalog', projectId }) },
     };

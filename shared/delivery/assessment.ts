@@ -71,13 +71,21 @@ export function assessor(prep: PreparedRequest, profile: StoredProfile, nowMs: n
 /** The request's contextual attribute of the field's name first, then the stored profile. */
 export function ruleInput(field: DataFieldRecord, prep: PreparedRequest, profile: StoredProfile, nowMs: number): RuleInput {
   const attr = field.name !== undefined ? prep.attributes.get(field.name) : undefined;
-  if (attr !== undefined) return { value: ruleValueFromContextualAttribute(attr, field.dataFieldType), source: 'contextualAttribute', fieldType: field.dataFieldType };
+  if (attr !== undefined)
+    return { value: ruleValueFromContextualAttribute(attr, field.dataFieldType), source: 'contextualAttribute', fieldType: field.dataFieldType };
   const value = computeDataFieldValue(field, profile, nowMs);
   return { value, source: value === undefined ? 'missing' : 'profile' };
 }
 
 /** Cheap checks first; without `full`, stops at the first failure. */
-export function assess(t: PlannedTreatment, language: string, inputOf: (f: DataFieldRecord | undefined) => RuleInput, profile: StoredProfile, nowMs: number, full: boolean): Assessment {
+export function assess(
+  t: PlannedTreatment,
+  language: string,
+  inputOf: (f: DataFieldRecord | undefined) => RuleInput,
+  profile: StoredProfile,
+  nowMs: number,
+  full: boolean,
+): Assessment {
   const version = t.type === undefined ? undefined : servedPlannedVersion(t, nowMs);
   const a: Assessment = { version, language: undefined, rules: [], rulesPass: undefined };
   if (version === undefined) return a;
@@ -150,7 +158,6 @@ export function eligibilityReasons(t: PlannedTreatment, a: Assessment, surface: 
   if (a.rulesPass === false) reasons.push('RULE_NOT_MET');
   return reasons;
 }
-
 
 /** A treatment assessed for one surface: the verdict explanations and selection share. */
 export interface Verdict {

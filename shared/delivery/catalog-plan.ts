@@ -111,7 +111,9 @@ export function compileCatalogPlan(input: CatalogInput): CatalogPlan {
   const dataFieldsByName = new Map<string, DataFieldRecord>();
   for (const f of input.dataFields) if (f.name !== undefined) dataFieldsByName.set(f.name, f);
   const types = new Map(input.types.map((t) => [t.treatmentTypeId, planType(t)]));
-  const treatments = [...input.treatments].sort((a, b) => compareIds(a.treatmentId, b.treatmentId)).map((t, ordinal) => planTreatment(t, ordinal, types, dataFieldsById));
+  const treatments = [...input.treatments]
+    .sort((a, b) => compareIds(a.treatmentId, b.treatmentId))
+    .map((t, ordinal) => planTreatment(t, ordinal, types, dataFieldsById));
   const treatmentsById = new Map(treatments.map((t) => [t.treatmentId, t]));
   return {
     projectId: input.projectId,
@@ -137,7 +139,12 @@ function planType(t: TreatmentType): PlannedType {
   };
 }
 
-function planTreatment(t: TreatmentRecord, ordinal: number, types: ReadonlyMap<string, PlannedType>, fields: ReadonlyMap<string, DataFieldRecord>): PlannedTreatment {
+function planTreatment(
+  t: TreatmentRecord,
+  ordinal: number,
+  types: ReadonlyMap<string, PlannedType>,
+  fields: ReadonlyMap<string, DataFieldRecord>,
+): PlannedTreatment {
   const versions = t.versions.map((v): PlannedVersion => {
     const contentByLanguage = new Map<string, ContentField[]>();
     for (const entry of v.content.contentByLanguage) {

@@ -40,7 +40,8 @@ export function prepareRequest(plan: CatalogPlan, request: DeliveryRequest): Pre
   const language = prepareLanguage(request.languageCode, problems);
   const attributes = prepareAttributes(request.contextualAttributes ?? [], problems);
   const surfaces = prepareSurfaces(plan, request, problems);
-  if (problems.length > 0) throw new InvalidArgumentError(`invalid GetTreatments request: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  if (problems.length > 0)
+    throw new InvalidArgumentError(`invalid GetTreatments request: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
   return { projectId: request.projectId, userId: request.userId, language, attributes, surfaces };
 }
 
@@ -63,7 +64,10 @@ export function prepareAttributes(list: ContextualAttribute[], problems: ErrorDe
     attributes.set(attr.key, attr);
     const set = ATTRIBUTE_VALUE_KEYS.filter((k) => attr[k] !== undefined);
     if (set.length !== 1) {
-      const description = set.length === 0 ? `needs exactly one value (one of ${ATTRIBUTE_VALUE_KEYS.join(', ')})` : `has ${set.length} values (${set.join(', ')}); give exactly one`;
+      const description =
+        set.length === 0
+          ? `needs exactly one value (one of ${ATTRIBUTE_VALUE_KEYS.join(', ')})`
+          : `has ${set.length} values (${set.join(', ')}); give exactly one`;
       problems.push({ field: path, description });
     } else if (ruleValueFromContextualAttribute(attr) === undefined) {
       problems.push({ field: `${path}.${set[0]}`, description: 'is not a valid value of its kind' });
@@ -83,7 +87,11 @@ function prepareSurfaces(plan: CatalogPlan, request: DeliveryRequest, problems: 
     seen.add(s.surface);
     const max = countOf(`${path}.maximumTreatmentCount`, s.maximumTreatmentCount, defaultMax, problems);
     const min = countOf(`${path}.minimumTreatmentCount`, s.minimumTreatmentCount, 0, problems);
-    if (min > max) problems.push({ field: `${path}.minimumTreatmentCount`, description: `${min} exceeds the surface's maximum of ${max}, so the surface could never be filled` });
+    if (min > max)
+      problems.push({
+        field: `${path}.minimumTreatmentCount`,
+        description: `${min} exceeds the surface's maximum of ${max}, so the surface could never be filled`,
+      });
     return { name: s.surface, max, min };
   });
 }
@@ -113,4 +121,3 @@ export function requestNeedsProfile(plan: CatalogPlan, prepared: PreparedRequest
   if (plan.qaByUser.get(prepared.userId)?.some((t) => t.newestVersion?.needsProfile === true)) return true;
   return prepared.surfaces.some((s) => (plan.bySurface.get(s.name) ?? []).some(needs) || (plan.fallbacksBySurface.get(s.name) ?? []).some(needs));
 }
-

@@ -43,7 +43,6 @@ export interface DeliveryResult {
 // ---------------------------------------------------------------------------------------------
 // Selection
 
-
 export interface SelectOptions {
   /** Assess every treatment of the project and return why each was or was not returned. */
   explain?: boolean;
@@ -70,12 +69,19 @@ export function selectTreatments(
     const qa = qaTreatments === undefined ? NO_VERDICTS : qaVerdicts(qaTreatments, surface.name, prep.language, nowMs);
     const qaIds = qa.length === 0 ? NO_IDS : new Set(qa.map((v) => v.t.treatmentId));
     // QA deliveries come first; the others fill what remains of the surface's counts
-    const rest: PreparedSurface = qa.length === 0 ? surface : { ...surface, max: Math.max(0, surface.max - qa.length), min: Math.max(0, surface.min - qa.length) };
+    const rest: PreparedSurface =
+      qa.length === 0 ? surface : { ...surface, max: Math.max(0, surface.max - qa.length), min: Math.max(0, surface.min - qa.length) };
     // Only explanations look beyond the surface's candidates: everything else fails TYPE_LACKS_SURFACE or NOT_LIVE.
     const listed = plan.bySurface.get(surface.name) ?? NO_TREATMENTS;
-    const regular = explain ? plan.treatments.filter((t) => !t.isFallback && !qaIds.has(t.treatmentId)) : qaIds.size === 0 ? listed : listed.filter((t) => !qaIds.has(t.treatmentId));
+    const regular = explain
+      ? plan.treatments.filter((t) => !t.isFallback && !qaIds.has(t.treatmentId))
+      : qaIds.size === 0
+        ? listed
+        : listed.filter((t) => !qaIds.has(t.treatmentId));
     const main = selectAmong(regular, rest, prep, ranking, assessOf, state, true);
-    const fallbackCandidates = explain ? plan.treatments.filter((t) => t.isFallback && !qaIds.has(t.treatmentId)) : (plan.fallbacksBySurface.get(surface.name) ?? []);
+    const fallbackCandidates = explain
+      ? plan.treatments.filter((t) => t.isFallback && !qaIds.has(t.treatmentId))
+      : (plan.fallbacksBySurface.get(surface.name) ?? []);
     let fallback: { verdicts: Verdict[]; picked: Verdict[] } = NOTHING;
     if (main.picked.length === 0 && qa.length === 0) {
       fallback = selectAmong(fallbackCandidates, rest, prep, ranking, assessOf, state, false);
@@ -151,7 +157,11 @@ function selectAmong(
 ): { verdicts: Verdict[]; picked: Verdict[]; withheld: Verdict[] } {
   const verdicts = candidates.map((t) => verdictOf(t, assessOf(t), surface.name, state.returnedOn));
   const qualifying = verdicts.filter((v) => v.reasons.length === 0);
-  for (const v of qualifying) v.score = ranking.policy.score({ projectId: prep.projectId, surface: surface.name, treatmentId: v.t.treatmentId, userId: prep.userId }, ranking.stats.get(surface.name, v.t.treatmentId));
+  for (const v of qualifying)
+    v.score = ranking.policy.score(
+      { projectId: prep.projectId, surface: surface.name, treatmentId: v.t.treatmentId, userId: prep.userId },
+      ranking.stats.get(surface.name, v.t.treatmentId),
+    );
   qualifying.sort((x, y) => y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId));
   const withheld: Verdict[] = [];
   const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER, withheld);
@@ -202,7 +212,13 @@ function verdictOf(t: PlannedTreatment, a: Assessment, surface: string, returned
  * Best ranked first: one per mutual exclusion group per response (a group taken on an earlier
  * surface stays taken), up to the surface's maximum; fewer than its minimum means none at all.
  */
-function pick(ranked: Verdict[], surface: PreparedSurface, groupWinners: ReadonlyMap<string, string>, heldOut: (t: PlannedTreatment) => boolean, withheld: Verdict[]): Verdict[] {
+function pick(
+  ranked: Verdict[],
+  surface: PreparedSurface,
+  groupWinners: ReadonlyMap<string, string>,
+  heldOut: (t: PlannedTreatment) => boolean,
+  withheld: Verdict[],
+): Verdict[] {
   const picked: Verdict[] = [];
   const groupsHere = new Map<string, string>();
   for (const v of ranked) {

@@ -74,7 +74,6 @@ export interface DeliveryExplanation {
   surfaces: SurfaceExplanation[];
 }
 
-
 export function plainRuleValue(v: RuleValue): PlainRuleValue {
   switch (v.kind) {
     case 'integer':
@@ -90,7 +89,12 @@ export function plainRuleValue(v: RuleValue): PlainRuleValue {
 
 export function explainSurface(surface: PreparedSurface, verdicts: Verdict[], nowMs: number): SurfaceExplanation {
   const ordered = [...verdicts].sort((x, y) => (x.rank ?? Infinity) - (y.rank ?? Infinity) || compareIds(x.t.treatmentId, y.t.treatmentId));
-  return { surface: surface.name, maximumTreatmentCount: surface.max, minimumTreatmentCount: surface.min, treatments: ordered.map((v) => explainTreatment(v, nowMs)) };
+  return {
+    surface: surface.name,
+    maximumTreatmentCount: surface.max,
+    minimumTreatmentCount: surface.min,
+    treatments: ordered.map((v) => explainTreatment(v, nowMs)),
+  };
 }
 
 export function explainTreatment(v: Verdict, nowMs: number): TreatmentExplanation {

@@ -49,7 +49,8 @@ export function previewTreatment(plan: CatalogPlan, input: PreviewRequest, profi
   const problems: ErrorDetail[] = [];
   const language = prepareLanguage(input.languageCode, problems);
   const attributes = prepareAttributes(input.contextualAttributes ?? [], problems);
-  if (problems.length > 0) throw new InvalidArgumentError(`invalid PreviewTreatment request: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
+  if (problems.length > 0)
+    throw new InvalidArgumentError(`invalid PreviewTreatment request: ${problems.map((p) => `${p.field}: ${p.description}`).join('; ')}`, problems);
   const t = plan.treatmentsById.get(input.treatmentId);
   if (t === undefined) throw new NotFoundError(`treatment ${input.treatmentId} does not exist in project ${plan.projectId}`);
   if (t.type === undefined) throw new FailedPreconditionError(`the type of treatment ${t.treatmentId} no longer exists`);
@@ -58,7 +59,8 @@ export function previewTreatment(plan: CatalogPlan, input: PreviewRequest, profi
   const userId = input.userId ?? '';
   const prep: PreparedRequest = { projectId: plan.projectId, userId, language, attributes, surfaces: [] };
   const lang = pickLanguage(t, version, language);
-  if (lang === null) throw invalidField('languageCode', `version ${version.versionNumber} has no content for "${language}" (it has ${version.languages.join(', ') || 'none'})`);
+  if (lang === null)
+    throw invalidField('languageCode', `version ${version.versionNumber} has no content for "${language}" (it has ${version.languages.join(', ') || 'none'})`);
   const rules = version.rules.map((planned): RuleCheck => {
     const ruleIn: RuleInput = planned.field === undefined ? { value: undefined, source: 'missing' } : ruleInput(planned.field, prep, profile, nowMs);
     return { planned, value: ruleIn.value, source: ruleIn.source, outcome: evaluateRule(planned.rule, ruleIn.value, nowMs, ruleIn.fieldType) };
@@ -66,7 +68,8 @@ export function previewTreatment(plan: CatalogPlan, input: PreviewRequest, profi
   const count = t.cap === undefined ? undefined : capCount(t.treatmentId, t.cap, profile, nowMs);
   const capped = t.cap !== undefined && count! >= t.cap.maxCount ? `capped: ${count} of ${t.cap.maxCount} ${t.cap.countOf} in ${t.cap.windowName}` : undefined;
   const heldOut = userId !== '' && !t.isFallback && heldOutFor(plan, userId)(t);
-  const globallyHeldOut = userId !== '' && plan.globalHoldoutBasisPoints > 0 && holdoutBucket(`${plan.projectId}:global:${userId}`) < plan.globalHoldoutBasisPoints;
+  const globallyHeldOut =
+    userId !== '' && plan.globalHoldoutBasisPoints > 0 && holdoutBucket(`${plan.projectId}:global:${userId}`) < plan.globalHoldoutBasisPoints;
   const surface = [...t.type.surfaces].find((s) => !version.removedSurfaces.has(s)) ?? [...t.type.surfaces][0] ?? '';
   const verdict: Verdict = { t, a: { version, language: lang, rules, rulesPass: undefined }, reasons: [], rank: 1 };
   const userTreatment = { ...present(verdict, surface, prep, profile, 'preview'), treatmentTrackingId: 'preview' };

@@ -43,7 +43,8 @@ export async function resolveRequestUser(plan: CatalogPlan, prepared: PreparedRe
   if (!requestNeedsIdentity(plan, prepared, nowMs)) return { prepared, profile: NO_PROFILE, resolved: false };
   const merged = forUser(prepared, await users.canonicalUser(prepared.projectId, prepared.userId));
   // the user's QA treatments may need the profile where the id's own candidates did not
-  if (merged !== prepared && requestNeedsProfile(plan, merged, nowMs)) return { prepared: merged, profile: await users.get(prepared.projectId, merged.userId), resolved: true };
+  if (merged !== prepared && requestNeedsProfile(plan, merged, nowMs))
+    return { prepared: merged, profile: await users.get(prepared.projectId, merged.userId), resolved: true };
   return { prepared: merged, profile: NO_PROFILE, resolved: true };
 }
 
@@ -60,7 +61,9 @@ export function canonicalUserOf(userId: string, profile: StoredProfile): string 
 export function requestNeedsIdentity(plan: CatalogPlan, prepared: PreparedRequest, nowMs: number): boolean {
   if (plan.globalHoldoutBasisPoints > 0) return true;
   const qa = plan.qaByUser.size === 0 ? undefined : qaSurfaces(plan);
-  return prepared.surfaces.some((s) => qa?.has(s.name) === true || (plan.bySurface.get(s.name) ?? []).some((t) => t.holdoutBasisPoints > 0 && servedPlannedVersion(t, nowMs) !== undefined));
+  return prepared.surfaces.some(
+    (s) => qa?.has(s.name) === true || (plan.bySurface.get(s.name) ?? []).some((t) => t.holdoutBasisPoints > 0 && servedPlannedVersion(t, nowMs) !== undefined),
+  );
 }
 
 function forUser(prepared: PreparedRequest, userId: string): PreparedRequest {

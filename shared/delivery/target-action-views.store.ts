@@ -48,7 +48,11 @@ export class TargetActionViewStore {
   }
 
   async recordView(projectId: string, userId: string, treatmentId: string, surface: string, viewMs: number): Promise<void> {
-    await RECORD_VIEW.run(this.redis, [this.keys.targetActionViews(projectId, userId)], [`${treatmentId}:${surface}`, Math.floor(viewMs), VIEW_KEPT_MS, this.ttlSeconds]);
+    await RECORD_VIEW.run(
+      this.redis,
+      [this.keys.targetActionViews(projectId, userId)],
+      [`${treatmentId}:${surface}`, Math.floor(viewMs), VIEW_KEPT_MS, this.ttlSeconds],
+    );
   }
 
   /** The conversions of these event times (ms) per treatment: new claims and pending ones. */

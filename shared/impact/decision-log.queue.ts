@@ -108,7 +108,10 @@ export class DecisionLogProducer implements DecisionSink {
 
   private drop(): void {
     if (this.dropped++ % 10_000 === 0) {
-      const why = this.backlog >= this.maxBacklog ? 'the decisions queue holds its limit (are the workers or ClickHouse down?)' : 'Redis does not accept decisions and the buffer is full';
+      const why =
+        this.backlog >= this.maxBacklog
+          ? 'the decisions queue holds its limit (are the workers or ClickHouse down?)'
+          : 'Redis does not accept decisions and the buffer is full';
       this.log.error({ dropped: this.dropped, backlog: this.backlog }, `decision log: ${why}; dropping new decisions`);
     }
     this.opts.onMetric?.('decisionsDropped', 1);

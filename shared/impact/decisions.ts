@@ -61,19 +61,34 @@ export interface DecisionsJob {
 
 export function packDecisionRecord(r: DecisionRecord): PackedDecisionRecord {
   const decisions = r.decisions.map((d): PackedDecision => [d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome]);
-  return r.userResolved === true ? [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions, 1] : [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions];
+  return r.userResolved === true
+    ? [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions, 1]
+    : [r.projectId, r.userId, r.responseId, r.decideTimeMs, decisions];
 }
 
 const OUTCOMES: ReadonlySet<string> = new Set<DecisionOutcome>(['RETURNED', 'HOLDOUT', 'GLOBAL_HOLDOUT', 'QA']);
 
 function isDecision(d: unknown): d is Decision {
   const x = d as Decision;
-  return typeof x?.treatmentId === 'string' && Number.isInteger(x.versionNumber) && typeof x.surface === 'string' && Number.isInteger(x.rank) && OUTCOMES.has(x.outcome);
+  return (
+    typeof x?.treatmentId === 'string' &&
+    Number.isInteger(x.versionNumber) &&
+    typeof x.surface === 'string' &&
+    Number.isInteger(x.rank) &&
+    OUTCOMES.has(x.outcome)
+  );
 }
 
 function isRecord(r: unknown): r is DecisionRecord {
   const x = r as DecisionRecord;
-  return typeof x?.projectId === 'string' && typeof x.userId === 'string' && typeof x.responseId === 'string' && Number.isFinite(x.decideTimeMs) && Array.isArray(x.decisions) && x.decisions.every(isDecision);
+  return (
+    typeof x?.projectId === 'string' &&
+    typeof x.userId === 'string' &&
+    typeof x.responseId === 'string' &&
+    Number.isFinite(x.decideTimeMs) &&
+    Array.isArray(x.decisions) &&
+    x.decisions.every(isDecision)
+  );
 }
 
 function unpack(p: unknown): DecisionRecord | undefined {
@@ -84,7 +99,10 @@ function unpack(p: unknown): DecisionRecord | undefined {
     if (!Array.isArray(d)) return undefined;
     decisions.push({ treatmentId: d[0], versionNumber: d[1], surface: d[2], rank: d[3], outcome: d[4] });
   }
-  const rec: DecisionRecord = userResolved === 1 ? { projectId, userId, responseId, decideTimeMs, decisions, userResolved: true } : { projectId, userId, responseId, decideTimeMs, decisions };
+  const rec: DecisionRecord =
+    userResolved === 1
+      ? { projectId, userId, responseId, decideTimeMs, decisions, userResolved: true }
+      : { projectId, userId, responseId, decideTimeMs, decisions };
   return isRecord(rec) ? rec : undefined;
 }
 

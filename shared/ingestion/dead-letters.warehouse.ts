@@ -72,7 +72,16 @@ export async function listDeadLetters(warehouse: Pick<Warehouse, 'query'>, proje
     // base64 of n bytes: 4 characters per 3 bytes, the last group padded
     const keptBytes = (r.payload_base64.length / 4) * 3 - (r.payload_base64.endsWith('==') ? 2 : r.payload_base64.endsWith('=') ? 1 : 0);
     const receiveTime = new Date(r.receive_time).toISOString();
-    return { messageId: r.message_id, source: r.source, reason: r.reason, receiveTime, dataType: r.data_type, payloadBase64: r.payload_base64, payloadBytes,
-      payloadSha256: r.payload_sha256, payloadTruncated: payloadBytes > keptBytes };
+    return {
+      messageId: r.message_id,
+      source: r.source,
+      reason: r.reason,
+      receiveTime,
+      dataType: r.data_type,
+      payloadBase64: r.payload_base64,
+      payloadBytes,
+      payloadSha256: r.payload_sha256,
+      payloadTruncated: payloadBytes > keptBytes,
+    };
   });
 }

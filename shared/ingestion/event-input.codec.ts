@@ -92,7 +92,8 @@ export function normalizeEvents(events: Static<typeof ExternalEventIn>[], window
   const out = events.map((e, i) => {
     const path = `events[${i}]`;
     const clientEventTs = acceptedTimestamp(e.clientEventTimestamp, `${path}.clientEventTimestamp`, window, problems) ?? 0;
-    const serverReceivedTs = e.serverReceivedTimestamp === undefined ? undefined : acceptedTimestamp(e.serverReceivedTimestamp, `${path}.serverReceivedTimestamp`, window, problems);
+    const serverReceivedTs =
+      e.serverReceivedTimestamp === undefined ? undefined : acceptedTimestamp(e.serverReceivedTimestamp, `${path}.serverReceivedTimestamp`, window, problems);
     // Only the fields present: the payload is serialised into the job and read back per event.
     const p: EventPayload = { eventName: e.eventName, clientEventTs };
     if (serverReceivedTs !== undefined) p.serverReceivedTs = serverReceivedTs;

@@ -61,7 +61,6 @@ export interface UserAttributeUpdateRow {
   ingest_ts: string;
 }
 
-
 /** Where an event without insertId came from; its position in that carrier makes it unique. */
 export type EventCarrier = { jobId: string } | { messageId: string };
 

@@ -61,17 +61,7 @@ export class ProtoDecodeError extends Error {
   }
 }
 
-const OPTIONAL_EVENT_STRINGS = [
-  'insertId',
-  'sessionId',
-  'preLoginTempUserId',
-  'country',
-  'region',
-  'city',
-  'ipAddress',
-  'deviceId',
-  'appVersionId',
-] as const;
+const OPTIONAL_EVENT_STRINGS = ['insertId', 'sessionId', 'preLoginTempUserId', 'country', 'region', 'city', 'ipAddress', 'deviceId', 'appVersionId'] as const;
 
 const PROPERTY_KINDS = new Set(['longValue', 'doubleValue', 'stringValue', 'booleanValue', 'timestampValue']);
 

@@ -2,14 +2,7 @@ import type { RpcCall } from '../platform/rpc-call.js';
 import type { PropertyValue } from '../rules/index.js';
 
 export type TreatmentInteractionType =
-  | 'TREATMENT_INTERACTION_TYPE_UNSPECIFIED'
-  | 'SENT'
-  | 'VIEWED'
-  | 'CLICKED'
-  | 'SNOOZED'
-  | 'DISMISSED'
-  | 'CTA_COMPLETED'
-  | 'SWIPE';
+  'TREATMENT_INTERACTION_TYPE_UNSPECIFIED' | 'SENT' | 'VIEWED' | 'CLICKED' | 'SNOOZED' | 'DISMISSED' | 'CTA_COMPLETED' | 'SWIPE';
 
 export type { PropertyValue } from '../rules/index.js';
 

@@ -207,7 +207,10 @@ function clusterNodes(env: Env): RedisNode[] | undefined {
   const raw = optional(env, 'REDIS_CLUSTER_NODES');
   if (raw === undefined) return undefined;
   const expected = 'expected host:port[,host:port...] (the seed nodes of a Redis Cluster)';
-  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (parts.length === 0 || parts.length > 64) throw new ConfigError('REDIS_CLUSTER_NODES', expected);
   return parts.map((part) => {
     const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/.exec(part);
@@ -230,14 +233,20 @@ function trustProxy(env: Env): boolean | number | string[] {
     if (hops < 1 || hops > 100) throw new ConfigError('TRUST_PROXY', `a hop count must be 1-100, got "${raw}"`);
     return hops;
   }
-  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const part of parts) {
     if (PROXY_RANGE_NAMES.includes(part)) continue;
     const [address, prefix, extra] = part.split('/');
     const family = isIP(address);
     const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
     if (family === 0 || !prefixOk || extra !== undefined) {
-      throw new ConfigError('TRUST_PROXY', `expected true, false, a hop count, or comma-separated addresses and CIDRs (e.g. 10.0.0.0/8,::1) or ${PROXY_RANGE_NAMES.join(', ')}; got "${part}"`);
+      throw new ConfigError(
+        'TRUST_PROXY',
+        `expected true, false, a hop count, or comma-separated addresses and CIDRs (e.g. 10.0.0.0/8,::1) or ${PROXY_RANGE_NAMES.join(', ')}; got "${part}"`,
+      );
     }
   }
   if (parts.length === 0) throw new ConfigError('TRUST_PROXY', 'expected at least one address or CIDR');
@@ -263,7 +272,11 @@ function corsOrigins(env: Env): readonly string[] | '*' | undefined {
     } catch {
       origin = undefined;
     }
-    if (origin === undefined) throw new ConfigError('CORS_ORIGINS', `expected * or comma-separated origins such as https://shop.example or http://localhost:3000 (scheme, host, optional port; no path, no trailing slash), got "${part}"`);
+    if (origin === undefined)
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `expected * or comma-separated origins such as https://shop.example or http://localhost:3000 (scheme, host, optional port; no path, no trailing slash), got "${part}"`,
+      );
     return origin;
   });
   return Object.freeze([...new Set(origins)]);
@@ -336,7 +349,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   };
   // Caught here rather than as EADDRINUSE at listen time, so the message names the variable.
   if (cfg.roles.has('api') && cfg.port !== 0 && cfg.port === cfg.altPort) throw new ConfigError('ALT_PORT', `must differ from PORT (both are ${cfg.port})`);
-  if (cfg.roles.has('api') && cfg.opsPort !== 0 && (cfg.opsPort === cfg.port || cfg.opsPort === cfg.altPort)) throw new ConfigError('OPS_PORT', `must differ from PORT and ALT_PORT (${cfg.opsPort})`);
+  if (cfg.roles.has('api') && cfg.opsPort !== 0 && (cfg.opsPort === cfg.port || cfg.opsPort === cfg.altPort))
+    throw new ConfigError('OPS_PORT', `must differ from PORT and ALT_PORT (${cfg.opsPort})`);
   return Object.freeze(cfg);
 }
 

@@ -98,5 +98,4 @@ export function registerStatsCounters(registers: Registry[], sources: StatsSourc
       this.inc(overload.shed);
     },
   });
-
 }

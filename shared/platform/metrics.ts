@@ -11,7 +11,6 @@ export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters'
 export type PubsubAckOutcome = 'queued' | 'dead_letter';
 export type JobOutcome = 'completed' | 'failed';
 
-
 /** Job states reported per queue; `waiting` is the backlog that matters for alerting. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
 
@@ -154,7 +153,12 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     return inflight;
   };
 
-  const requests = new Counter({ name: `${P}http_requests_total`, help: 'HTTP requests by operation (route) and status code', labelNames: ['operation', 'status'], registers });
+  const requests = new Counter({
+    name: `${P}http_requests_total`,
+    help: 'HTTP requests by operation (route) and status code',
+    labelNames: ['operation', 'status'],
+    registers,
+  });
   const duration = new Histogram({
     name: `${P}http_request_duration_seconds`,
     help: 'HTTP request latency by operation (route)',
@@ -165,32 +169,70 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   // Bound once per operation and status: every request costs two map lookups, no label hashing.
   // Operations are route patterns (bounded), statuses a few dozen codes.
   const requestChildren = childCache((operation) => ({ duration: duration.labels(operation), byStatus: new Map<number, Counter.Internal>() }));
-  const unavailable = new Counter({ name: `${P}unavailable_responses_total`, help: 'Requests answered 503 because a dependency was unreachable, by dependency (redis, pubsub, workers, other); also in tds_http_requests_total', labelNames: ['dependency'], registers });
-  const outages = new Counter({ name: `${P}dependency_outages_total`, help: 'Outages of a dependency this process saw begin (each is logged once when it begins and once when it ends), by dependency', labelNames: ['dependency'], registers });
+  const unavailable = new Counter({
+    name: `${P}unavailable_responses_total`,
+    help: 'Requests answered 503 because a dependency was unreachable, by dependency (redis, pubsub, workers, other); also in tds_http_requests_total',
+    labelNames: ['dependency'],
+    registers,
+  });
+  const outages = new Counter({
+    name: `${P}dependency_outages_total`,
+    help: 'Outages of a dependency this process saw begin (each is logged once when it begins and once when it ends), by dependency',
+    labelNames: ['dependency'],
+    registers,
+  });
   unavailable.inc({ dependency: 'redis' }, 0);
   outages.inc({ dependency: 'redis' }, 0);
   const ingest: Record<IngestMetric, Counter> = {
     eventsWritten: new Counter({ name: `${P}ingest_events_written_total`, help: 'Events stored by the ingest workers', registers }),
-    duplicatesDropped: new Counter({ name: `${P}ingest_duplicates_dropped_total`, help: 'Events dropped as duplicates (same insertId or redelivery)', registers }),
-    deadLetters: new Counter({ name: `${P}ingest_dead_letters_total`, help: 'Ingestion jobs or requests that failed for good and were stored as dead letters', registers }),
+    duplicatesDropped: new Counter({
+      name: `${P}ingest_duplicates_dropped_total`,
+      help: 'Events dropped as duplicates (same insertId or redelivery)',
+      registers,
+    }),
+    deadLetters: new Counter({
+      name: `${P}ingest_dead_letters_total`,
+      help: 'Ingestion jobs or requests that failed for good and were stored as dead letters',
+      registers,
+    }),
     identityMergesRefused: new Counter({
       name: `${P}identity_merges_refused_total`,
       help: 'Events whose preLoginTempUserId was not merged: the id is a signed-in user of its own, or was merged into another user first (once per pair and process)',
       registers,
     }),
   };
-  const received = new Counter({ name: `${P}pubsub_messages_received_total`, help: 'Pub/Sub messages received, by project', labelNames: ['project'], registers });
-  const acked = new Counter({ name: `${P}pubsub_messages_acked_total`, help: 'Pub/Sub messages acknowledged, by project and outcome', labelNames: ['project', 'outcome'], registers });
+  const received = new Counter({
+    name: `${P}pubsub_messages_received_total`,
+    help: 'Pub/Sub messages received, by project',
+    labelNames: ['project'],
+    registers,
+  });
+  const acked = new Counter({
+    name: `${P}pubsub_messages_acked_total`,
+    help: 'Pub/Sub messages acknowledged, by project and outcome',
+    labelNames: ['project', 'outcome'],
+    registers,
+  });
 
   const insertSeconds = new Histogram({
     name: `${P}clickhouse_insert_duration_seconds`,
-    help: 'Latency of the batch writer\'s ClickHouse inserts, by table (failed inserts included)',
+    help: "Latency of the batch writer's ClickHouse inserts, by table (failed inserts included)",
     labelNames: ['table'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers,
   });
-  const insertRows = new Counter({ name: `${P}clickhouse_insert_rows_total`, help: 'Rows stored by the batch writer\'s ClickHouse inserts, by table', labelNames: ['table'], registers });
-  const insertErrors = new Counter({ name: `${P}clickhouse_insert_errors_total`, help: 'Failed ClickHouse inserts of the batch writer, by table', labelNames: ['table'], registers });
+  const insertRows = new Counter({
+    name: `${P}clickhouse_insert_rows_total`,
+    help: "Rows stored by the batch writer's ClickHouse inserts, by table",
+    labelNames: ['table'],
+    registers,
+  });
+  const insertErrors = new Counter({
+    name: `${P}clickhouse_insert_errors_total`,
+    help: 'Failed ClickHouse inserts of the batch writer, by table',
+    labelNames: ['table'],
+    registers,
+  });
   const insertChildren = childCache((table) => ({ seconds: insertSeconds.labels(table), rows: insertRows.labels(table), errors: insertErrors.labels(table) }));
   // every table is present from the first scrape, so rate() and the alerts see a zero, not a gap
   for (const table of ['events', 'interactions']) {
@@ -205,9 +247,24 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
     registers,
   });
-  const retries = new Counter({ name: `${P}job_retries_total`, help: 'Job attempts that failed and will be retried with backoff, by queue', labelNames: ['queue'], registers });
-  const jobsFailed = new Counter({ name: `${P}jobs_failed_total`, help: 'Jobs that failed for good (poison, or no attempt left), by queue', labelNames: ['queue'], registers });
-  const jobChildren = childCache((queue) => ({ completed: jobSeconds.labels(queue, 'completed'), failed: jobSeconds.labels(queue, 'failed'), retries: retries.labels(queue), failedForGood: jobsFailed.labels(queue) }));
+  const retries = new Counter({
+    name: `${P}job_retries_total`,
+    help: 'Job attempts that failed and will be retried with backoff, by queue',
+    labelNames: ['queue'],
+    registers,
+  });
+  const jobsFailed = new Counter({
+    name: `${P}jobs_failed_total`,
+    help: 'Jobs that failed for good (poison, or no attempt left), by queue',
+    labelNames: ['queue'],
+    registers,
+  });
+  const jobChildren = childCache((queue) => ({
+    completed: jobSeconds.labels(queue, 'completed'),
+    failed: jobSeconds.labels(queue, 'failed'),
+    retries: retries.labels(queue),
+    failedForGood: jobsFailed.labels(queue),
+  }));
   for (const queue of Object.values(QUEUE)) {
     jobChildren(queue).retries.inc(0);
     jobChildren(queue).failedForGood.inc(0);
@@ -219,15 +276,34 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ['reason'],
     registers,
   });
-  const aggUsers = new Counter({ name: `${P}aggregation_users_recomputed_total`, help: 'Profiles rewritten by recompute and backfill runs, by reason', labelNames: ['reason'], registers });
-  const aggRunning = new Gauge({ name: `${P}aggregation_runs_active`, help: 'Recompute or backfill runs under way in this process, by reason', labelNames: ['reason'], registers });
+  const aggUsers = new Counter({
+    name: `${P}aggregation_users_recomputed_total`,
+    help: 'Profiles rewritten by recompute and backfill runs, by reason',
+    labelNames: ['reason'],
+    registers,
+  });
+  const aggRunning = new Gauge({
+    name: `${P}aggregation_runs_active`,
+    help: 'Recompute or backfill runs under way in this process, by reason',
+    labelNames: ['reason'],
+    registers,
+  });
   for (const reason of ['backfill', 'schedule', 'manual', 'redis_restart']) {
     aggRunning.set({ reason }, 0);
     aggUsers.inc({ reason }, 0);
   }
 
-  const ready = new Gauge({ name: `${P}ready`, help: '1 when every readiness check of this process passed during this scrape (what /readyz answers), else 0', registers });
-  const checkUp = new Gauge({ name: `${P}readiness_check_up`, help: 'Readiness checks of this process during this scrape (1 passed, 0 failed), by check', labelNames: ['check'], registers });
+  const ready = new Gauge({
+    name: `${P}ready`,
+    help: '1 when every readiness check of this process passed during this scrape (what /readyz answers), else 0',
+    registers,
+  });
+  const checkUp = new Gauge({
+    name: `${P}readiness_check_up`,
+    help: 'Readiness checks of this process during this scrape (1 passed, 0 failed), by check',
+    labelNames: ['check'],
+    registers,
+  });
 
   registerStatsCounters(registers, { caches, delivery, decisionLog, overload });
 

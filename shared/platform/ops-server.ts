@@ -63,7 +63,10 @@ export async function runChecks(checks: readonly ReadinessCheck[], timeoutMs: nu
   const results = await Promise.all(
     checks.map(async (c): Promise<CheckFailure | undefined> => {
       try {
-        await withTimeout(Promise.resolve().then(() => c.check()), timeoutMs);
+        await withTimeout(
+          Promise.resolve().then(() => c.check()),
+          timeoutMs,
+        );
         return undefined;
       } catch (err) {
         return { name: c.name, reason: err instanceof Error ? err.message : String(err) };
@@ -131,7 +134,12 @@ export async function startOpsServer(deps: OpsServerDeps): Promise<OpsServer> {
   const readyz = async (res: ServerResponse) => {
     const { checks, failures } = await readiness();
     if (failures.length === 0) return send(res, 200, JSON_TYPE, JSON.stringify({ status: 'ready', checks: checks.map((c) => c.name) }));
-    const err = new ApiError(503, 'UNAVAILABLE', `not ready: ${failures.map((f) => f.name).join(', ')}`, failures.map((f) => ({ field: f.name, description: f.reason })));
+    const err = new ApiError(
+      503,
+      'UNAVAILABLE',
+      `not ready: ${failures.map((f) => f.name).join(', ')}`,
+      failures.map((f) => ({ field: f.name, description: f.reason })),
+    );
     send(res, 503, JSON_TYPE, JSON.stringify(errorBody(err)));
   };
 
@@ -145,7 +153,7 @@ export async function startOpsServer(deps: OpsServerDeps): Promise<OpsServer> {
       deps.metrics.snapshot(),
       ...others.map((get) =>
         Promise.race([get(), new Promise<MetricsSnapshot>((resolve) => setTimeout(() => resolve([]), timeoutMs).unref())]).catch((err: unknown) => {
-          deps.log.warn({ err }, 'ops: a thread\'s metrics could not be read');
+          deps.log.warn({ err }, "ops: a thread's metrics could not be read");
           return [];
         }),
       ),
@@ -160,7 +168,8 @@ export async function startOpsServer(deps: OpsServerDeps): Promise<OpsServer> {
     if (route === '/healthz') work = send(res, 200, JSON_TYPE, '{"status":"ok"}');
     else if (route === '/readyz') work = readyz(res);
     else if (route === '/metrics') work = metrics(res);
-    else work = send(res, 404, JSON_TYPE, JSON.stringify(errorBody(new ApiError(404, 'NOT_FOUND', 'the ops listener serves GET /healthz, /readyz and /metrics'))));
+    else
+      work = send(res, 404, JSON_TYPE, JSON.stringify(errorBody(new ApiError(404, 'NOT_FOUND', 'the ops listener serves GET /healthz, /readyz and /metrics'))));
     Promise.resolve(work).catch((err: unknown) => {
       deps.log.error({ err, path }, 'ops: request failed');
       if (!res.headersSent) send(res, 500, JSON_TYPE, JSON.stringify(errorBody(new ApiError(500, 'INTERNAL', 'internal error'))));

@@ -15,7 +15,13 @@ export async function settlesWithin(work: Promise<unknown>, ms: number): Promise
     timer = setTimeout(() => resolve(false), Math.max(0, ms));
   });
   try {
-    return await Promise.race([work.then(() => true, () => true), late]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -92,7 +98,12 @@ export async function closeWorkers(workers: readonly Worker[], graceMs: number, 
   );
   const forced = workers.filter((_, i) => outcomes[i] === 'forced').map((w) => w.name);
   const late = workers.filter((_, i) => outcomes[i] === 'late').map((w) => w.name);
-  if (forced.length > 0) log.info({ workers: forced }, 'Redis unreachable at stop: workers closed without waiting; their active jobs are retried when their locks expire');
-  if (late.length > 0) log.warn({ workers: late, graceMs: Math.round(graceMs) }, 'workers did not finish their active jobs in time; those jobs are retried when their locks expire');
+  if (forced.length > 0)
+    log.info({ workers: forced }, 'Redis unreachable at stop: workers closed without waiting; their active jobs are retried when their locks expire');
+  if (late.length > 0)
+    log.warn(
+      { workers: late, graceMs: Math.round(graceMs) },
+      'workers did not finish their active jobs in time; those jobs are retried when their locks expire',
+    );
   return forced.length === 0 && late.length === 0;
 }

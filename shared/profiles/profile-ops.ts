@@ -8,11 +8,7 @@ import { PROFILE_FIELDS } from './profile-layout.js';
  * (distinct counts). Every op stays inside the user's hash (one slot); project-wide counters
  * (ranking) have their own script (`RankingCounterStore`).
  */
-export type ProfileOp =
-  | ['inc', string, number]
-  | ['min', string, number]
-  | ['max', string, number]
-  | ['incnew', string, string, number];
+export type ProfileOp = ['inc', string, number] | ['min', string, number] | ['max', string, number] | ['incnew', string, string, number];
 
 export interface ProfileEvent {
   /**
@@ -68,7 +64,15 @@ export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: n
     }
   }
   const { alias, userProperty, userPropertyTime } = PROFILE_FIELDS;
-  const args = [alias, userProperty, userPropertyTime, String(JOB_MARKER_TTL_SECONDS), String(opts.profileTtl), String(opts.markersExpireAt), String(events.length)];
+  const args = [
+    alias,
+    userProperty,
+    userPropertyTime,
+    String(JOB_MARKER_TTL_SECONDS),
+    String(opts.profileTtl),
+    String(opts.markersExpireAt),
+    String(events.length),
+  ];
   for (const x of markers) args.push(x);
   args.push(String(groups.size));
   for (const { op, events: idx } of groups.values()) {

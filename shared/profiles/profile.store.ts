@@ -64,7 +64,13 @@ export class ProfileStore {
    * is an alias, and the job is applied (with its marker) to the profile it points to,
    * after `onAlias` (which stores what the caller keeps per user, e.g. its rows) has run.
    */
-  async applyEventsTo(projectId: string, userId: string, jobId: string, events: ProfileEvent[], onAlias?: (userId: string) => Promise<void>): Promise<{ applied: number; userId: string }> {
+  async applyEventsTo(
+    projectId: string,
+    userId: string,
+    jobId: string,
+    events: ProfileEvent[],
+    onAlias?: (userId: string) => Promise<void>,
+  ): Promise<{ applied: number; userId: string }> {
     const { days, expireAt } = insertMarkerDays(this.wallClock());
     const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
     let user = userId;
@@ -75,7 +81,8 @@ export class ProfileStore {
       if (res !== -2) return { applied: res, userId: user };
       const next = await this.redis.hget(this.keys.profile(projectId, user), ALIAS_FIELD);
       // a cycle (two ids merged into each other by racing first events) can never be applied
-      if (next === null || next === user || hop >= MAX_ALIAS_HOPS) throw new UnrecoverableError(`profile of user "${user}" is an alias that cannot be followed (a cycle of merged ids)`);
+      if (next === null || next === user || hop >= MAX_ALIAS_HOPS)
+        throw new UnrecoverableError(`profile of user "${user}" is an alias that cannot be followed (a cycle of merged ids)`);
       user = next;
       // before the marker commits there: whatever the caller stores under the user (its rows)
       await onAlias?.(user);
@@ -108,10 +115,15 @@ export class ProfileStore {
   private async markersAndAliases(units: readonly AppliedUnit[]): Promise<[boolean, string | null][]> {
     if (units.length === 0) return [];
     if (isCluster(this.redis)) {
-      return Promise.all(units.map(async (u) => {
-        const [n, alias] = await Promise.all([this.redis.exists(this.keys.jobMarker(u.projectId, u.userId, u.id)), this.redis.hget(this.keys.profile(u.projectId, u.userId), ALIAS_FIELD)]);
-        return [n === 1, alias] as [boolean, string | null];
-      }));
+      return Promise.all(
+        units.map(async (u) => {
+          const [n, alias] = await Promise.all([
+            this.redis.exists(this.keys.jobMarker(u.projectId, u.userId, u.id)),
+            this.redis.hget(this.keys.profile(u.projectId, u.userId), ALIAS_FIELD),
+          ]);
+          return [n === 1, alias] as [boolean, string | null];
+        }),
+      );
     }
     const p = this.redis.pipeline();
     for (const u of units) {
@@ -159,7 +171,11 @@ export class ProfileStore {
    * when it was merged into one (a race with another merge; nothing is marked then).
    */
   async markSignedIn(projectId: string, userId: string): Promise<string | undefined> {
-    const alias = await MARK_SIGNED_IN.run(this.redis, [this.keys.profile(projectId, userId)], [this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.signedIn, this.wallClock()]);
+    const alias = await MARK_SIGNED_IN.run(
+      this.redis,
+      [this.keys.profile(projectId, userId)],
+      [this.profileTtl, PROFILE_FIELDS.alias, PROFILE_FIELDS.signedIn, this.wallClock()],
+    );
     return typeof alias === 'string' ? alias : undefined;
   }
 
@@ -183,7 +199,17 @@ export class ProfileStore {
       ...days.map((d) => this.redis.smembers(this.keys.insertMarkers(projectId, tempUserId, d))),
     ]);
     const { merged, userProperty, userPropertyTime, alias, done } = PROFILE_FIELDS;
-    const args: string[] = [tempUserId, String(this.profileTtl), String(this.wallClock()), merged, userProperty, userPropertyTime, alias, done, String(MERGE_RULES.length)];
+    const args: string[] = [
+      tempUserId,
+      String(this.profileTtl),
+      String(this.wallClock()),
+      merged,
+      userProperty,
+      userPropertyTime,
+      alias,
+      done,
+      String(MERGE_RULES.length),
+    ];
     for (const [prefix, rule] of MERGE_RULES) args.push(prefix, rule);
     args.push(String(days.length));
     days.forEach((_, i) => {

@@ -103,7 +103,10 @@ export const USER_DELETION_JOB_OPTIONS: JobsOptions = {
 
 /** The job id of one deletion (a repeated enqueue of the same deletion is one job). No user id in clear. */
 export function userDeletionJobId(job: UserDeletionJob): string {
-  return `del-${createHash('sha256').update(JSON.stringify([job.projectId, job.userId, job.deletedAtMs])).digest('hex').slice(0, 32)}`;
+  return `del-${createHash('sha256')
+    .update(JSON.stringify([job.projectId, job.userId, job.deletedAtMs]))
+    .digest('hex')
+    .slice(0, 32)}`;
 }
 
 const queues = new WeakMap<Redis, Queue<UserDeletionJob>>();

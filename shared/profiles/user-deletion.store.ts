@@ -111,7 +111,8 @@ export class UserDeletionStore {
     const computed = [this.keys.profile(projectId, userId)];
     // marker sets of arrival days: today (and tomorrow, for a clock ahead) back to the oldest that can still exist
     const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
-    for (let i = -1; i <= INSERT_MARKER_DAYS; i++) computed.push(this.keys.insertMarkers(projectId, userId, new Date(today - i * DAY_MS).toISOString().slice(0, 10)));
+    for (let i = -1; i <= INSERT_MARKER_DAYS; i++)
+      computed.push(this.keys.insertMarkers(projectId, userId, new Date(today - i * DAY_MS).toISOString().slice(0, 10)));
     // every key carries the user's hash tag: one slot, so one DEL even on a cluster
     const deleted = await this.redis.del(...computed);
     return deleted + (await this.deleteMatching(this.keys.userKeyPrefix(projectId, userId)));
@@ -157,7 +158,15 @@ export class UserDeletionStore {
 
   /** Appends the change-log entry of a deletion: the user only as a SHA-256 digest, no data. */
   async recordChange(projectId: string, userId: string, deletedAtMs: number, actor: string): Promise<void> {
-    const entry = changeFields({ time: new Date(deletedAtMs).toISOString(), actor, operation: 'DeleteUserData', resourceKind: 'user', resourceId: userIdDigest(userId), before: null, after: null });
+    const entry = changeFields({
+      time: new Date(deletedAtMs).toISOString(),
+      actor,
+      operation: 'DeleteUserData',
+      resourceKind: 'user',
+      resourceId: userIdDigest(userId),
+      before: null,
+      after: null,
+    });
     const args: string[] = [];
     for (const [k, v] of Object.entries(entry)) args.push(k, v);
     await this.redis.xadd(this.keys.changes(projectId), 'MAXLEN', '~', String(CHANGE_LOG_MAX_ENTRIES), '*', ...args);
@@ -218,4 +227,3 @@ export class UserDeletionStore {
     for (const userId of userIds) await HDEL_IF_EQUAL.run(this.redis, [key], [userId, String(deletedAtMs)]);
   }
 }
-

@@ -45,7 +45,10 @@ export class ApiKeyStore {
     return raw ? (JSON.parse(raw) as ApiKeyRecord) : undefined;
   }
 
-  async create(input: { projectId: string; permissions: Permission[]; description?: string; requestsPerSecond?: number }, actor: string): Promise<{ apiKey: PublicApiKey; key: string }> {
+  async create(
+    input: { projectId: string; permissions: Permission[]; description?: string; requestsPerSecond?: number },
+    actor: string,
+  ): Promise<{ apiKey: PublicApiKey; key: string }> {
     const keyId = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = {
@@ -63,7 +66,18 @@ export class ApiKeyStore {
         { key: this.keys.apiKey(keyId), field: FIELD, value: JSON.stringify(record) },
         { key: this.keys.projectApiKeys(input.projectId), field: keyId, value: record.createTime },
       ],
-      change: { key: this.keys.changes(input.projectId), entry: changeFields({ time: record.createTime, actor, operation: 'CreateApiKey', resourceKind: 'apiKey', resourceId: keyId, before: null, after: publicKey(record) }) },
+      change: {
+        key: this.keys.changes(input.projectId),
+        entry: changeFields({
+          time: record.createTime,
+          actor,
+          operation: 'CreateApiKey',
+          resourceKind: 'apiKey',
+          resourceId: keyId,
+          before: null,
+          after: publicKey(record),
+        }),
+      },
     });
     return { apiKey: publicKey(record), key: `tds_${keyId}_${secret}` };
   }
@@ -89,7 +103,18 @@ export class ApiKeyStore {
       const ok = await atomicWrite(this.redis, {
         checks: [{ key, field: FIELD, expect: raw }],
         writes: [{ key, field: FIELD, value: JSON.stringify(after) }],
-        change: { key: this.keys.changes(projectId), entry: changeFields({ time: after.revokeTime!, actor, operation: 'RevokeApiKey', resourceKind: 'apiKey', resourceId: keyId, before: publicKey(before), after: publicKey(after) }) },
+        change: {
+          key: this.keys.changes(projectId),
+          entry: changeFields({
+            time: after.revokeTime!,
+            actor,
+            operation: 'RevokeApiKey',
+            resourceKind: 'apiKey',
+            resourceId: keyId,
+            before: publicKey(before),
+            after: publicKey(after),
+          }),
+        },
         publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'apiKey', projectId, id: keyId }) },
       });
       if (!ok) return { done: false as const };

@@ -58,8 +58,7 @@ export class Authenticator {
         const presented: string[] = [];
         for (const [raw, record] of this.verified.entries()) if (record.keyId === msg.id) presented.push(raw);
         for (const raw of presented) this.verified.delete(raw);
-      }
-      else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
+      } else if (msg.kind === 'project' && msg.projectId) this.projects.delete(msg.projectId);
     });
   }
 
@@ -140,7 +139,8 @@ export class Authenticator {
   async authorize(key: ApiKeyRecord, projectId: unknown, anyOf: readonly Permission[]): Promise<AuthContext> {
     const admitted = this.admitted(key, projectId, anyOf);
     if (admitted !== undefined) return admitted;
-    if (typeof projectId !== 'string' || projectId !== key.projectId) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
+    if (typeof projectId !== 'string' || projectId !== key.projectId)
+      throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
     const project = await this.project(projectId);
     if (!project) throw new UnauthenticatedError('the API key is not valid for the projectId of the request');
     if (!anyOf.some((p) => key.permissions.includes(p))) {

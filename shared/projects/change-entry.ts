@@ -79,10 +79,17 @@ function capSide(value: Json, budget: number): Json {
 }
 
 export function changeFields(input: Omit<ChangeEntry, 'changeId' | 'truncated'>): Record<string, string> {
-  const d = input.before === null || input.before === undefined ? { before: null, after: (input.after ?? null) as Json } : changeDiff(input.before, input.after);
+  const d =
+    input.before === null || input.before === undefined ? { before: null, after: (input.after ?? null) as Json } : changeDiff(input.before, input.after);
   let before = JSON.stringify(d.before);
   let after = JSON.stringify(d.after);
-  const fields: Record<string, string> = { time: input.time, actor: input.actor, operation: input.operation, resourceKind: input.resourceKind, resourceId: input.resourceId };
+  const fields: Record<string, string> = {
+    time: input.time,
+    actor: input.actor,
+    operation: input.operation,
+    resourceKind: input.resourceKind,
+    resourceId: input.resourceId,
+  };
   if (Buffer.byteLength(before) + Buffer.byteLength(after) > CHANGE_ENTRY_MAX_BYTES) {
     const half = CHANGE_ENTRY_MAX_BYTES / 2 - 64;
     before = JSON.stringify(capSide(d.before, half));

@@ -20,7 +20,13 @@ function parseEntry(id: string, flat: string[]): ChangeEntry {
 }
 
 /** Newest first; `pageToken` is the id of the last entry of the previous page. */
-export async function listChanges(redis: Redis, keys: RedisKeys, projectId: string, pageSize: number, pageToken?: string): Promise<{ changes: ChangeEntry[]; nextPageToken?: string }> {
+export async function listChanges(
+  redis: Redis,
+  keys: RedisKeys,
+  projectId: string,
+  pageSize: number,
+  pageToken?: string,
+): Promise<{ changes: ChangeEntry[]; nextPageToken?: string }> {
   const end = pageToken ? `(${pageToken}` : '+';
   const rows = (await redis.xrevrange(keys.changes(projectId), end, '-', 'COUNT', pageSize + 1)) as [string, string[]][];
   const page = rows.slice(0, pageSize).map(([id, flat]) => parseEntry(id, flat));

@@ -35,7 +35,10 @@ export class ProjectStore {
     return out;
   }
 
-  async create(input: { projectId: string; displayName?: string; deliveryEndpoint?: DeliveryEndpoint; globalHoldoutPercentage?: number }, actor: string): Promise<Project> {
+  async create(
+    input: { projectId: string; displayName?: string; deliveryEndpoint?: DeliveryEndpoint; globalHoldoutPercentage?: number },
+    actor: string,
+  ): Promise<Project> {
     const project: Project = {
       projectId: input.projectId,
       displayName: input.displayName ?? input.projectId,
@@ -47,7 +50,18 @@ export class ProjectStore {
     const ok = await atomicWrite(this.redis, {
       checks: [{ key: this.keys.project(project.projectId), field: FIELD, expect: null }],
       writes: [{ key: this.keys.project(project.projectId), field: FIELD, value: json }],
-      change: { key: this.keys.changes(project.projectId), entry: changeFields({ time: project.createTime, actor, operation: 'CreateProject', resourceKind: 'project', resourceId: project.projectId, before: null, after: project }) },
+      change: {
+        key: this.keys.changes(project.projectId),
+        entry: changeFields({
+          time: project.createTime,
+          actor,
+          operation: 'CreateProject',
+          resourceKind: 'project',
+          resourceId: project.projectId,
+          before: null,
+          after: project,
+        }),
+      },
       publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'project', projectId: project.projectId }) },
     });
     if (!ok) throw new AlreadyExistsError(`project "${project.projectId}" already exists`);
@@ -55,19 +69,37 @@ export class ProjectStore {
     return project;
   }
 
-  async update(input: { projectId: string; displayName?: string; deliveryEndpoint?: DeliveryEndpoint; globalHoldoutPercentage?: number }, actor: string): Promise<Project> {
+  async update(
+    input: { projectId: string; displayName?: string; deliveryEndpoint?: DeliveryEndpoint; globalHoldoutPercentage?: number },
+    actor: string,
+  ): Promise<Project> {
     return withOptimisticRetry<Project>('UpdateProject', async () => {
       const key = this.keys.project(input.projectId);
       const raw = await this.redis.hget(key, FIELD);
       if (!raw) throw new NotFoundError(`project "${input.projectId}" does not exist`);
       const before = JSON.parse(raw) as Project;
-      const after: Project = { ...before, displayName: input.displayName ?? before.displayName, deliveryEndpoint: input.deliveryEndpoint ?? before.deliveryEndpoint };
+      const after: Project = {
+        ...before,
+        displayName: input.displayName ?? before.displayName,
+        deliveryEndpoint: input.deliveryEndpoint ?? before.deliveryEndpoint,
+      };
       if (input.globalHoldoutPercentage === 0) delete after.globalHoldoutPercentage;
       else if (input.globalHoldoutPercentage !== undefined) after.globalHoldoutPercentage = input.globalHoldoutPercentage;
       const ok = await atomicWrite(this.redis, {
         checks: [{ key, field: FIELD, expect: raw }],
         writes: [{ key, field: FIELD, value: JSON.stringify(after) }],
-        change: { key: this.keys.changes(input.projectId), entry: changeFields({ time: new Date(this.now()).toISOString(), actor, operation: 'UpdateProject', resourceKind: 'project', resourceId: input.projectId, before, after }) },
+        change: {
+          key: this.keys.changes(input.projectId),
+          entry: changeFields({
+            time: new Date(this.now()).toISOString(),
+            actor,
+            operation: 'UpdateProject',
+            resourceKind: 'project',
+            resourceId: input.projectId,
+            before,
+            after,
+          }),
+        },
         // the compiled delivery plan carries the global holdout: a missed message is caught by the version check
         versionKey: this.keys.catalogVersion(input.projectId),
         publish: { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'project', projectId: input.projectId }) },

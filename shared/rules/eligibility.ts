@@ -12,22 +12,12 @@ import { containsAnyMatcher } from './substring-search.js';
 import { TYPE_OF_KIND, type RuleValue } from './rule-values.js';
 import { INTEGER_TEXT, parseBooleanText, parseNumber, parseTimestampText, tryParseJson } from './rule-text.js';
 
-
-
-export type RuleReason =
-  | 'MATCHED'
-  | 'NOT_MATCHED'
-  | 'MISSING_ELIGIBLE'
-  | 'MISSING_INELIGIBLE'
-  | 'TYPE_MISMATCH'
-  | 'BAD_RHS'
-  | 'UNSPECIFIED_CONDITION';
+export type RuleReason = 'MATCHED' | 'NOT_MATCHED' | 'MISSING_ELIGIBLE' | 'MISSING_INELIGIBLE' | 'TYPE_MISMATCH' | 'BAD_RHS' | 'UNSPECIFIED_CONDITION';
 
 export interface RuleOutcome {
   result: boolean;
   reason: RuleReason;
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Which conditions fit which type
@@ -51,7 +41,6 @@ const FITTING_CONDITIONS: Record<DataFieldType, ReadonlySet<Condition>> = {
   DOUBLE_LIST: new Set([...MEMBERSHIP, ...OVERLAP]),
   STRING_LIST: new Set([...MEMBERSHIP, ...OVERLAP]),
 };
-
 
 export function conditionFitsType(condition: Condition, type: DataFieldType): boolean {
   return FITTING_CONDITIONS[type]?.has(condition) ?? false;
@@ -81,12 +70,7 @@ export function rhsProblem(condition: Condition, type: DataFieldType, rhsValue: 
  * another kind is a TYPE_MISMATCH even where its own kind would compare (a `stringValue: "9"`
  * for an INTEGER field must not be compared with "18" as text).
  */
-export function evaluateRule(
-  rule: EligibilityRule,
-  value: RuleValue | undefined,
-  nowMs: number,
-  fieldType?: DataFieldType,
-): RuleOutcome {
+export function evaluateRule(rule: EligibilityRule, value: RuleValue | undefined, nowMs: number, fieldType?: DataFieldType): RuleOutcome {
   if (rule.condition === 'UNSPECIFIED_CONDITION') return OUTCOME.UNSPECIFIED_CONDITION;
   if (value === undefined) return missingOutcome(rule.dataMissingBehaviour);
   const type = TYPE_OF_KIND[value.kind];
@@ -158,8 +142,6 @@ interface Domain<V, R> {
   compare(value: V, rhs: R): number;
 }
 type AnyDomain = Domain<unknown, unknown>;
-
-
 
 /** Integral rhs stays exact as bigint; `3.5` stays a double and is compared exactly too. */
 function parseIntegerOrNumber(text: string): bigint | number | undefined {
@@ -370,7 +352,6 @@ function jsonArrayItems(array: unknown[], source: string): string[] | undefined 
   }
   return items;
 }
-
 
 function scalarOf(value: RuleValue): unknown {
   return value.kind === 'timestamp' ? value.valueMs : value.value;

@@ -16,7 +16,6 @@ export type RuleValue =
   | { kind: 'double_list'; value: number[] }
   | { kind: 'string_list'; value: string[] };
 
-
 /** The data field type each kind of value belongs to. */
 export const TYPE_OF_KIND: Record<RuleValue['kind'], DataFieldType> = {
   integer: 'INTEGER',
@@ -28,7 +27,6 @@ export const TYPE_OF_KIND: Record<RuleValue['kind'], DataFieldType> = {
   double_list: 'DOUBLE_LIST',
   string_list: 'STRING_LIST',
 };
-
 
 /**
  * A stored profile value as a RuleValue of the field's type, or undefined when it does not fit.
@@ -134,10 +132,7 @@ function toList<T>(raw: unknown, convert: (item: unknown) => T | undefined): T[]
  * TIMESTAMP_SECONDS field = epoch seconds, `stringValue: "42"` for an INTEGER field); otherwise
  * the attribute's own kind is returned, and `evaluateRule(..., fieldType)` reports TYPE_MISMATCH.
  */
-export function ruleValueFromContextualAttribute(
-  attr: AttributeSlots,
-  fieldType?: DataFieldType,
-): RuleValue | undefined {
+export function ruleValueFromContextualAttribute(attr: AttributeSlots, fieldType?: DataFieldType): RuleValue | undefined {
   const natural = naturalRuleValue(attr);
   if (natural === undefined || fieldType === undefined || TYPE_OF_KIND[natural.kind] === fieldType) return natural;
   // timestamps do not read as anything else without a guess about units

@@ -1,15 +1,7 @@
 /** The types rules are written in: data-field types, conditions, eligibility rules and the values events carry. */
 
 export type DataFieldType =
-  | 'UNSPECIFIED_DATA_FIELD_TYPE'
-  | 'INTEGER'
-  | 'DOUBLE'
-  | 'STRING'
-  | 'BOOLEAN'
-  | 'TIMESTAMP_SECONDS'
-  | 'INTEGER_LIST'
-  | 'DOUBLE_LIST'
-  | 'STRING_LIST';
+  'UNSPECIFIED_DATA_FIELD_TYPE' | 'INTEGER' | 'DOUBLE' | 'STRING' | 'BOOLEAN' | 'TIMESTAMP_SECONDS' | 'INTEGER_LIST' | 'DOUBLE_LIST' | 'STRING_LIST';
 
 export type Condition =
   | 'UNSPECIFIED_CONDITION'
@@ -28,10 +20,7 @@ export type Condition =
   | 'CONTAINS_ANY_OF'
   | 'DOES_NOT_CONTAIN_ANY_OF';
 
-export type DataMissingBehaviour =
-  | 'ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED'
-  | 'EVALUATE_TO_ELIGIBLE'
-  | 'EVALUATE_TO_INELIGIBLE';
+export type DataMissingBehaviour = 'ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED' | 'EVALUATE_TO_ELIGIBLE' | 'EVALUATE_TO_INELIGIBLE';
 
 export interface EligibilityRule {
   dataFieldId: string;
@@ -41,12 +30,7 @@ export interface EligibilityRule {
 }
 
 /** A PropertyValue in its JSON form: exactly one member set. longValue is a decimal string. */
-export type PropertyValue =
-  | { longValue: string }
-  | { doubleValue: number }
-  | { stringValue: string }
-  | { booleanValue: boolean }
-  | { timestampValue: string };
+export type PropertyValue = { longValue: string } | { doubleValue: number } | { stringValue: string } | { booleanValue: boolean } | { timestampValue: string };
 
 /**
  * The value slots of a contextual attribute (GetTreatments' `ContextualAttributeIn`, whose static

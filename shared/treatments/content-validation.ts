@@ -39,18 +39,12 @@ export function validateContent(content: Content, type: TreatmentType): { conten
       contentFields: entry.contentFields.map((f) => ({ ...f })),
     };
   });
-  problems.push(
-    ...fieldProblems(content.languageAgnosticContentFields, 'content.languageAgnosticContentFields', type, false),
-  );
+  problems.push(...fieldProblems(content.languageAgnosticContentFields, 'content.languageAgnosticContentFields', type, false));
   const languageAgnosticContentFields = content.languageAgnosticContentFields.map((f) => ({ ...f }));
   return { content: { contentByLanguage, languageAgnosticContentFields }, problems };
 }
 
-export function validateRules(
-  rules: EligibilityRule[],
-  fieldsById: Map<string, DataFieldType>,
-  fitCheck: ConditionFitCheck,
-): Problem[] {
+export function validateRules(rules: EligibilityRule[], fieldsById: Map<string, DataFieldType>, fitCheck: ConditionFitCheck): Problem[] {
   const problems: Problem[] = [];
   rules.forEach((rule, i) => {
     const path = `eligibilityRules.rules[${i}]`;
@@ -74,10 +68,12 @@ export function validateRemovedSurfaces(names: string[], type: TreatmentType): P
   return names.flatMap((name, i) =>
     type.surfaces.includes(name)
       ? []
-      : [{
-          field: `removedSurfaces.surfaces[${i}].name`,
-          description: `"${name}" is not a surface of treatment type ${type.treatmentTypeName}`,
-        }],
+      : [
+          {
+            field: `removedSurfaces.surfaces[${i}].name`,
+            description: `"${name}" is not a surface of treatment type ${type.treatmentTypeName}`,
+          },
+        ],
   );
 }
 

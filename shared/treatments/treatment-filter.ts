@@ -25,12 +25,7 @@ export interface ListedTreatment {
  * maxNonLiveVersions, so N counts versions that match the filters. A treatment left with no
  * version (including one without a LIVE version when maxNonLiveVersions is 0) is omitted.
  */
-export function filterTreatments(
-  ts: TreatmentRecord[],
-  typesById: Map<string, TreatmentType>,
-  req: TreatmentListFilter,
-  nowMs: number,
-): ListedTreatment[] {
+export function filterTreatments(ts: TreatmentRecord[], typesById: Map<string, TreatmentType>, req: TreatmentListFilter, nowMs: number): ListedTreatment[] {
   const listed: ListedTreatment[] = [];
   for (const treatment of [...ts].sort((a, b) => compareIds(a.treatmentId, b.treatmentId))) {
     const type = typesById.get(treatment.treatmentTypeId);
@@ -45,19 +40,12 @@ export function filterTreatments(
 function versionMatches(v: TreatmentVersionRecord, type: TreatmentType | undefined, req: TreatmentListFilter): boolean {
   const surfaces = req.surfaceNames ?? [];
   const tags = req.tags ?? [];
-  const onSurface =
-    surfaces.length === 0 ||
-    surfaces.some((s) => (type?.surfaces.includes(s) ?? false) && !v.removedSurfaces.includes(s));
+  const onSurface = surfaces.length === 0 || surfaces.some((s) => (type?.surfaces.includes(s) ?? false) && !v.removedSurfaces.includes(s));
   const tagged = tags.length === 0 || tags.some((tag) => v.tags.includes(tag));
   return onSurface && tagged;
 }
 
-function limitNonLive(
-  versions: TreatmentVersionRecord[],
-  t: TreatmentRecord,
-  max: number | undefined,
-  nowMs: number,
-): TreatmentVersionRecord[] {
+function limitNonLive(versions: TreatmentVersionRecord[], t: TreatmentRecord, max: number | undefined, nowMs: number): TreatmentVersionRecord[] {
   if (max === undefined) return byNewestFirst(versions);
   const live = versions.filter((v) => versionStatus(v, t, nowMs) === 'LIVE');
   const recentOthers = versions
@@ -70,4 +58,3 @@ function limitNonLive(
 function byNewestFirst(versions: TreatmentVersionRecord[]): TreatmentVersionRecord[] {
   return [...versions].sort((a, b) => b.versionNumber - a.versionNumber);
 }
-

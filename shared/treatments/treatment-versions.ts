@@ -128,11 +128,7 @@ function withControls<T extends Partial<TreatmentRecord>>(t: T, c: TreatmentCont
  * piling up identical versions. `changed` is false when the record is returned untouched (no
  * modification stamp either), so the store may skip the write.
  */
-export function applyUpdate(
-  t: TreatmentRecord,
-  update: TreatmentUpdate,
-  nowMs: number,
-): { treatment: TreatmentRecord; changed: boolean } {
+export function applyUpdate(t: TreatmentRecord, update: TreatmentUpdate, nowMs: number): { treatment: TreatmentRecord; changed: boolean } {
   let next = withControls(applyTreatmentFields(t, update), update.controls);
   let changed = TREATMENT_LEVEL_FIELDS.some((k) => next[k] !== t[k]) || CONTROL_FIELDS.some((k) => stableJson(next[k]) !== stableJson(t[k]));
   const newest = newestVersion(t);
@@ -279,8 +275,6 @@ function iso(nowMs: number): string {
 /** JSON with object keys sorted, so equal values compare equal whatever their key order. */
 function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
   );
 }

@@ -14,12 +14,7 @@ export interface TreatmentRefs {
 }
 
 /** `versions` defaults to every version; GetAllTreatments passes the filtered ones. Newest first. */
-export function presentTreatment(
-  t: TreatmentRecord,
-  refs: TreatmentRefs,
-  nowMs: number,
-  versions: TreatmentVersionRecord[] = t.versions,
-): TreatmentWire {
+export function presentTreatment(t: TreatmentRecord, refs: TreatmentRefs, nowMs: number, versions: TreatmentVersionRecord[] = t.versions): TreatmentWire {
   const ordered = [...versions].sort((a, b) => b.versionNumber - a.versionNumber);
   return {
     projectId: t.projectId,
@@ -93,7 +88,14 @@ function presentVersion(v: TreatmentVersionRecord, t: TreatmentRecord, nowMs: nu
 
 function presentType(t: TreatmentRecord, type: TreatmentType | undefined): TreatmentWire['treatmentType'] {
   if (type === undefined) {
-    return { projectId: t.projectId, name: '', deliveryType: 'DELIVERY_TYPE_UNSPECIFIED', languageSpecificContentFieldTypes: [], languageAgnosticContentFieldTypes: [], surfaces: [] };
+    return {
+      projectId: t.projectId,
+      name: '',
+      deliveryType: 'DELIVERY_TYPE_UNSPECIFIED',
+      languageSpecificContentFieldTypes: [],
+      languageAgnosticContentFieldTypes: [],
+      surfaces: [],
+    };
   }
   return {
     projectId: type.projectId,

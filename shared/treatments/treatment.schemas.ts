@@ -48,7 +48,9 @@ const ContentFieldIn = Strict({ fieldName: NonEmpty(256), stringValue: Type.Stri
 /** Both lists may be omitted (a JSON encoder may drop empty repeated fields); omitted = empty. */
 export const ContentIn = Strict({
   contentByLanguage: Type.Optional(
-    Type.Array(Strict({ languageCode: Strict({ languageCode: Type.String({ maxLength: 64 }) }), contentFields: Type.Optional(Type.Array(ContentFieldIn)) }), { maxItems: 500 }),
+    Type.Array(Strict({ languageCode: Strict({ languageCode: Type.String({ maxLength: 64 }) }), contentFields: Type.Optional(Type.Array(ContentFieldIn)) }), {
+      maxItems: 500,
+    }),
   ),
   languageAgnosticContentFields: Type.Optional(Type.Array(ContentFieldIn)),
 });
@@ -87,7 +89,12 @@ export const FrequencyCapIn = Strict({
 });
 const controlFieldsIn = {
   holdoutPercentage: Type.Optional(PercentageIn),
-  qaUserIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'users who get the newest version whatever its status; [] clears' })),
+  qaUserIds: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+      maxItems: 100,
+      description: 'users who get the newest version whatever its status; [] clears',
+    }),
+  ),
   isFallback: Type.Optional(Type.Boolean()),
   frequencyCap: Type.Optional(FrequencyCapIn),
 };
@@ -135,7 +142,15 @@ export const UpdateTreatmentRequest = Strict({
 export type UpdateTreatmentBody = Static<typeof UpdateTreatmentRequest>;
 
 /** Fields that may accompany shouldPause / shouldDelete (spec UpdateTreatment). */
-export const PAUSE_DELETE_FIELDS: ReadonlySet<string> = new Set(['projectId', 'treatmentId', 'externalTreatmentId', 'lastModifiedBy', 'modificationSource', 'shouldPause', 'shouldDelete']);
+export const PAUSE_DELETE_FIELDS: ReadonlySet<string> = new Set([
+  'projectId',
+  'treatmentId',
+  'externalTreatmentId',
+  'lastModifiedBy',
+  'modificationSource',
+  'shouldPause',
+  'shouldDelete',
+]);
 
 export const GetTreatmentRequest = Strict({ projectId: ProjectId, treatmentId: TreatmentIdIn });
 
@@ -268,6 +283,9 @@ export type PublishedVersionWire = Static<typeof PublishedVersionOut>;
  * rules), so it is written as the public form and nothing else can pass.
  */
 export const GetTreatmentResponse = Type.Object({
-  treatment: Type.Union([Type.Object(TreatmentOut.properties, { title: 'Treatment', description: 'with a TREATMENT_MANAGEMENT key: the whole record' }), PublicTreatmentOut]),
+  treatment: Type.Union([
+    Type.Object(TreatmentOut.properties, { title: 'Treatment', description: 'with a TREATMENT_MANAGEMENT key: the whole record' }),
+    PublicTreatmentOut,
+  ]),
 });
 export const TreatmentsResponse = Type.Object({ treatments: Type.Array(TreatmentOut) });

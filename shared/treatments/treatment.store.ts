@@ -53,7 +53,12 @@ export class TreatmentStore {
    * write checks the type is still the one `build` saw: a concurrent UpdateTreatmentType
    * makes the attempt run again against the new type.
    */
-  async insert(projectId: string, treatmentTypeId: string, build: (treatmentId: string, type: TreatmentType) => TreatmentRecord, meta: ChangeMeta): Promise<TreatmentRecord> {
+  async insert(
+    projectId: string,
+    treatmentTypeId: string,
+    build: (treatmentId: string, type: TreatmentType) => TreatmentRecord,
+    meta: ChangeMeta,
+  ): Promise<TreatmentRecord> {
     let treatmentId: string | undefined;
     return withOptimisticRetry<TreatmentRecord>(meta.operation, async () => {
       const typeRaw = await this.redis.hget(this.keys.treatmentTypes(projectId), treatmentTypeId);
@@ -120,7 +125,15 @@ export class TreatmentStore {
     }
     spec.change = {
       key: this.keys.changes(projectId),
-      entry: changeFields({ time: new Date(this.now()).toISOString(), actor: meta.actor, operation: meta.operation, resourceKind: 'treatment', resourceId: after.treatmentId, before: before ?? null, after }),
+      entry: changeFields({
+        time: new Date(this.now()).toISOString(),
+        actor: meta.actor,
+        operation: meta.operation,
+        resourceKind: 'treatment',
+        resourceId: after.treatmentId,
+        before: before ?? null,
+        after,
+      }),
     };
     spec.versionKey = this.keys.catalogVersion(projectId);
     spec.publish = { channel: this.keys.invalidationChannel(), message: JSON.stringify({ kind: 'catalog', projectId }) };
@@ -131,4 +144,3 @@ export class TreatmentStore {
 function externalIdTaken(externalTreatmentId: string): AlreadyExistsError {
   return new AlreadyExistsError(`externalTreatmentId "${externalTreatmentId}" is already used by another treatment of the project`);
 }
-

@@ -89,7 +89,12 @@ function surfaceConflicts(t: TreatmentRecord, removed: string[], field: string, 
   return removed.flatMap((surface) => {
     const using = open.filter((v) => !v.removedSurfaces.includes(surface)).map((v) => v.versionNumber);
     if (using.length === 0) return [];
-    return [{ field, description: `surface "${surface}" would be removed but treatment ${t.treatmentId} ("${t.name}") is delivered on it (${versionList(new Set(using))}); list it in the treatment's removedSurfaces or delete the treatment first` }];
+    return [
+      {
+        field,
+        description: `surface "${surface}" would be removed but treatment ${t.treatmentId} ("${t.name}") is delivered on it (${versionList(new Set(using))}); list it in the treatment's removedSurfaces or delete the treatment first`,
+      },
+    ];
   });
 }
 

@@ -36,7 +36,7 @@ describe('ports the bench hands out', () => {
   });
 });
 
-describe('the open loop\'s HTTP client', () => {
+describe("the open loop's HTTP client", () => {
   const b = (s: string) => Buffer.from(s, 'latin1');
   it('finds where a response ends: Content-Length, chunked, no body; nothing while incomplete', () => {
     const one = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\ncontent-length: 2\r\n\r\n{}';
@@ -75,7 +75,16 @@ describe('open loop', () => {
   it('counts a 503 as an answer with its own latency, and the longest wait over every answer', async () => {
     const answers: number[] = [];
     n = 0;
-    const r = await runOpenLoop({ baseUrl, path: '/x', rate: 200, durationSec: 0.5, connections: 20, body: () => '{}', preconnect: true, onAnswer: (a) => answers.push(a.status) });
+    const r = await runOpenLoop({
+      baseUrl,
+      path: '/x',
+      rate: 200,
+      durationSec: 0.5,
+      connections: 20,
+      body: () => '{}',
+      preconnect: true,
+      onAnswer: (a) => answers.push(a.status),
+    });
     expect(r.sent).toBe(100);
     expect(r.answered).toBe(100);
     expect(r.ok).toBe(50);
@@ -134,8 +143,24 @@ describe('the results table', () => {
       params: {},
       notes: [],
       figures: {
-        requestsPerSec: figure({ label: 'GetTreatments requests/s', unit: 'req/s', value: 7000, baseline: 20000, baselineLabel: 'bare | route', better: 'higher', target: { on: 'ratio', bound: 'min', limit: 0.5 } }),
-        decisionLogCost: figure({ label: 'decision log cost', unit: 'share', value: 0.084, baseline: 0.02, baselineLabel: 'noise', better: 'lower', target: { on: 'value', bound: 'max', limit: 0.1 } }),
+        requestsPerSec: figure({
+          label: 'GetTreatments requests/s',
+          unit: 'req/s',
+          value: 7000,
+          baseline: 20000,
+          baselineLabel: 'bare | route',
+          better: 'higher',
+          target: { on: 'ratio', bound: 'min', limit: 0.5 },
+        }),
+        decisionLogCost: figure({
+          label: 'decision log cost',
+          unit: 'share',
+          value: 0.084,
+          baseline: 0.02,
+          baselineLabel: 'noise',
+          better: 'lower',
+          target: { on: 'value', bound: 'max', limit: 0.1 },
+        }),
         recoveryMs: figure({ label: 'recovery', unit: 'ms', value: 2500, better: 'lower', target: { on: 'value', bound: 'max', limit: 2000 } }),
       },
     },
@@ -149,7 +174,14 @@ describe('the results table', () => {
   });
 
   it('writes Markdown between the markers of the docs page and nowhere else; refuses a run on a busy machine or at toy size', () => {
-    const run: DocsRun = { machine: { cpus: 2, cpuModel: 'EPYC', node: 'v20', platform: 'linux x64' }, size: 'full', startedAt: '2026-12-01T10:00:00Z', loadAverage: { before: 0.4, after: 2.1 }, results, failures: [] };
+    const run: DocsRun = {
+      machine: { cpus: 2, cpuModel: 'EPYC', node: 'v20', platform: 'linux x64' },
+      size: 'full',
+      startedAt: '2026-12-01T10:00:00Z',
+      loadAverage: { before: 0.4, after: 2.1 },
+      results,
+      failures: [],
+    };
     expect(docsRefusal(run)).toBeUndefined();
     expect(docsRefusal({ ...run, loadAverage: { before: 1.6, after: 0.2 } })).toMatch(/load average was 1\.60/);
     expect(docsRefusal({ ...run, loadAverage: { before: NaN, after: 0.2 } })).toBeDefined();

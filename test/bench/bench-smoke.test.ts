@@ -13,7 +13,20 @@ import type { ScenarioContext, ScenarioResult } from '../../bench/lib/scenario.j
 const RSS = ['peakRssApiMb', 'peakRssBackgroundMb', 'peakRssTotalMb'];
 const EXPECTED_FIGURES: Record<string, string[]> = {
   delivery: [
-    ...['requestsPerSec', 'p50Ms', 'p99Ms', 'openLoopP50Ms', 'openLoopP99Ms', 'overloadMaxWaitMs', 'overloadP99OkMs', 'overloadRefusedShare', 'recoveryMs', 'decisionLogCost', 'requestsPerSec2Api', 'p99Ms2Api'],
+    ...[
+      'requestsPerSec',
+      'p50Ms',
+      'p99Ms',
+      'openLoopP50Ms',
+      'openLoopP99Ms',
+      'overloadMaxWaitMs',
+      'overloadP99OkMs',
+      'overloadRefusedShare',
+      'recoveryMs',
+      'decisionLogCost',
+      'requestsPerSec2Api',
+      'p99Ms2Api',
+    ],
     ...RSS,
     ...RSS.map((k) => `${k}2Api`),
   ],
@@ -85,7 +98,14 @@ describe('benchmark scenarios at --size tiny', () => {
 
   it('prints one table row per figure', () => {
     expect(results).toHaveLength(SCENARIOS.length);
-    const table = printReport({ machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux' }, size: 'tiny', startedAt: '', loadAverage: { before: 0.42, after: 1.37 }, results, failures: [] });
+    const table = printReport({
+      machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux' },
+      size: 'tiny',
+      startedAt: '',
+      loadAverage: { before: 0.42, after: 1.37 },
+      results,
+      failures: [],
+    });
     for (const r of results) for (const f of Object.values(r.figures)) expect(table).toContain(f.label);
     expect(table).toContain('load average (1 min): 0.42 before the run, 1.37 after it');
     // every target is printed beside its figure as met / NOT MET

@@ -45,9 +45,19 @@ beforeAll(async () => {
   keys = await projectWithKeys(s, 'web');
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'web', apiKey: keys.management });
   await mgmt.insertSurface({ name: 'hero' });
-  await mgmt.insertTreatmentType({ treatmentTypeName: 'hero', lastModifiedBy: 'ci', surfaces: [{ surfaceName: 'hero' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: false }] });
+  await mgmt.insertTreatmentType({
+    treatmentTypeName: 'hero',
+    lastModifiedBy: 'ci',
+    surfaces: [{ surfaceName: 'hero' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: false }],
+  });
   await mgmt.insertTreatment({
-    name: 'spring sale', description: 'd', treatmentTypeName: 'hero', lastModifiedBy: 'ci', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+    name: 'spring sale',
+    description: 'd',
+    treatmentTypeName: 'hero',
+    lastModifiedBy: 'ci',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
     content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Spring sale' }] },
   });
   const made = await mgmt.getDataFields({
@@ -67,14 +77,29 @@ async function readmeProject(): Promise<void> {
   demoDeliveryKey = demo.delivery;
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: demo.management });
   await mgmt.insertSurface({ name: 'home_banner' });
-  await mgmt.insertTreatmentType({ treatmentTypeName: 'banner', lastModifiedBy: 'me', surfaces: [{ surfaceName: 'home_banner' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }] });
+  await mgmt.insertTreatmentType({
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    surfaces: [{ surfaceName: 'home_banner' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
+  });
   await mgmt.insertTreatment({
-    name: 'gold offer', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 'me', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+    name: 'gold offer',
+    description: 'd',
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
     content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
   });
-  field.demoPageViews = (await mgmt.getDataFields({ dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'page_view', dailyCountAggregation: { windowName: 'LAST_7D' } } }] })).dataFields[0].dataFieldId;
+  field.demoPageViews = (
+    await mgmt.getDataFields({
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'page_view', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+    })
+  ).dataFields[0].dataFieldId;
   const [example] = readmeBlocks('html');
-  if (!example.includes("'DELIVERY-KEY'") || !example.includes("'LOG-EVENTS-KEY'")) throw new Error('the README example no longer names DELIVERY-KEY and LOG-EVENTS-KEY');
+  if (!example.includes("'DELIVERY-KEY'") || !example.includes("'LOG-EVENTS-KEY'"))
+    throw new Error('the README example no longer names DELIVERY-KEY and LOG-EVENTS-KEY');
   const script = pointedAt(example, s.baseUrl).replace("'DELIVERY-KEY'", `'${demo.delivery}'`).replace("'LOG-EVENTS-KEY'", `'${demo.logEvents}'`);
   readmePage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>readme</title></head><body>\n${script}</body></html>`;
 }
@@ -107,7 +132,11 @@ describe('the client in a browser page of another origin', { timeout: 120_000 },
         c.track({ userId: 'visitor', eventName: 'page_view', eventProperties: { path: '/sale' } });
         c.viewed(answer.userTreatments[0]);
         await c.flush();
-        return { fallback: answer.fallback, treatments: answer.userTreatments.map((t: any) => [t.treatmentId.length > 0, t.userId, contentOf(t).title, t.treatmentTrackingId.includes('_')]), stats: c.stats() };
+        return {
+          fallback: answer.fallback,
+          treatments: answer.userTreatments.map((t: any) => [t.treatmentId.length > 0, t.userId, contentOf(t).title, t.treatmentTrackingId.includes('_')]),
+          stats: c.stats(),
+        };
       },
       { baseUrl: s.baseUrl, delivery: keys.delivery, logEvents: keys.logEvents },
     );
@@ -123,7 +152,11 @@ describe('the client in a browser page of another origin', { timeout: 120_000 },
     const outcome = await page.evaluate(
       async ({ baseUrl, management }) => {
         try {
-          const res = await fetch(`${baseUrl}/v1/GetAllSurfaces`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': management }, body: JSON.stringify({ projectId: 'web' }) });
+          const res = await fetch(`${baseUrl}/v1/GetAllSurfaces`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': management },
+            body: JSON.stringify({ projectId: 'web' }),
+          });
           return `answered ${res.status}`;
         } catch (err) {
           return `refused: ${(err as Error).name}`;
@@ -156,13 +189,21 @@ describe('the client in a browser page of another origin', { timeout: 120_000 },
     await open(`http://localhost:${pagePort}`);
     await page.evaluate(
       async ({ baseUrl, key }) => {
-        await fetch(`${baseUrl}/v1/GetTreatments`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ projectId: 'demo', userId: 'warm-up', surfaces: [{ surface: 'home_banner' }] }) });
+        await fetch(`${baseUrl}/v1/GetTreatments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key },
+          body: JSON.stringify({ projectId: 'demo', userId: 'warm-up', surfaces: [{ surface: 'home_banner' }] }),
+        });
       },
       { baseUrl: s.baseUrl, key: demoDeliveryKey },
     );
     await page.goto(`http://localhost:${pagePort}/readme.html`);
     await page.getByText('Hi friend').waitFor();
-    await waitUntil(async () => (await s.admin('GetUserProfile', { projectId: 'demo', userId: 'u1' })).body.profile.dataFields[field.demoPageViews] === '1', 30_000, 100);
+    await waitUntil(
+      async () => (await s.admin('GetUserProfile', { projectId: 'demo', userId: 'u1' })).body.profile.dataFields[field.demoPageViews] === '1',
+      30_000,
+      100,
+    );
   });
 
   it('a page of an origin CORS_ORIGINS does not list gets nothing: its client answers the fallback', async () => {
@@ -170,7 +211,13 @@ describe('the client in a browser page of another origin', { timeout: 120_000 },
     const result = await page.evaluate(
       async ({ baseUrl, delivery }) => {
         const { TdsClient } = (window as any).tds;
-        const c = new TdsClient({ baseUrl, projectId: 'web', deliveryKey: delivery, timeoutMs: 10_000, fallback: { userTreatments: [{ treatmentId: 'house', surface: 'hero' }] } });
+        const c = new TdsClient({
+          baseUrl,
+          projectId: 'web',
+          deliveryKey: delivery,
+          timeoutMs: 10_000,
+          fallback: { userTreatments: [{ treatmentId: 'house', surface: 'hero' }] },
+        });
         const a = await c.getTreatments({ userId: 'visitor', surfaces: [{ surface: 'hero' }] });
         return { fallback: a.fallback, kind: a.error?.kind, ids: a.userTreatments.map((t: any) => t.treatmentId) };
       },

@@ -19,7 +19,9 @@ let esmDir: string;
 beforeAll(() => {
   execFileSync('bash', ['infra/scripts/ensure-client-built.sh'], { stdio: 'inherit' });
   esmDir = mkdtempSync(join(tmpdir(), 'tds-client-esm-'));
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'client/tsconfig.json', '--outDir', esmDir, '--sourceMap', 'false'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'client/tsconfig.json', '--outDir', esmDir, '--sourceMap', 'false'], {
+    stdio: 'inherit',
+  });
 }, 120_000);
 
 afterAll(() => {
@@ -41,7 +43,26 @@ describe('the browser bundle', () => {
 
   it('runs: getTreatments and a tracked event through it', async () => {
     const { TdsClient } = await import(pathToFileURL(BUNDLE).href);
-    const f = scriptedFetch((s) => ok(s.operation === 'GetTreatments' ? { responseId: 'r', userTreatments: [{ treatmentId: 't', treatmentTrackingId: 't_r', surface: 'home', rank: '1', treatmentType: 'b', treatmentContent: '{}', contentLanguageCode: 'en' }] } : {}));
+    const f = scriptedFetch((s) =>
+      ok(
+        s.operation === 'GetTreatments'
+          ? {
+              responseId: 'r',
+              userTreatments: [
+                {
+                  treatmentId: 't',
+                  treatmentTrackingId: 't_r',
+                  surface: 'home',
+                  rank: '1',
+                  treatmentType: 'b',
+                  treatmentContent: '{}',
+                  contentLanguageCode: 'en',
+                },
+              ],
+            }
+          : {},
+      ),
+    );
     const c = new TdsClient({ baseUrl: 'http://tds.test', projectId: 'p', apiKey: 'k', fetch: f.fetch, flushAt: 1 });
     const a = await c.getTreatments({ userId: 'u', surfaces: [{ surface: 'home' }] });
     expect(a.userTreatments[0]).toMatchObject({ treatmentTrackingId: 't_r', userId: 'u' });
@@ -61,7 +82,10 @@ describe('the ESM build with declarations', () => {
     for (const f of files.filter((x) => x.endsWith('.d.ts') || x.endsWith('.js'))) {
       const text = readFileSync(join(esmDir, f), 'utf8');
       const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]);
-      expect(specifiers.filter((s) => !/^\.\/[a-z.-]+\.js$/.test(s)), f).toEqual([]);
+      expect(
+        specifiers.filter((s) => !/^\.\/[a-z.-]+\.js$/.test(s)),
+        f,
+      ).toEqual([]);
     }
   });
 

@@ -8,12 +8,31 @@ import { error, ok, scriptedFetch, type Reply, type Sent } from './fake-fetch.js
 
 const ANSWER = {
   responseId: 'r1',
-  userTreatments: [{ treatmentId: 't1', treatmentTrackingId: 't1_r1', surface: 'home', rank: '1', treatmentType: 'banner', treatmentContent: '{"title":"Hi"}', contentLanguageCode: 'en' }],
+  userTreatments: [
+    {
+      treatmentId: 't1',
+      treatmentTrackingId: 't1_r1',
+      surface: 'home',
+      rank: '1',
+      treatmentType: 'banner',
+      treatmentContent: '{"title":"Hi"}',
+      contentLanguageCode: 'en',
+    },
+  ],
 };
 
 function client(reply: (s: Sent, n: number) => Reply | Promise<Reply>, o: Partial<ClientOptions> = {}) {
   const f = scriptedFetch(reply);
-  const c = new TdsClient({ baseUrl: 'http://tds.test', projectId: 'shop', deliveryKey: 'dk', eventsKey: 'ek', fetch: f.fetch, flushAt: 1, onError: () => undefined, ...o });
+  const c = new TdsClient({
+    baseUrl: 'http://tds.test',
+    projectId: 'shop',
+    deliveryKey: 'dk',
+    eventsKey: 'ek',
+    fetch: f.fetch,
+    flushAt: 1,
+    onError: () => undefined,
+    ...o,
+  });
   return { c, sent: f.sent };
 }
 
@@ -23,7 +42,11 @@ describe('getTreatments', () => {
   it('posts the request with the delivery key and the project, and keeps the user on every treatment', async () => {
     const { c, sent } = client(() => ok(ANSWER));
     const a = await c.getTreatments({ userId: 'u1', surfaces: [{ surface: 'home' }] });
-    expect(sent[0]).toMatchObject({ operation: 'GetTreatments', headers: { 'x-api-key': 'dk', 'content-type': 'application/json' }, body: { projectId: 'shop', userId: 'u1', surfaces: [{ surface: 'home' }] } });
+    expect(sent[0]).toMatchObject({
+      operation: 'GetTreatments',
+      headers: { 'x-api-key': 'dk', 'content-type': 'application/json' },
+      body: { projectId: 'shop', userId: 'u1', surfaces: [{ surface: 'home' }] },
+    });
     expect(a).toEqual({ responseId: 'r1', fallback: false, userTreatments: [{ ...ANSWER.userTreatments[0], userId: 'u1' }] });
     expect(contentOf(a.userTreatments[0])).toEqual({ title: 'Hi' });
     const none = client(() => ok({ responseId: 'r2' }));
@@ -36,7 +59,18 @@ describe('getTreatments', () => {
       const t0 = Date.now();
       const a = await c.getTreatments({ userId: 'u1', surfaces: [{ surface: 'home' }] });
       expect(a.fallback, JSON.stringify(reply)).toBe(true);
-      expect(a.userTreatments).toEqual([{ treatmentId: 'default', surface: 'home', treatmentContent: '{"title":"Welcome"}', treatmentTrackingId: '', treatmentType: '', contentLanguageCode: '', rank: '1', userId: 'u1' }]);
+      expect(a.userTreatments).toEqual([
+        {
+          treatmentId: 'default',
+          surface: 'home',
+          treatmentContent: '{"title":"Welcome"}',
+          treatmentTrackingId: '',
+          treatmentType: '',
+          contentLanguageCode: '',
+          rank: '1',
+          userId: 'u1',
+        },
+      ]);
       expect(a.error).toBeInstanceOf(TdsError);
       if (reply === 'hang') {
         expect(a.error!.kind).toBe('timeout');
@@ -48,25 +82,48 @@ describe('getTreatments', () => {
 
   it('takes an answer that is not JSON (a proxy page) for no answer', async () => {
     const f = scriptedFetch(() => ({ status: 200 }));
-    const c = new TdsClient({ baseUrl: 'http://tds.test', projectId: 'shop', apiKey: 'k', fetch: async (url, init) => ({ ...(await f.fetch(url, init)), text: async () => '<html>gateway</html>' }), fallback: FALLBACK });
+    const c = new TdsClient({
+      baseUrl: 'http://tds.test',
+      projectId: 'shop',
+      apiKey: 'k',
+      fetch: async (url, init) => ({ ...(await f.fetch(url, init)), text: async () => '<html>gateway</html>' }),
+      fallback: FALLBACK,
+    });
     expect(await c.getTreatments({ userId: 'u', surfaces: [] })).toMatchObject({ fallback: true, error: { kind: 'network' } });
   });
 
   it('takes a per-call timeout and fallback, and a fallback function of the request', async () => {
     const { c } = client(() => 'hang');
     const t0 = Date.now();
-    const a = await c.getTreatments({ userId: 'u9', surfaces: [{ surface: 'side' }] }, { timeoutMs: 50, fallback: (req) => ({ userTreatments: req.surfaces.map((s) => ({ treatmentId: `default-${s.surface}`, surface: s.surface })) }) });
+    const a = await c.getTreatments(
+      { userId: 'u9', surfaces: [{ surface: 'side' }] },
+      { timeoutMs: 50, fallback: (req) => ({ userTreatments: req.surfaces.map((s) => ({ treatmentId: `default-${s.surface}`, surface: s.surface })) }) },
+    );
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(a.userTreatments.map((t) => t.treatmentId)).toEqual(['default-side']);
   });
 
   it('throws without a fallback, and always for a request the service refuses', async () => {
-    await expect(client(() => 'network-error').c.getTreatments({ userId: 'u', surfaces: [] })).rejects.toMatchObject({ name: 'TdsError', kind: 'network', unavailable: true });
-    const refused = client(() => error(400, 'INVALID_ARGUMENT', { details: [{ field: 'surfaces[0].surface', description: 'unknown' }] }), { fallback: FALLBACK });
+    await expect(client(() => 'network-error').c.getTreatments({ userId: 'u', surfaces: [] })).rejects.toMatchObject({
+      name: 'TdsError',
+      kind: 'network',
+      unavailable: true,
+    });
+    const refused = client(() => error(400, 'INVALID_ARGUMENT', { details: [{ field: 'surfaces[0].surface', description: 'unknown' }] }), {
+      fallback: FALLBACK,
+    });
     const err = await refused.c.getTreatments({ userId: 'u', surfaces: [{ surface: 'x' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TdsError);
-    expect(err).toMatchObject({ kind: 'http', status: 400, code: 'INVALID_ARGUMENT', details: [{ field: 'surfaces[0].surface', description: 'unknown' }], unavailable: false });
-    await expect(client(() => error(401, 'UNAUTHENTICATED'), { fallback: FALLBACK }).c.getTreatments({ userId: 'u', surfaces: [] })).rejects.toMatchObject({ status: 401 });
+    expect(err).toMatchObject({
+      kind: 'http',
+      status: 400,
+      code: 'INVALID_ARGUMENT',
+      details: [{ field: 'surfaces[0].surface', description: 'unknown' }],
+      unavailable: false,
+    });
+    await expect(client(() => error(401, 'UNAUTHENTICATED'), { fallback: FALLBACK }).c.getTreatments({ userId: 'u', surfaces: [] })).rejects.toMatchObject({
+      status: 401,
+    });
   });
 
   it("stops at the caller's AbortSignal (no fallback: the caller gave up)", async () => {
@@ -85,8 +142,24 @@ describe('interactions', () => {
     expect(c.clicked(t, { actionName: 'cta', at: new Date('2026-01-02T00:00:00Z') })).toBe(true);
     await c.flush();
     const bodies = sent.filter((s) => s.operation === 'LogTreatmentInteraction').map((s) => s.body);
-    expect(bodies[0]).toMatchObject({ projectId: 'shop', userId: 'u1', treatmentTrackingId: 't1_r1', treatmentId: 't1', surface: 'home', interactionType: 'VIEWED' });
-    expect(bodies[1]).toEqual({ projectId: 'shop', userId: 'u1', treatmentTrackingId: 't1_r1', treatmentId: 't1', surface: 'home', interactionType: 'CLICKED', interactionTimeMicros: '1767312000000000', actionName: 'cta' });
+    expect(bodies[0]).toMatchObject({
+      projectId: 'shop',
+      userId: 'u1',
+      treatmentTrackingId: 't1_r1',
+      treatmentId: 't1',
+      surface: 'home',
+      interactionType: 'VIEWED',
+    });
+    expect(bodies[1]).toEqual({
+      projectId: 'shop',
+      userId: 'u1',
+      treatmentTrackingId: 't1_r1',
+      treatmentId: 't1',
+      surface: 'home',
+      interactionType: 'CLICKED',
+      interactionTimeMicros: '1767312000000000',
+      actionName: 'cta',
+    });
     expect(Math.abs(Number(bodies[0].interactionTimeMicros) / 1000 - Date.now())).toBeLessThan(5000);
     expect(sent.filter((s) => s.operation === 'LogTreatmentInteraction').every((s) => s.headers['x-api-key'] === 'dk')).toBe(true);
   });
@@ -104,27 +177,55 @@ describe('interactions', () => {
 describe('events', () => {
   it('track gives each event an insertId once, with the plain property values typed as the service takes them', async () => {
     const { c, sent } = client(() => ok());
-    const id = c.track({ userId: 'u', eventName: 'purchase', timestamp: '2026-01-01T10:00:00+01:00', eventProperties: { sku: 'A1', qty: 2, price: 9.5, gift: false, at: new Date(0), raw: { longValue: '12' } }, userProperties: { tier: 'gold' }, sessionId: 's1' });
+    const id = c.track({
+      userId: 'u',
+      eventName: 'purchase',
+      timestamp: '2026-01-01T10:00:00+01:00',
+      eventProperties: { sku: 'A1', qty: 2, price: 9.5, gift: false, at: new Date(0), raw: { longValue: '12' } },
+      userProperties: { tier: 'gold' },
+      sessionId: 's1',
+    });
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     await c.flush();
     expect(sent[0].headers['x-api-key']).toBe('ek');
     expect(sent[0].body).toEqual({
       projectId: 'shop',
       userId: 'u',
-      events: [{
-        eventName: 'purchase', clientEventTimestamp: '2026-01-01T10:00:00+01:00', insertId: id, sessionId: 's1',
-        eventProperties: { sku: { stringValue: 'A1' }, qty: { longValue: 2 }, price: { doubleValue: 9.5 }, gift: { booleanValue: false }, at: { timestampValue: '1970-01-01T00:00:00.000Z' }, raw: { longValue: '12' } },
-        userProperties: { tier: { stringValue: 'gold' } },
-      }],
+      events: [
+        {
+          eventName: 'purchase',
+          clientEventTimestamp: '2026-01-01T10:00:00+01:00',
+          insertId: id,
+          sessionId: 's1',
+          eventProperties: {
+            sku: { stringValue: 'A1' },
+            qty: { longValue: 2 },
+            price: { doubleValue: 9.5 },
+            gift: { booleanValue: false },
+            at: { timestampValue: '1970-01-01T00:00:00.000Z' },
+            raw: { longValue: '12' },
+          },
+          userProperties: { tier: { stringValue: 'gold' } },
+        },
+      ],
     });
   });
 
   it('logEvents queues a request in the wire form, keeping given insertIds', async () => {
     const { c, sent } = client(() => ok(), { flushAt: 2 });
-    const ids = c.logEvents({ userId: 'u', events: [{ eventName: 'a', clientEventTimestamp: '2026-01-01T00:00:00Z', insertId: 'mine' }, { eventName: 'b', clientEventTimestamp: '2026-01-01T00:00:01Z' }] });
+    const ids = c.logEvents({
+      userId: 'u',
+      events: [
+        { eventName: 'a', clientEventTimestamp: '2026-01-01T00:00:00Z', insertId: 'mine' },
+        { eventName: 'b', clientEventTimestamp: '2026-01-01T00:00:01Z' },
+      ],
+    });
     expect(ids[0]).toBe('mine');
     await c.flush();
-    expect(sent[0].body.events.map((e: any) => [e.eventName, e.insertId])).toEqual([['a', 'mine'], ['b', ids[1]]]);
+    expect(sent[0].body.events.map((e: any) => [e.eventName, e.insertId])).toEqual([
+      ['a', 'mine'],
+      ['b', ids[1]],
+    ]);
     expect(() => c.logEvents({ projectId: 'other', userId: 'u', events: [] })).toThrow(/projectId/);
   });
 
@@ -164,7 +265,9 @@ describe('the management client', () => {
   });
 
   it('retries a 429 after Retry-After, a 503 only for reads, and throws the service error otherwise', async () => {
-    const f = scriptedFetch((_s, n) => (n === 1 ? error(429, 'RESOURCE_EXHAUSTED', { retryAfter: '0' }) : n === 2 ? error(503, 'UNAVAILABLE') : ok({ surfaces: [] })));
+    const f = scriptedFetch((_s, n) =>
+      n === 1 ? error(429, 'RESOURCE_EXHAUSTED', { retryAfter: '0' }) : n === 2 ? error(503, 'UNAVAILABLE') : ok({ surfaces: [] }),
+    );
     const m = createManagementClient({ baseUrl: 'http://tds.test', projectId: 'shop', apiKey: 'mk', fetch: f.fetch });
     expect(await m.getAllSurfaces({})).toEqual({ surfaces: [] });
     expect(f.sent).toHaveLength(3);

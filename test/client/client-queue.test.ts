@@ -17,7 +17,15 @@ afterEach(async () => {
 function client(reply: (s: Sent, n: number) => Reply | Promise<Reply>, o: Partial<ClientOptions> = {}) {
   const f = scriptedFetch(reply);
   const errors: { message: string; lost: number }[] = [];
-  const c = new TdsClient({ baseUrl: 'http://tds.test/', projectId: 'p', apiKey: 'k', fetch: f.fetch, backoff: { initialDelayMs: 10, maxDelayMs: 40 }, onError: (e, lost) => errors.push({ message: e.message, lost }), ...o });
+  const c = new TdsClient({
+    baseUrl: 'http://tds.test/',
+    projectId: 'p',
+    apiKey: 'k',
+    fetch: f.fetch,
+    backoff: { initialDelayMs: 10, maxDelayMs: 40 },
+    onError: (e, lost) => errors.push({ message: e.message, lost }),
+    ...o,
+  });
   clients.push(c);
   return { c, sent: f.sent, errors };
 }
@@ -32,8 +40,15 @@ describe('batching', () => {
     expect(sent).toHaveLength(0);
     c.track(event('a', 4));
     await c.flush();
-    expect(sent.map((s) => [s.body.userId, s.body.events.length]).sort()).toEqual([['a', 3], ['b', 2]]);
-    expect(sent.find((s) => s.body.userId === 'a')!.body.events.map((e: any) => e.clientEventTimestamp)).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.002Z', '2026-01-01T00:00:00.004Z']);
+    expect(sent.map((s) => [s.body.userId, s.body.events.length]).sort()).toEqual([
+      ['a', 3],
+      ['b', 2],
+    ]);
+    expect(sent.find((s) => s.body.userId === 'a')!.body.events.map((e: any) => e.clientEventTimestamp)).toEqual([
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-01T00:00:00.002Z',
+      '2026-01-01T00:00:00.004Z',
+    ]);
     expect(sent[0].headers['x-api-key']).toBe('k');
     expect(sent[0].body.projectId).toBe('p');
     expect(c.stats()).toMatchObject({ queued: 0, sent: 5, dropped: 0, failed: 0 });
@@ -64,7 +79,15 @@ describe('batching', () => {
 
   it('measures UTF-8 sizes as the service does', () => {
     for (const s of ['abc', 'é', '€', '😀', 'a\u0000b', '\ud800']) expect(utf8Bytes(s), s).toBe(Buffer.byteLength(s));
-    const items: QueuedItem[] = Array.from({ length: 5 }, (_, i) => ({ kind: 'event', userId: 'u', json: `{"i":${i}}`, bytes: 7, seq: i, attempts: 0, done: false }));
+    const items: QueuedItem[] = Array.from({ length: 5 }, (_, i) => ({
+      kind: 'event',
+      userId: 'u',
+      json: `{"i":${i}}`,
+      bytes: 7,
+      seq: i,
+      attempts: 0,
+      done: false,
+    }));
     const { batches } = takeBatches(items, 'p', { maxEvents: 2, maxBytes: 1000, maxBatches: 10 });
     for (const b of batches) expect(b.bytes).toBe(Buffer.byteLength(b.body));
   });
@@ -98,7 +121,13 @@ describe('retries', () => {
   });
 
   it('drops only the events a 400 names and sends the others again', async () => {
-    const { c, sent, errors } = client((s) => (s.body.events.some((e: any) => e.eventName === 'bad') ? error(400, 'INVALID_ARGUMENT', { details: [{ field: 'events[1].eventName', description: 'no' }] }) : ok()), { flushAt: 3 });
+    const { c, sent, errors } = client(
+      (s) =>
+        s.body.events.some((e: any) => e.eventName === 'bad')
+          ? error(400, 'INVALID_ARGUMENT', { details: [{ field: 'events[1].eventName', description: 'no' }] })
+          : ok(),
+      { flushAt: 3 },
+    );
     c.track(event('u', 1));
     c.track({ ...event('u', 2), eventName: 'bad' });
     c.track(event('u', 3));
@@ -132,9 +161,24 @@ describe('retries', () => {
   });
 
   it('retries an interaction only when the service certainly did not take it (429, 503, no connection)', async () => {
-    const answers: Reply[] = [error(503, 'UNAVAILABLE'), 'network-error', error(429, 'RESOURCE_EXHAUSTED', { retryAfter: '0' }), ok(), error(502, 'BAD_GATEWAY')];
+    const answers: Reply[] = [
+      error(503, 'UNAVAILABLE'),
+      'network-error',
+      error(429, 'RESOURCE_EXHAUSTED', { retryAfter: '0' }),
+      ok(),
+      error(502, 'BAD_GATEWAY'),
+    ];
     const { c, sent } = client((_s, n) => answers[n - 1] ?? ok(), { flushAt: 1, requestTimeoutMs: 50 });
-    const t = { treatmentId: 't1', treatmentTrackingId: 't1_r', surface: 's', rank: '1', treatmentType: 'x', treatmentContent: '{}', contentLanguageCode: 'en', userId: 'u' };
+    const t = {
+      treatmentId: 't1',
+      treatmentTrackingId: 't1_r',
+      surface: 's',
+      rank: '1',
+      treatmentType: 'x',
+      treatmentContent: '{}',
+      contentLanguageCode: 'en',
+      userId: 'u',
+    };
     c.viewed(t);
     await c.close(3000);
     expect(sent.map((s) => s.operation)).toEqual(['LogTreatmentInteraction', 'LogTreatmentInteraction', 'LogTreatmentInteraction', 'LogTreatmentInteraction']);
@@ -150,11 +194,14 @@ describe('memory bound, close and page exit', () => {
   it('keeps at most maxQueueSize items while the service is down, dropping the oldest, and counts them', async () => {
     let up = false;
     const accepted: Sent[] = [];
-    const { c, errors } = client((s) => {
-      if (!up) return 'network-error';
-      accepted.push(s);
-      return ok();
-    }, { flushAt: 10, maxQueueSize: 50 });
+    const { c, errors } = client(
+      (s) => {
+        if (!up) return 'network-error';
+        accepted.push(s);
+        return ok();
+      },
+      { flushAt: 10, maxQueueSize: 50 },
+    );
     const ids: string[] = [];
     for (let i = 0; i < 200; i++) {
       ids.push(c.track(event(`u${i % 3}`, i)));

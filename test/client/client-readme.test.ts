@@ -27,9 +27,19 @@ beforeAll(async () => {
   keys = await projectWithKeys(s, 'demo');
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: keys.management });
   await mgmt.insertSurface({ name: 'home_banner' });
-  await mgmt.insertTreatmentType({ treatmentTypeName: 'banner', lastModifiedBy: 'me', surfaces: [{ surfaceName: 'home_banner' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }] });
+  await mgmt.insertTreatmentType({
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    surfaces: [{ surfaceName: 'home_banner' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
+  });
   await mgmt.insertTreatment({
-    name: 'gold offer', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 'me', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+    name: 'gold offer',
+    description: 'd',
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
     content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
   });
   const made = await mgmt.getDataFields({
@@ -53,7 +63,22 @@ afterAll(async () => {
 function runExample(code: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const file = join(dir, `example-${Math.random().toString(36).slice(2)}.mts`);
   writeFileSync(file, code.replaceAll("'@tds/client/management'", `'${CLIENT}management.ts'`).replaceAll("'@tds/client'", `'${CLIENT}index.ts'`));
-  const tsc = ['--ignoreConfig', '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--types', 'node', '--skipLibCheck', '--allowImportingTsExtensions', file];
+  const tsc = [
+    '--ignoreConfig',
+    '--noEmit',
+    '--strict',
+    '--target',
+    'es2022',
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--types',
+    'node',
+    '--skipLibCheck',
+    '--allowImportingTsExtensions',
+    file,
+  ];
   execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, ...tsc], { cwd: ROOT, stdio: 'inherit' });
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -83,6 +108,8 @@ describe("the README's client examples", () => {
     const example = readmeBlocks('ts', 'docs/client.md', '## Management')[0];
     const r = await runExample(pointedAt(example, s.baseUrl), { MK: keys.management });
     expect(r.code, r.out).toBe(0);
-    expect((await s.post('/v1/GetAllSurfaces', { projectId: 'demo' }, { 'x-api-key': keys.management })).body.surfaces.map((x: any) => x.name)).toContain('checkout');
+    expect((await s.post('/v1/GetAllSurfaces', { projectId: 'demo' }, { 'x-api-key': keys.management })).body.surfaces.map((x: any) => x.name)).toContain(
+      'checkout',
+    );
   }, 60_000);
 });

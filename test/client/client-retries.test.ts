@@ -24,7 +24,11 @@ let keys: { projectId: string; management: string; delivery: string; logEvents: 
 const field: Record<string, string> = {};
 
 function startRedis(): ChildProcess {
-  return spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', redisDir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''], { stdio: 'ignore' });
+  return spawn(
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', redisDir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
+    { stdio: 'ignore' },
+  );
 }
 
 beforeAll(async () => {
@@ -37,7 +41,11 @@ beforeAll(async () => {
   keys = await projectWithKeys(s, 'limited');
   // the management key is limited too: its client waits out the 429s
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'limited', apiKey: keys.management, maxRetries: 20 });
-  const made = await mgmt.getDataFields({ dataFieldParams: ['signup', 'outage'].map((eventSchemaName) => ({ eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName: 'LAST_7D' as const } } })) });
+  const made = await mgmt.getDataFields({
+    dataFieldParams: ['signup', 'outage'].map((eventSchemaName) => ({
+      eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName: 'LAST_7D' as const } },
+    })),
+  });
   [field.signup, field.outage] = made.dataFields.map((f) => f.dataFieldId);
 }, 120_000);
 
@@ -46,16 +54,18 @@ afterAll(async () => {
   redis?.kill('SIGKILL');
 });
 
-const statuses = (into: number[]): FetchLike => async (url, init) => {
-  try {
-    const res = await fetch(url, init);
-    into.push(res.status);
-    return res;
-  } catch (err) {
-    into.push(0);
-    throw err;
-  }
-};
+const statuses =
+  (into: number[]): FetchLike =>
+  async (url, init) => {
+    try {
+      const res = await fetch(url, init);
+      into.push(res.status);
+      return res;
+    } catch (err) {
+      into.push(0);
+      throw err;
+    }
+  };
 
 async function countOf(userId: string, dataFieldId: string): Promise<unknown> {
   return (await s.admin('GetUserProfile', { projectId: 'limited', userId })).body.profile.dataFields[dataFieldId];
@@ -72,7 +82,16 @@ async function settle(users: string[], dataFieldId: string, expected: string): P
 describe('retries after the service refuses', () => {
   it('429 over the per-key limit: the client waits Retry-After and sends again until all are accepted, each once', async () => {
     const seen: number[] = [];
-    const c = new TdsClient({ baseUrl: s.baseUrl, projectId: 'limited', apiKey: keys.logEvents, fetch: statuses(seen), flushAt: 1, maxConcurrentRequests: 8, backoff: { initialDelayMs: 100, maxDelayMs: 2000 }, onError: () => undefined });
+    const c = new TdsClient({
+      baseUrl: s.baseUrl,
+      projectId: 'limited',
+      apiKey: keys.logEvents,
+      fetch: statuses(seen),
+      flushAt: 1,
+      maxConcurrentRequests: 8,
+      backoff: { initialDelayMs: 100, maxDelayMs: 2000 },
+      onError: () => undefined,
+    });
     const users = Array.from({ length: 12 }, (_, i) => `rate${i}`);
     // 12 users × 2 events: at least 12 requests at once against 2 a second (burst 4)
     for (const u of users) for (let k = 0; k < 2; k++) c.track({ userId: u, eventName: 'signup' });
@@ -85,7 +104,15 @@ describe('retries after the service refuses', () => {
 
   it('503 while Redis is down: the client backs off and sends again once it is back, each event once', async () => {
     const seen: number[] = [];
-    const c = new TdsClient({ baseUrl: s.baseUrl, projectId: 'limited', apiKey: keys.logEvents, fetch: statuses(seen), flushAt: 3, backoff: { initialDelayMs: 200, maxDelayMs: 1000 }, onError: () => undefined });
+    const c = new TdsClient({
+      baseUrl: s.baseUrl,
+      projectId: 'limited',
+      apiKey: keys.logEvents,
+      fetch: statuses(seen),
+      flushAt: 3,
+      backoff: { initialDelayMs: 200, maxDelayMs: 1000 },
+      onError: () => undefined,
+    });
     c.track({ userId: 'outage0', eventName: 'outage' });
     c.track({ userId: 'outage0', eventName: 'outage' });
     c.track({ userId: 'outage1', eventName: 'outage' });

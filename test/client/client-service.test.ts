@@ -26,7 +26,12 @@ beforeAll(async () => {
   mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'shop', apiKey: keys.management });
   // the README's catalogue, through the typed management client
   await mgmt.insertSurface({ name: 'home' });
-  await mgmt.insertTreatmentType({ treatmentTypeName: 'banner', lastModifiedBy: 'ci', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }] });
+  await mgmt.insertTreatmentType({
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'ci',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
+  });
   field.tier = (await mgmt.insertDataField({ name: 'tier', userProperty: { dataType: 'STRING' } })).dataField.dataFieldId;
   const counts = await mgmt.getDataFields({
     dataFieldParams: [
@@ -75,7 +80,10 @@ async function settlesAt(userId: string, dataFieldId: string, expected: string):
   await waitUntil(async () => (await profileValue(userId, dataFieldId)) === expected, 30_000, 100);
   const idle = async () => {
     const { eventsQueue, interactionsQueue } = s.ctx.ingestion.ingest;
-    const [e, i] = await Promise.all([eventsQueue.getJobCounts('waiting', 'active', 'delayed'), interactionsQueue.getJobCounts('waiting', 'active', 'delayed')]);
+    const [e, i] = await Promise.all([
+      eventsQueue.getJobCounts('waiting', 'active', 'delayed'),
+      interactionsQueue.getJobCounts('waiting', 'active', 'delayed'),
+    ]);
     return [...Object.values(e), ...Object.values(i)].every((n) => n === 0);
   };
   await waitUntil(idle, 30_000, 100);
@@ -86,7 +94,13 @@ describe('the client against the running service', () => {
   it('events reach the profile, GetTreatments answers with tracking ids, and interactions use them', async () => {
     const c = client();
     c.track({ userId: 'ann', eventName: 'purchase', userProperties: { tier: 'gold' } });
-    c.logEvents({ userId: 'ann', events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }, { eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] });
+    c.logEvents({
+      userId: 'ann',
+      events: [
+        { eventName: 'purchase', clientEventTimestamp: new Date().toISOString() },
+        { eventName: 'purchase', clientEventTimestamp: new Date().toISOString() },
+      ],
+    });
     await c.flush();
     expect(c.stats()).toMatchObject({ sent: 3, failed: 0, dropped: 0 });
     await settlesAt('ann', field.purchases, '3');
@@ -147,7 +161,10 @@ describe('the client against the running service', () => {
     expect(c.stats()).toMatchObject({ sent: 2800, failed: 0, dropped: 0 });
     expect(requests.every((r) => r.events <= 1000 && r.bytes <= 100_000)).toBe(true);
     // an overloaded service may refuse some (503 or 429): the client sends them again
-    expect(requests.every((r) => [200, 429, 503].includes(r.status)), JSON.stringify(requests.map((r) => r.status))).toBe(true);
+    expect(
+      requests.every((r) => [200, 429, 503].includes(r.status)),
+      JSON.stringify(requests.map((r) => r.status)),
+    ).toBe(true);
     expect(requests.filter((r) => r.status === 200).reduce((n, r) => n + r.events, 0)).toBe(2800);
     expect(requests.length).toBeGreaterThanOrEqual(30 + Math.ceil((2500 * 130) / 100_000));
     await settlesAt('dan', field.bulk, '2500');

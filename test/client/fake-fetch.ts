@@ -39,7 +39,11 @@ export function scriptedFetch(reply: (s: Sent, n: number) => Reply | Promise<Rep
       });
     }
     const headers = new Map(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-    return { status: r.status, headers: { get: (name: string) => headers.get(name.toLowerCase()) ?? null }, text: async () => (r.body === undefined ? '' : JSON.stringify(r.body)) };
+    return {
+      status: r.status,
+      headers: { get: (name: string) => headers.get(name.toLowerCase()) ?? null },
+      text: async () => (r.body === undefined ? '' : JSON.stringify(r.body)),
+    };
   };
   return { fetch, sent };
 }
@@ -52,7 +56,8 @@ export const error = (status: number, code: string, extra: { details?: { field: 
 });
 
 /** The insertIds of every LogEvents request sent, in order. */
-export const insertIdsOf = (sent: readonly Sent[]): string[] => sent.filter((s) => s.operation === 'LogEvents').flatMap((s) => s.body.events.map((e: any) => e.insertId));
+export const insertIdsOf = (sent: readonly Sent[]): string[] =>
+  sent.filter((s) => s.operation === 'LogEvents').flatMap((s) => s.body.events.map((e: any) => e.insertId));
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -39,7 +39,8 @@ export async function startServiceProxy(target: string, rule: ProxyRule = () => 
       const body = await bodyOf(req);
       if (what.delayMs) await new Promise((r) => setTimeout(r, what.delayMs));
       const headers: Record<string, string> = {};
-      for (const h of ['content-type', 'x-api-key', 'content-encoding', 'x-request-id']) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
+      for (const h of ['content-type', 'x-api-key', 'content-encoding', 'x-request-id'])
+        if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
       const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body: req.method === 'POST' ? new Uint8Array(body) : undefined });
       const text = await answer.text();
       if (what.loseAnswer) {

@@ -67,7 +67,10 @@ describe('on a Redis Cluster', () => {
     expect(JSON.stringify(await ok('GetAllTreatmentTypes', p.management, { projectId: p.projectId }))).toContain('card');
     const field = await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } });
     expect(field.dataField.dataFieldId).toBeTruthy();
-    const agg = await ok('GetDataFields', p.management, { projectId: p.projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+    const agg = await ok('GetDataFields', p.management, {
+      projectId: p.projectId,
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+    });
     expect(agg.dataFields).toHaveLength(1);
     // the backfill status reads the aggregations queue and the new-field stream (no worker here)
     const all = (await ok('GetAllDataFields', p.management, { projectId: p.projectId })).dataFields as { dataFieldId: string; backfillStatus: string }[];
@@ -125,8 +128,15 @@ describe('on a Redis Cluster', () => {
     beforeAll(async () => {
       p = await createProjectWithKeys(t);
       await ok('InsertSurface', p.management, { projectId: p.projectId, name: 'home' });
-      await ok('InsertTreatmentType', p.management, { projectId: p.projectId, treatmentTypeName: 'card', lastModifiedBy: 's', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-      const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
+      await ok('InsertTreatmentType', p.management, {
+        projectId: p.projectId,
+        treatmentTypeName: 'card',
+        lastModifiedBy: 's',
+        surfaces: [{ surfaceName: 'home' }],
+        contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+      });
+      const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField
+        .dataFieldId;
       await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'first_name', userProperty: { dataType: 'STRING' } });
       everyone = await insertTreatment();
       adultsOnly = await insertTreatment({ eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
@@ -142,7 +152,11 @@ describe('on a Redis Cluster', () => {
       const c = t.ctx.redis as unknown as Cluster;
       for (let i = 0; i < 30; i++) {
         const app = i % 2 === 0 ? t : other;
-        const r = await call(app, 'GetTreatments', p.delivery, { projectId: p.projectId, userId: `user-${i}`, surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
+        const r = await call(app, 'GetTreatments', p.delivery, {
+          projectId: p.projectId,
+          userId: `user-${i}`,
+          surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }],
+        });
         expect(r.status).toBe(200);
         const ids = r.body.userTreatments.map((u: { treatmentId: string }) => u.treatmentId).sort();
         expect(ids).toEqual(i % 2 === 0 ? [everyone, adultsOnly].sort() : [everyone]);
@@ -154,11 +168,19 @@ describe('on a Redis Cluster', () => {
     });
 
     it('sees a new treatment in the other process at once (invalidation over the cluster)', async () => {
-      const before = await call(other, 'GetTreatments', p.delivery, { projectId: p.projectId, userId: 'user-1', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
+      const before = await call(other, 'GetTreatments', p.delivery, {
+        projectId: p.projectId,
+        userId: 'user-1',
+        surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }],
+      });
       expect(before.body.userTreatments).toHaveLength(1);
       const added = await insertTreatment();
       await waitUntil(async () => {
-        const r = await call(other, 'GetTreatments', p.delivery, { projectId: p.projectId, userId: 'user-1', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
+        const r = await call(other, 'GetTreatments', p.delivery, {
+          projectId: p.projectId,
+          userId: 'user-1',
+          surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }],
+        });
         return r.body.userTreatments?.some((u: { treatmentId: string }) => u.treatmentId === added) === true;
       }, 10_000);
     });
@@ -169,12 +191,18 @@ describe('on a Redis Cluster', () => {
     const p = await createProjectWithKeys(t);
     const c = t.ctx.redis as unknown as Cluster;
     const queueSlot = Number(await c.call('CLUSTER', 'KEYSLOT', `{${t.ctx.config.redisPrefix}}:bull`));
-    const [, , [host, port]] = (await c.call('CLUSTER', 'SLOTS') as [number, number, [string, number]][]).find(([from, to]) => from <= queueSlot && queueSlot <= to)!;
+    const [, , [host, port]] = ((await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][]).find(
+      ([from, to]) => from <= queueSlot && queueSlot <= to,
+    )!;
     expect(host).toBe('127.0.0.1');
     await cluster.kill(port);
     // the primary stays dead: a request that waited for it would never answer (the producer
     // profile gives up after about a second; the deadline is generous for a loaded machine)
-    const r = await within(call(t, 'LogEvents', p.logEvents, { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] }), 20_000, 'LogEvents on a dead primary');
+    const r = await within(
+      call(t, 'LogEvents', p.logEvents, { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] }),
+      20_000,
+      'LogEvents on a dead primary',
+    );
     expect(r.status).toBe(503);
     expect(r.body.error).toMatchObject({ code: 503, status: 'UNAVAILABLE' });
   });

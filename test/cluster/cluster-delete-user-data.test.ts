@@ -48,7 +48,10 @@ describe('DeleteUserData on a Redis Cluster', () => {
     const p = await createProjectWithKeys(t);
     const users = Array.from({ length: 12 }, (_, i) => `user-${i}*{x}`);
     const { profiles } = t.ctx.profiles;
-    for (const u of users) await profiles.applyEvents(p.projectId, u, `job-${u}`, [{ dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] }]);
+    for (const u of users)
+      await profiles.applyEvents(p.projectId, u, `job-${u}`, [
+        { dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] },
+      ]);
     for (const u of users) expect((await userKeys(p.projectId, u)).length).toBe(3); // profile, job marker, insertId markers
 
     const victims = users.slice(0, 6);
@@ -80,7 +83,9 @@ describe('DeleteUserData on a Redis Cluster', () => {
     await profiles.claimAlias(p.projectId, temp, user);
     await profiles.mergeProfile(p.projectId, temp, user);
     await profiles.clearMerged(p.projectId, temp);
-    expect(await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, user))).not.toBe(await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, temp)));
+    expect(await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, user))).not.toBe(
+      await (t.ctx.redis as unknown as Cluster).cluster('KEYSLOT', keys.profile(p.projectId, temp)),
+    );
     expect((await profiles.get(p.projectId, user)).mergedFrom).toEqual([temp]);
     expect(await userKeys(p.projectId, temp)).not.toEqual([]);
 

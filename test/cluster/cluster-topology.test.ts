@@ -64,7 +64,13 @@ beforeAll(async () => {
   queue = new Queue(QUEUE.events, { connection: redis, prefix: bullPrefix(prefix, redis), skipVersionCheck: true });
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    const child = spawnService({ ...common, ROLE: 'api', PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: apiDirs[apiDirs.push(mkdtempSync(join(tmpdir(), 'tds-topo-api-'))) - 1] });
+    const child = spawnService({
+      ...common,
+      ROLE: 'api',
+      PORT: String(port),
+      ALT_PORT: String(await freePort()),
+      DATA_DIR: apiDirs[apiDirs.push(mkdtempSync(join(tmpdir(), 'tds-topo-api-'))) - 1],
+    });
     apis.push({ child, url: `http://127.0.0.1:${port}` });
   }
   scheduler = spawnService({ ...common, ROLE: 'scheduler', DATA_DIR: schedulerDir });
@@ -102,10 +108,23 @@ describe('Redis Cluster + ROLE=api ×2 + ROLE=workers + ROLE=scheduler', () => {
     const delivery = await key(0, ['DELIVERY']);
     const logEvents = await key(1, ['LOG_EVENTS']);
     const [countField] = (
-      await ok(callAt(0, 'GetDataFields', management, { projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_365D' } } }] }))
+      await ok(
+        callAt(0, 'GetDataFields', management, {
+          projectId,
+          dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_365D' } } }],
+        }),
+      )
     ).dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
     await ok(callAt(1, 'InsertSurface', management, { projectId, name: 'home' }));
-    await ok(callAt(0, 'InsertTreatmentType', management, { projectId, treatmentTypeName: 'card', lastModifiedBy: 's', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] }));
+    await ok(
+      callAt(0, 'InsertTreatmentType', management, {
+        projectId,
+        treatmentTypeName: 'card',
+        lastModifiedBy: 's',
+        surfaces: [{ surfaceName: 'home' }],
+        contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+      }),
+    );
     const treatment = async (i: number, name: string, extra: Record<string, unknown> = {}) =>
       (
         await ok(
@@ -135,7 +154,9 @@ describe('Redis Cluster + ROLE=api ×2 + ROLE=workers + ROLE=scheduler', () => {
 
     // ingestion through both API processes while no worker runs, so the backlog is there to crash into
     const base = Date.now() - 30 * 86_400_000;
-    const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ u, r, userId, events }) => retryUnavailable(() => callAt((u + r) % 2, 'LogEvents', logEvents, { projectId, userId, events })));
+    const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ u, r, userId, events }) =>
+      retryUnavailable(() => callAt((u + r) % 2, 'LogEvents', logEvents, { projectId, userId, events })),
+    );
     const answers = await Promise.all(sends);
     expect(answers.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
     const total = await pending();
@@ -176,7 +197,11 @@ describe('Redis Cluster + ROLE=api ×2 + ROLE=workers + ROLE=scheduler', () => {
     workers = undefined;
     const ch = createClickhouse({ dataDir: workersDir });
     try {
-      const rs = await ch.query({ query: 'SELECT count() AS n, uniqExact(user_id, dedup_key) AS u FROM events FINAL WHERE project_id = {p:String}', query_params: { p: projectId }, format: 'JSONEachRow' });
+      const rs = await ch.query({
+        query: 'SELECT count() AS n, uniqExact(user_id, dedup_key) AS u FROM events FINAL WHERE project_id = {p:String}',
+        query_params: { p: projectId },
+        format: 'JSONEachRow',
+      });
       const [row] = await rs.json<{ n: string; u: string }>();
       expect(Number(row.n)).toBe(USERS * PER_USER);
       expect(Number(row.u)).toBe(USERS * PER_USER);

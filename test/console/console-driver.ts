@@ -23,7 +23,16 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 export async function launchConsoleBrowser(): Promise<{ browser: Browser; page: Page }> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   // Every API call the console makes, counted, so that a page's load can be timed to the end of its calls.
@@ -83,7 +92,12 @@ export interface TimingReport {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function summary(loadMs: number[], inAppMs: number[]): PageTiming {
-  return { loadMs: Math.round(median(loadMs)), inAppMs: Math.round(median(inAppMs)), maxMs: Math.round(Math.max(...loadMs, ...inAppMs)), runs: { loadMs: loadMs.map(Math.round), inAppMs: inAppMs.map(Math.round) } };
+  return {
+    loadMs: Math.round(median(loadMs)),
+    inAppMs: Math.round(median(inAppMs)),
+    maxMs: Math.round(Math.max(...loadMs, ...inAppMs)),
+    runs: { loadMs: loadMs.map(Math.round), inAppMs: inAppMs.map(Math.round) },
+  };
 }
 
 /** What a test does with the console, as a user would: sign in, follow links, pick options. */
@@ -106,7 +120,8 @@ export class ConsoleDriver {
       violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[];
     };
     for (const v of result.violations) {
-      if (v.impact === 'serious' || v.impact === 'critical') this.a11y.push({ page: name, id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
+      if (v.impact === 'serious' || v.impact === 'critical')
+        this.a11y.push({ page: name, id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
     }
   }
 
@@ -153,7 +168,11 @@ export class ConsoleDriver {
   /** Selects the option of a labelled select whose text starts with `prefix`. */
   async selectByText(label: string, prefix: string): Promise<void> {
     const select = this.page.getByLabel(label, { exact: true });
-    const find = () => select.evaluate((el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value, prefix);
+    const find = () =>
+      select.evaluate(
+        (el, p) => [...(el as unknown as { options: { text: string; value: string }[] }).options].find((o) => o.text.startsWith(p))?.value,
+        prefix,
+      );
     // The options may still be loading.
     await expect.poll(find, { message: `an option of "${label}" starting with "${prefix}"`, timeout: 30_000 }).toBeTruthy();
     await select.selectOption((await find())!);
@@ -167,7 +186,12 @@ export class ConsoleDriver {
     const handle = await this.page.waitForFunction(
       (t) => {
         const w = window as unknown as { __calls?: { inFlight: number; done: number } };
-        const ready = document.querySelector('main h1')?.textContent === t && w.__calls !== undefined && w.__calls.done > 0 && w.__calls.inFlight === 0 && !document.querySelector('main .loading');
+        const ready =
+          document.querySelector('main h1')?.textContent === t &&
+          w.__calls !== undefined &&
+          w.__calls.done > 0 &&
+          w.__calls.inFlight === 0 &&
+          !document.querySelector('main .loading');
         return ready ? performance.now() : false;
       },
       title,

@@ -45,7 +45,8 @@ describe('the web console', { timeout: 240_000 }, () => {
   let logKey = '';
   let deliveryKey = '';
   const mgmt = (op: string, body: Record<string, unknown>) => api(`/v1/${op}`, { projectId: 'shop', ...body }, { 'x-api-key': managementKey });
-  const getTreatments = (userId: string) => api('/v1/GetTreatments', { projectId: 'shop', userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 1 }] }, { 'x-api-key': deliveryKey });
+  const getTreatments = (userId: string) =>
+    api('/v1/GetTreatments', { projectId: 'shop', userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 1 }] }, { 'x-api-key': deliveryKey });
 
   it('signs in with the admin token, creates a project and issues a key whose secret is shown once', async () => {
     await page.goto(`${s.baseUrl}/console/`);
@@ -177,9 +178,21 @@ describe('the web console', { timeout: 240_000 }, () => {
   it('shows in the user inspector which treatment a user gets, and why', async () => {
     logKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['LOG_EVENTS'] })).body.key as string;
     deliveryKey = (await adminApi('CreateApiKey', { projectId: 'shop', permissions: ['DELIVERY'] })).body.key as string;
-    const logged = await api('/v1/LogEvents', { projectId: 'shop', userId: 'u1', events: [{ eventName: 'app_open', clientEventTimestamp: new Date().toISOString(), userProperties: { plan: { stringValue: 'gold' } } }] }, { 'x-api-key': logKey });
+    const logged = await api(
+      '/v1/LogEvents',
+      {
+        projectId: 'shop',
+        userId: 'u1',
+        events: [{ eventName: 'app_open', clientEventTimestamp: new Date().toISOString(), userProperties: { plan: { stringValue: 'gold' } } }],
+      },
+      { 'x-api-key': logKey },
+    );
     expect(logged.status, JSON.stringify(logged.body)).toBe(200);
-    await waitUntil(async () => (await adminApi('GetUserProfile', { projectId: 'shop', userId: 'u1' })).body?.profile?.userProperties?.plan === 'gold', 120_000, 200);
+    await waitUntil(
+      async () => (await adminApi('GetUserProfile', { projectId: 'shop', userId: 'u1' })).body?.profile?.userProperties?.plan === 'gold',
+      120_000,
+      200,
+    );
     // A real delivery, so that the inspector has a decision to show.
     const delivered = await getTreatments('u1');
     expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
@@ -242,7 +255,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     expect(await groups.locator('tbody tr td').last().textContent()).toBe('Welcome back (LIVE)');
     const viewedRow = page.getByRole('row', { name: /VIEWED on home · daily count LAST_7D/ });
     await viewedRow.getByText('complete', { exact: true }).waitFor();
-    await page.getByRole('row', { name: /user property plan/ }).getByText('none needed', { exact: true }).waitFor();
+    await page
+      .getByRole('row', { name: /user property plan/ })
+      .getByText('none needed', { exact: true })
+      .waitFor();
     await ui.capture('12-catalogue-event-schemas');
 
     await ui.go('Treatments');
@@ -261,7 +277,9 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByText(`event purchase #${purchase.eventId}`).waitFor();
     const stored = (await mgmt('GetTreatment', { treatmentId })).body.treatment;
     expect(stored.holdoutPercentage).toBe(50);
-    const newestVersion = (stored.versions as { versionNumber: number; targetAction?: unknown }[]).reduce((a, b) => (b.versionNumber > a.versionNumber ? b : a));
+    const newestVersion = (stored.versions as { versionNumber: number; targetAction?: unknown }[]).reduce((a, b) =>
+      b.versionNumber > a.versionNumber ? b : a,
+    );
     expect(newestVersion.targetAction).toEqual({ eventId: purchase.eventId });
 
     // The holdout bucketing says who is held out: a few users of each group ask, some convert.
@@ -274,21 +292,41 @@ describe('the web console', { timeout: 240_000 }, () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect((r.body.userTreatments ?? []).length, u).toBe(treated.includes(u) ? 1 : 0);
       if (treated.includes(u)) {
-        const viewed = await api('/v1/LogTreatmentInteraction', { projectId: 'shop', userId: u, treatmentId, treatmentTrackingId: r.body.userTreatments[0].treatmentTrackingId, surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) }, { 'x-api-key': deliveryKey });
+        const viewed = await api(
+          '/v1/LogTreatmentInteraction',
+          {
+            projectId: 'shop',
+            userId: u,
+            treatmentId,
+            treatmentTrackingId: r.body.userTreatments[0].treatmentTrackingId,
+            surface: 'home',
+            interactionType: 'VIEWED',
+            interactionTimeMicros: String(Date.now() * 1000),
+          },
+          { 'x-api-key': deliveryKey },
+        );
         expect(viewed.status, JSON.stringify(viewed.body)).toBe(200);
       }
     }
     await waitUntil(async () => ((await mgmt('ListDecisions', { userId: holdout[3] })).body.decisions ?? []).length > 0, 120_000, 200);
     for (const u of [...treated.slice(0, 3), holdout[0]]) {
-      const r = await api('/v1/LogEvents', { projectId: 'shop', userId: u, events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] }, { 'x-api-key': logKey });
+      const r = await api(
+        '/v1/LogEvents',
+        { projectId: 'shop', userId: u, events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] },
+        { 'x-api-key': logKey },
+      );
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     const report = async () => (await mgmt('GetTreatmentReport', { treatmentId })).body.report;
-    await waitUntil(async () => {
-      const r = await report();
-      const conversions = (r?.groups ?? []).reduce((n: number, g: { conversions?: number }) => n + (g.conversions ?? 0), 0);
-      return conversions >= 4 && r.groups.find((g: { group: string }) => g.group === 'HOLDOUT')?.users >= 4;
-    }, 120_000, 300);
+    await waitUntil(
+      async () => {
+        const r = await report();
+        const conversions = (r?.groups ?? []).reduce((n: number, g: { conversions?: number }) => n + (g.conversions ?? 0), 0);
+        return conversions >= 4 && r.groups.find((g: { group: string }) => g.group === 'HOLDOUT')?.users >= 4;
+      },
+      120_000,
+      300,
+    );
     const final = await report();
 
     await ui.go('Reports');
@@ -341,7 +379,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     await ui.signIn('admin', ADMIN_TOKEN, 'shop', 'Ada Admin');
     await page.getByRole('heading', { name: 'Project shop' }).waitFor();
     await page.getByRole('button', { name: `Revoke key ${managementKeyId}` }).click();
-    await page.getByRole('row', { name: new RegExp(managementKeyId) }).getByText(/^revoked/).waitFor();
+    await page
+      .getByRole('row', { name: new RegExp(managementKeyId) })
+      .getByText(/^revoked/)
+      .waitFor();
     const refused = await api('/v1/GetAllSurfaces', { projectId: 'shop' }, { 'x-api-key': managementKey });
     expect(refused.status).toBe(401);
 
@@ -363,7 +404,8 @@ describe('the web console', { timeout: 240_000 }, () => {
     // the session, and revokes at sign-out.
     await ui.go('Catalogue');
     await page.getByRole('list', { name: 'Surfaces' }).getByText('home').waitFor();
-    const sessionKeys = async () => ((await adminApi('ListApiKeys', { projectId: 'shop' })).body.apiKeys as any[]).filter((k) => k.description === 'web console session of Ada Admin');
+    const sessionKeys = async () =>
+      ((await adminApi('ListApiKeys', { projectId: 'shop' })).body.apiKeys as any[]).filter((k) => k.description === 'web console session of Ada Admin');
     const issued = await sessionKeys();
     expect(issued).toHaveLength(1); // the page's parallel calls share one key
     expect(issued[0].revokeTime).toBeUndefined();
@@ -383,7 +425,10 @@ describe('the web console', { timeout: 240_000 }, () => {
     await page.getByRole('heading', { name: 'Project shop' }).waitFor();
     const report = await ui.timePages(TIMING_RUNS);
     writeFileSync(join(ARTIFACTS, 'timings.json'), `${JSON.stringify(report, null, 2)}\n`);
-    console.log(`console page timings (ms, median of ${TIMING_RUNS}):`, JSON.stringify(report.pages, (k, v) => (k === 'runs' ? undefined : v)));
+    console.log(
+      `console page timings (ms, median of ${TIMING_RUNS}):`,
+      JSON.stringify(report.pages, (k, v) => (k === 'runs' ? undefined : v)),
+    );
     for (const t of Object.values(report.pages)) expect([...t.runs.loadMs, ...t.runs.inAppMs].every((ms) => Number.isFinite(ms) && ms >= 0)).toBe(true);
   });
 

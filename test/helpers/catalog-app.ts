@@ -14,7 +14,8 @@ export async function startCatalogApp(): Promise<{ t: TestApp; p: ProjectKeys; o
 }
 
 /** A management call on `p`'s project. */
-export const managementCall = (t: TestApp, p: ProjectKeys, operation: string, body: Record<string, unknown>) => call(t, operation, p.management, { projectId: p.projectId, ...body });
+export const managementCall = (t: TestApp, p: ProjectKeys, operation: string, body: Record<string, unknown>) =>
+  call(t, operation, p.management, { projectId: p.projectId, ...body });
 
 export function expectError(r: { status: number; body: any }, status: number, code: string, field?: string): void {
   expect(r.status, JSON.stringify(r.body)).toBe(status);
@@ -23,13 +24,21 @@ export function expectError(r: { status: number; body: any }, status: number, co
   if (field) expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
 }
 
-export const fields = [{ fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true }, { fieldName: 'link', maximumLengthAllowed: 200 }];
+export const fields = [
+  { fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true },
+  { fieldName: 'link', maximumLengthAllowed: 200 },
+];
 
 let typeCounter = 0;
 /** Inserts a treatment type of a fresh name in `p`'s project. */
 export async function insertType(t: TestApp, p: ProjectKeys, extra: Record<string, unknown> = {}) {
   typeCounter += 1;
-  const r = await managementCall(t, p, 'InsertTreatmentType', { treatmentTypeName: `type-${typeCounter}`, contentFieldTypes: fields, lastModifiedBy: 'alice', ...extra });
+  const r = await managementCall(t, p, 'InsertTreatmentType', {
+    treatmentTypeName: `type-${typeCounter}`,
+    contentFieldTypes: fields,
+    lastModifiedBy: 'alice',
+    ...extra,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.treatmentType;
 }

@@ -27,7 +27,13 @@ export function fastestMs(fn: () => void, runs = 5): number {
 export function growth<T>(make: (n: number) => T, run: (input: T) => void, small: number, large: number): number {
   const a = make(small);
   const b = make(large);
-  return fastestMs(() => run(b)) / Math.max(fastestMs(() => run(a)), 0.01);
+  return (
+    fastestMs(() => run(b)) /
+    Math.max(
+      fastestMs(() => run(a)),
+      0.01,
+    )
+  );
 }
 
 /**
@@ -38,7 +44,10 @@ export function costGrowth<T>(make: (n: number) => T, run: (input: T) => void, s
   const a = make(small);
   const b = make(large);
   const times = Math.round(large / small);
-  return fastestMs(() => run(b)) / fastestMs(() => {
-    for (let i = 0; i < times; i++) run(a);
-  });
+  return (
+    fastestMs(() => run(b)) /
+    fastestMs(() => {
+      for (let i = 0; i < times; i++) run(a);
+    })
+  );
 }

@@ -26,7 +26,15 @@ export function uniquePrefix(label = 't'): string {
 export const UNLIMITED = { RATE_LIMIT_PER_KEY: '10000000', RATE_LIMIT_UNAUTHENTICATED: '1000000', OVERLOAD_MAX_LAG_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0' };
 
 export function testConfig(overrides: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ REDIS_PREFIX: uniquePrefix(), ADMIN_TOKEN, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...UNLIMITED, ...overrides });
+  return loadConfig({
+    REDIS_PREFIX: uniquePrefix(),
+    ADMIN_TOKEN,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    AUTO_START_REDIS: 'false',
+    OPS_PORT: '0',
+    ...UNLIMITED,
+    ...overrides,
+  });
 }
 
 export interface TestApp {
@@ -41,7 +49,12 @@ export interface TestApp {
 /** Builds both listeners' apps (inject-only, no sockets) against the real Redis. */
 export async function createTestApp(overrides: Record<string, string> = {}, opts: { fixedNow?: number } = {}): Promise<TestApp> {
   const config = testConfig(overrides);
-  const clock = { now: opts.fixedNow ?? Date.now(), set(ms: number) { this.now = ms; } };
+  const clock = {
+    now: opts.fixedNow ?? Date.now(),
+    set(ms: number) {
+      this.now = ms;
+    },
+  };
   const useReal = opts.fixedNow === undefined;
   const api = openApiServices(config, createLogger(config.logLevel), { now: () => (useReal ? Date.now() : clock.now) });
   const ctx = api.services;
@@ -116,12 +129,23 @@ export function callOk(t: TestApp, operation: string, key: string | undefined, b
 }
 
 export async function admin(t: TestApp, operation: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await t.app.inject({ method: 'POST', url: `/admin/v1/${operation}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as object });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: `/admin/v1/${operation}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: body as object,
+  });
   return { status: res.statusCode, body: res.json() };
 }
 
 /** POST /v1/<operation> with `x-api-key`; `app` defaults to the base listener. */
-export async function call(t: TestApp, operation: string, key: string | undefined, body: unknown, app?: FastifyInstance): Promise<{ status: number; body: any }> {
+export async function call(
+  t: TestApp,
+  operation: string,
+  key: string | undefined,
+  body: unknown,
+  app?: FastifyInstance,
+): Promise<{ status: number; body: any }> {
   const res = await (app ?? t.app).inject({ method: 'POST', url: `/v1/${operation}`, headers: key ? { 'x-api-key': key } : {}, payload: body as object });
   return { status: res.statusCode, body: res.json() };
 }
@@ -134,7 +158,11 @@ export interface ProjectKeys {
 }
 
 /** Creates a project with one key per permission. */
-export async function createProjectWithKeys(t: TestApp, projectId = `p${randomBytes(3).toString('hex')}`, deliveryEndpoint: 'BASE' | 'ALT' = 'BASE'): Promise<ProjectKeys> {
+export async function createProjectWithKeys(
+  t: TestApp,
+  projectId = `p${randomBytes(3).toString('hex')}`,
+  deliveryEndpoint: 'BASE' | 'ALT' = 'BASE',
+): Promise<ProjectKeys> {
   const p = await admin(t, 'CreateProject', { projectId, deliveryEndpoint });
   if (p.status !== 200) throw new Error(`CreateProject failed: ${JSON.stringify(p.body)}`);
   const key = async (permissions: Permission[]) => {

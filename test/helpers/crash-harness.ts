@@ -43,7 +43,15 @@ export async function startCrashHarness(label: string, opts: { cluster?: boolean
   const dataDir = mkdtempSync(join(tmpdir(), `tds-${label}-`));
   const cluster = opts.cluster ? await startRedisCluster() : undefined;
   const redis: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : {};
-  const childEnv = { ...redis, REDIS_PREFIX: prefix, DATA_DIR: dataDir, ROLE: 'workers', WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '16', AUTO_START_REDIS: 'false' };
+  const childEnv = {
+    ...redis,
+    REDIS_PREFIX: prefix,
+    DATA_DIR: dataDir,
+    ROLE: 'workers',
+    WORKER_LOCK_MS: '2000',
+    WORKER_CONCURRENCY: '16',
+    AUTO_START_REDIS: 'false',
+  };
   const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix, ...opts.apiEnv });
   let child: ChildService | undefined;
 

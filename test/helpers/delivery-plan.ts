@@ -37,7 +37,10 @@ export const PLAIN = type('3', 'plain', ['home'], false);
 
 export function content(titles: Record<string, string> = { en: 'Hello' }, link = 'https://x/1'): Content {
   return {
-    contentByLanguage: Object.entries(titles).map(([languageCode, title]) => ({ languageCode: { languageCode }, contentFields: [{ fieldName: 'title', stringValue: title }] })),
+    contentByLanguage: Object.entries(titles).map(([languageCode, title]) => ({
+      languageCode: { languageCode },
+      contentFields: [{ fieldName: 'title', stringValue: title }],
+    })),
     languageAgnosticContentFields: [{ fieldName: 'link', stringValue: link }],
   };
 }
@@ -57,7 +60,11 @@ export function version(v: Partial<TreatmentVersionRecord> = {}): TreatmentVersi
   };
 }
 
-export function treatment(id: string, typeId = '1', opts: { paused?: boolean; group?: string; versions?: Partial<TreatmentVersionRecord>[] } = {}): TreatmentRecord {
+export function treatment(
+  id: string,
+  typeId = '1',
+  opts: { paused?: boolean; group?: string; versions?: Partial<TreatmentVersionRecord>[] } = {},
+): TreatmentRecord {
   return {
     treatmentId: id,
     projectId: PROJECT,
@@ -80,7 +87,12 @@ export const FIELDS: DataFieldRecord[] = [
   { dataFieldId: '12', projectId: PROJECT, name: 'vip', dataFieldType: 'BOOLEAN', createTime: iso(NOW) },
 ];
 
-export function rule(dataFieldId: string, condition: EligibilityRule['condition'], rhsValue: string, dataMissingBehaviour: EligibilityRule['dataMissingBehaviour'] = 'EVALUATE_TO_INELIGIBLE'): EligibilityRule {
+export function rule(
+  dataFieldId: string,
+  condition: EligibilityRule['condition'],
+  rhsValue: string,
+  dataMissingBehaviour: EligibilityRule['dataMissingBehaviour'] = 'EVALUATE_TO_INELIGIBLE',
+): EligibilityRule {
   return { dataFieldId, condition, rhsValue, dataMissingBehaviour };
 }
 
@@ -112,7 +124,13 @@ export function explain(p: CatalogPlan, r: Partial<DeliveryRequest> = {}, opts: 
   return selectTreatments(p, request(r), opts.profile ?? NO_PROFILE, opts.ranking ?? fixed(), opts.now ?? NOW, 'resp1', { explain: true }).explanation!;
 }
 
-export function explained(p: CatalogPlan, surface: string, treatmentId: string, r: Partial<DeliveryRequest> = {}, opts: Parameters<typeof explain>[2] = {}): TreatmentExplanation {
+export function explained(
+  p: CatalogPlan,
+  surface: string,
+  treatmentId: string,
+  r: Partial<DeliveryRequest> = {},
+  opts: Parameters<typeof explain>[2] = {},
+): TreatmentExplanation {
   const e = explain(p, r, opts).surfaces.find((s) => s.surface === surface)!;
   return e.treatments.find((t) => t.treatmentId === treatmentId)!;
 }

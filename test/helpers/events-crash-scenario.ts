@@ -46,7 +46,9 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   const [countField, firstField] = fields.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
 
   const base = Date.now() - 30 * 86_400_000;
-  const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ userId, events }) => retryUnavailable(() => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events })));
+  const sends = [...overlappingRequests(USERS, REQUESTS_PER_USER, EVENTS_PER_REQUEST, base)].map(({ userId, events }) =>
+    retryUnavailable(() => call(t, 'LogEvents', keys.logEvents, { projectId, userId, events })),
+  );
   const answers = await Promise.all(sends);
   expect(answers.every((a) => a.status === 200)).toBe(true);
   const pending = pendingJobs(t.ctx.ingestion.ingest.eventsQueue);
@@ -62,7 +64,10 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
 
   // Distinct events: per user, the first request has 20 and each later one 19 new ones.
   const perUser = EVENTS_PER_REQUEST + (REQUESTS_PER_USER - 1) * (EVENTS_PER_REQUEST - 1);
-  const [row] = await h.warehouseRows<{ n: string; u: string }>('SELECT count() AS n, uniqExact(user_id, dedup_key) AS u FROM events FINAL WHERE project_id = {p:String}', { p: projectId });
+  const [row] = await h.warehouseRows<{ n: string; u: string }>(
+    'SELECT count() AS n, uniqExact(user_id, dedup_key) AS u FROM events FINAL WHERE project_id = {p:String}',
+    { p: projectId },
+  );
   expect(Number(row.n)).toBe(USERS * perUser);
   expect(Number(row.u)).toBe(USERS * perUser);
   for (let u = 0; u < USERS; u++) {

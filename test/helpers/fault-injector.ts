@@ -7,9 +7,10 @@
  */
 const kind = process.env.TDS_TEST_FAULT;
 const raise = () => {
-  if (kind === 'exception') setImmediate(() => {
-    throw new Error('injected fault (exception)');
-  });
+  if (kind === 'exception')
+    setImmediate(() => {
+      throw new Error('injected fault (exception)');
+    });
   else if (kind === 'rejection') void Promise.reject(new Error('injected fault (rejection)'));
 };
 if (kind) {

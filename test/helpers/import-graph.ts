@@ -43,7 +43,10 @@ const IMPORT = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:([^'";]*?)\s+from\s+)?
 function onlyTypeNames(clause: string | undefined): boolean {
   const braces = clause?.trim().match(/^\{([^}]*)\}$/);
   if (!braces) return false;
-  const names = braces[1].split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const names = braces[1]
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   return names.length > 0 && names.every((n) => n.startsWith('type '));
 }
 

@@ -18,7 +18,10 @@ export async function mergesSurviveWorkerKills(h: CrashHarness): Promise<void> {
   const { t } = h;
   const keys = await createProjectWithKeys(t);
   const { projectId } = keys;
-  const fields = await call(t, 'GetDataFields', keys.management, { projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_365D' } } }] });
+  const fields = await call(t, 'GetDataFields', keys.management, {
+    projectId,
+    dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_365D' } } }],
+  });
   const countField: string = fields.body.dataFields[0].dataFieldId;
 
   const base = Date.now() - 2 * 86_400_000;
@@ -57,7 +60,11 @@ export async function mergesSurviveWorkerKills(h: CrashHarness): Promise<void> {
     const values = await t.ctx.aggregation.dataFieldValues(projectId, p);
     expect(values[countField]).toBe(String(perUser));
     // last write wins by timestamp across both histories
-    expect(p.userProperties).toMatchObject({ t_last: { longValue: String(REQUESTS - 1) }, u_last: { longValue: String(REQUESTS - 1) }, shared: { stringValue: `u${REQUESTS - 1}` } });
+    expect(p.userProperties).toMatchObject({
+      t_last: { longValue: String(REQUESTS - 1) },
+      u_last: { longValue: String(REQUESTS - 1) },
+      shared: { stringValue: `u${REQUESTS - 1}` },
+    });
     const alias = await t.ctx.profiles.profiles.get(projectId, `anon-${u}`);
     expect(alias.mergedInto).toBe(`user-${u}`);
     expect(await t.ctx.aggregation.dataFieldValues(projectId, alias)).toEqual(values);

@@ -51,7 +51,26 @@ export async function startPrivateRedis(opts: { appendfsync?: 'always' | 'everys
   };
   const start = async () => {
     await kill();
-    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', opts.appendfsync ?? 'always', '--save', '', '--logfile', 'redis.log'], { stdio: 'ignore' });
+    proc = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        opts.appendfsync ?? 'always',
+        '--save',
+        '',
+        '--logfile',
+        'redis.log',
+      ],
+      { stdio: 'ignore' },
+    );
     const end = Date.now() + 20_000;
     while (!answers()) {
       if (Date.now() > end || !running()) throw new Error(`redis-server on ${port} did not start`);

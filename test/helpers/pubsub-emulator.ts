@@ -92,11 +92,11 @@ export async function startPubSubEmulator(options: PubSubEmulatorOptions = {}): 
 
 function spawnEmulator(host: string, projectId: string, dataDir: string): ChildProcess {
   // detached: a new process group, so stop() reaches the JVM the Python wrapper starts.
-  return spawn(
-    'gcloud',
-    ['beta', 'emulators', 'pubsub', 'start', `--host-port=${host}`, `--project=${projectId}`, `--data-dir=${dataDir}`],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CLOUDSDK_CORE_DISABLE_PROMPTS: '1' } },
-  );
+  return spawn('gcloud', ['beta', 'emulators', 'pubsub', 'start', `--host-port=${host}`, `--project=${projectId}`, `--data-dir=${dataDir}`], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CLOUDSDK_CORE_DISABLE_PROMPTS: '1' },
+  });
 }
 
 /** Keeps the last few KB of the emulator's output for the error message. */

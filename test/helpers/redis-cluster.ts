@@ -55,13 +55,35 @@ export async function startRedisCluster(primaries = 3): Promise<TestRedisCluster
       ports.push(port);
       const proc = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', `redis-${port}.log`],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '5000',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--logfile',
+          `redis-${port}.log`,
+        ],
         { stdio: 'ignore' },
       );
       procs.push(proc);
     }
     for (const port of ports) await until(() => cli(port, 'ping').includes('PONG'), 20_000, `redis-server on ${port} did not start`);
-    const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
+    const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
     for (const port of ports) await until(() => cli(port, 'cluster', 'info').includes('cluster_state:ok'), 60_000, `cluster not ok on ${port}`);
     const kill = async (port: number) => {

@@ -16,11 +16,7 @@ export const ints = (...value: bigint[]): RuleValue => ({ kind: 'integer_list', 
 export const dbls = (...value: number[]): RuleValue => ({ kind: 'double_list', value });
 export const strs = (...value: string[]): RuleValue => ({ kind: 'string_list', value });
 
-export function rule(
-  condition: Condition,
-  rhsValue: string,
-  dataMissingBehaviour: DataMissingBehaviour = 'EVALUATE_TO_INELIGIBLE',
-): EligibilityRule {
+export function rule(condition: Condition, rhsValue: string, dataMissingBehaviour: DataMissingBehaviour = 'EVALUATE_TO_INELIGIBLE'): EligibilityRule {
   return { dataFieldId: '1', condition, rhsValue, dataMissingBehaviour };
 }
 

@@ -68,7 +68,10 @@ export async function startTestService(overrides: Record<string, string> = {}): 
 }
 
 /** Creates a project and one key per permission through the admin API. */
-export async function projectWithKeys(s: TestService, projectId: string): Promise<{ projectId: string; management: string; delivery: string; logEvents: string }> {
+export async function projectWithKeys(
+  s: TestService,
+  projectId: string,
+): Promise<{ projectId: string; management: string; delivery: string; logEvents: string }> {
   const p = await s.admin('CreateProject', { projectId });
   if (p.status !== 200) throw new Error(JSON.stringify(p.body));
   const key = async (permissions: string[]) => (await s.admin('CreateApiKey', { projectId, permissions })).body.key as string;

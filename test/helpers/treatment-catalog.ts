@@ -86,10 +86,15 @@ export function useTreatmentApp() {
       surfaces: [{ surfaceName: 'banner' }],
       contentFieldTypes: [{ fieldName: 'subject', maximumLengthAllowed: 50, isPerLanguage: true }],
     });
-    const field = async (name: string, dataType: string) => (await ok('InsertDataField', m, { projectId: p.projectId, name, userProperty: { dataType } })).dataField.dataFieldId as string;
+    const field = async (name: string, dataType: string) =>
+      (await ok('InsertDataField', m, { projectId: p.projectId, name, userProperty: { dataType } })).dataField.dataFieldId as string;
     // a target action names an event schema of the project
     const purchase = (await ok('InsertEventSchema', m, { projectId: p.projectId, eventName: 'purchase' })).eventSchema.eventId as string;
-    return { ...p, purchaseEventId: purchase, dataFields: { age: await field('age', 'INTEGER'), vip: await field('vip', 'BOOLEAN'), country: await field('country', 'STRING') } };
+    return {
+      ...p,
+      purchaseEventId: purchase,
+      dataFields: { age: await field('age', 'INTEGER'), vip: await field('vip', 'BOOLEAN'), country: await field('country', 'STRING') },
+    };
   };
 
   return {
@@ -98,9 +103,13 @@ export function useTreatmentApp() {
     send,
     ok,
     setupCatalog,
-    insert: async (p: ProjectKeys, overrides: Record<string, unknown> = {}): Promise<any> => (await ok('InsertTreatment', p.management, insertBody(p, overrides))).treatment,
-    update: async (p: ProjectKeys, body: Record<string, unknown>): Promise<any> => (await ok('UpdateTreatment', p.management, { projectId: p.projectId, lastModifiedBy: 'bob', ...body })).treatment,
-    get: async (p: ProjectKeys, treatmentId: string): Promise<any> => (await ok('GetTreatment', p.management, { projectId: p.projectId, treatmentId })).treatment,
-    getAll: async (p: ProjectKeys, body: Record<string, unknown> = {}): Promise<any[]> => (await ok('GetAllTreatments', p.management, { projectId: p.projectId, ...body })).treatments,
+    insert: async (p: ProjectKeys, overrides: Record<string, unknown> = {}): Promise<any> =>
+      (await ok('InsertTreatment', p.management, insertBody(p, overrides))).treatment,
+    update: async (p: ProjectKeys, body: Record<string, unknown>): Promise<any> =>
+      (await ok('UpdateTreatment', p.management, { projectId: p.projectId, lastModifiedBy: 'bob', ...body })).treatment,
+    get: async (p: ProjectKeys, treatmentId: string): Promise<any> =>
+      (await ok('GetTreatment', p.management, { projectId: p.projectId, treatmentId })).treatment,
+    getAll: async (p: ProjectKeys, body: Record<string, unknown> = {}): Promise<any[]> =>
+      (await ok('GetAllTreatments', p.management, { projectId: p.projectId, ...body })).treatments,
   };
 }

@@ -97,7 +97,13 @@ describe('UpdateProject, GetProject, ListProjects', () => {
     const ids = r.body.projects.map((p: any) => p.projectId);
     expect(ids).toEqual([...ids].sort());
     expect(ids).toEqual(expect.arrayContaining([a, b]));
-    expect(r.body.projects.find((p: any) => p.projectId === a)).toEqual({ projectId: a, displayName: a, deliveryEndpoint: 'BASE', createTime: expect.stringMatching(RFC3339_UTC), globalHoldoutPercentage: 0 });
+    expect(r.body.projects.find((p: any) => p.projectId === a)).toEqual({
+      projectId: a,
+      displayName: a,
+      deliveryEndpoint: 'BASE',
+      createTime: expect.stringMatching(RFC3339_UTC),
+      globalHoldoutPercentage: 0,
+    });
   });
 });
 
@@ -128,15 +134,16 @@ describe('API keys', () => {
     expect(a.body.apiKey.description).toBe('');
   });
 
-  it.each([['LOG_EVENTS', 'DELIVERY'], ['TREATMENT_MANAGEMENT', 'LOG_EVENTS'], ['DELIVERY', 'LOG_EVENTS', 'TREATMENT_MANAGEMENT']])(
-    'refuses LOG_EVENTS combined with another permission: %j → 400 on permissions',
-    async (...permissions) => {
-      const r = await admin(t, 'CreateApiKey', { projectId, permissions });
-      expect(r.status).toBe(400);
-      expectD4(r.body, 400, 'INVALID_ARGUMENT');
-      expect(r.body.error.details[0].field).toBe('permissions');
-    },
-  );
+  it.each([
+    ['LOG_EVENTS', 'DELIVERY'],
+    ['TREATMENT_MANAGEMENT', 'LOG_EVENTS'],
+    ['DELIVERY', 'LOG_EVENTS', 'TREATMENT_MANAGEMENT'],
+  ])('refuses LOG_EVENTS combined with another permission: %j → 400 on permissions', async (...permissions) => {
+    const r = await admin(t, 'CreateApiKey', { projectId, permissions });
+    expect(r.status).toBe(400);
+    expectD4(r.body, 400, 'INVALID_ARGUMENT');
+    expect(r.body.error.details[0].field).toBe('permissions');
+  });
 
   it.each([[[]], [['ADMIN']], [['DELIVERY', 'DELIVERY']]])('refuses permissions %j with 400', async (permissions) => {
     const r = await admin(t, 'CreateApiKey', { projectId, permissions });
@@ -214,7 +221,13 @@ describe('ListChanges', () => {
     const ops = r.body.changes.map((c: any) => c.operation);
     expect(ops).toEqual(['RevokeApiKey', 'CreateApiKey', 'UpdateProject', 'UpdateProject', 'UpdateProject', 'CreateProject']);
     const [revoke, create, upd3, , , created] = r.body.changes;
-    expect(upd3).toMatchObject({ actor: 'admin-api', resourceKind: 'project', resourceId: projectId, before: { displayName: 'v2' }, after: { displayName: 'v3' } });
+    expect(upd3).toMatchObject({
+      actor: 'admin-api',
+      resourceKind: 'project',
+      resourceId: projectId,
+      before: { displayName: 'v2' },
+      after: { displayName: 'v3' },
+    });
     expect(created.before).toBeNull();
     expect(created.after).toMatchObject({ projectId, displayName: 'v0' });
     expect(create).toMatchObject({ resourceKind: 'apiKey', resourceId: keyId, before: null });

@@ -21,9 +21,14 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const { LOG_LEVEL: _l, ADMIN_TOKEN: _a, ...base } = process.env;
   return new Promise((done) => {
-    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_URL: t.ctx.config.redisUrl, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 45_000 }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      TSX,
+      ['api/cli/admin-cli.ts', ...args],
+      { cwd: ROOT, env: { ...base, REDIS_URL: t.ctx.config.redisUrl, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false', ...env }, timeout: 45_000 },
+      (err, stdout, stderr) => {
+        done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -52,7 +57,9 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     const r = await cli(['create-project', '--project-id', projectId, '--display-name', 'CLI shop']);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ project: { projectId, displayName: 'CLI shop', deliveryEndpoint: 'BASE', createTime: expect.any(String), globalHoldoutPercentage: 0 } });
+    expect(JSON.parse(r.stdout)).toEqual({
+      project: { projectId, displayName: 'CLI shop', deliveryEndpoint: 'BASE', createTime: expect.any(String), globalHoldoutPercentage: 0 },
+    });
     expect(await t.ctx.projects.projects.get(projectId)).toMatchObject({ displayName: 'CLI shop' });
   });
 
@@ -153,5 +160,3 @@ describe('npm run admin', { timeout: 90_000 }, () => {
     }
   });
 });
-
-

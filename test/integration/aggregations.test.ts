@@ -30,7 +30,9 @@ async function dataFieldIds(...params: object[]): Promise<string[]> {
   return body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
 }
 
-const countOf = (eventSchemaName: string, windowName: string, extra: object = {}) => ({ eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName }, ...extra } });
+const countOf = (eventSchemaName: string, windowName: string, extra: object = {}) => ({
+  eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName }, ...extra },
+});
 const eventAgg = (eventSchemaName: string, aggregation: string) => ({ eventDataFieldParams: { eventSchemaName, [aggregation]: {} } });
 
 function logEvents(userId: string, events: object[]) {
@@ -194,9 +196,22 @@ describe('recompute runs', () => {
     const { ctx } = s;
     const checkpoints: RecomputeCursor[] = [];
     const result = await recomputeDataFields(
-      { warehouse: s.clickhouse, redis: ctx.redis, keys: ctx.keys, dataFields: ctx.aggregation.dataFields, deletions: ctx.profiles.userDeletions, log: ctx.log, now: ctx.now },
+      {
+        warehouse: s.clickhouse,
+        redis: ctx.redis,
+        keys: ctx.keys,
+        dataFields: ctx.aggregation.dataFields,
+        deletions: ctx.profiles.userDeletions,
+        log: ctx.log,
+        now: ctx.now,
+      },
       { projectId: keys.projectId },
-      { resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 }, pageUsers: 1, batchUsers: 1, onCheckpoint: async (c) => void checkpoints.push(c) },
+      {
+        resumeFrom: { dataFieldIds: [id], fieldIndex: 0, afterUserId: 'u-pg-a', usersUpdated: 0 },
+        pageUsers: 1,
+        batchUsers: 1,
+        onCheckpoint: async (c) => void checkpoints.push(c),
+      },
     );
     expect(result).toEqual({ dataFieldsRecomputed: 1, usersUpdated: 2 });
     expect(checkpoints.map((c) => c.afterUserId)).toEqual(['u-pg-b', 'u-pg-c', '']);
@@ -296,7 +311,9 @@ describe('treatment interactions', () => {
     await interact('u-int2', 'r7', 'SWIPE', 'home', now - DAY);
     await interact('u-int2', 'r8', 'SWIPE', 'home', now);
     await waitUntil(queuesIdle, 20_000);
-    const [distinctSwipes] = await dataFieldIds({ treatmentDataFieldParams: { treatmentInteractionType: 'SWIPE', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } } });
+    const [distinctSwipes] = await dataFieldIds({
+      treatmentDataFieldParams: { treatmentInteractionType: 'SWIPE', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } },
+    });
     await expectFields('u-int2', { [distinctSwipes]: '2' }, 15_000);
     await interact('u-int2', 'r7', 'SWIPE', 'home', now);
     await waitUntil(queuesIdle, 20_000);
@@ -306,9 +323,12 @@ describe('treatment interactions', () => {
   it('a backfill writes a user with more marker fields than one chunk of 1,000 HSET arguments', async () => {
     const now = Date.now();
     // 700 distinct tracking ids: 1,400 field/value arguments, written in chunks of 1,000
-    for (let i = 0; i < 700; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => interact('u-many', `m${i + k}`, 'SNOOZED', 'home', now - ((i + k) % 3) * DAY)));
+    for (let i = 0; i < 700; i += 50)
+      await Promise.all(Array.from({ length: 50 }, (_, k) => interact('u-many', `m${i + k}`, 'SNOOZED', 'home', now - ((i + k) % 3) * DAY)));
     await waitUntil(queuesIdle, 30_000);
-    const [distinctSnoozes] = await dataFieldIds({ treatmentDataFieldParams: { treatmentInteractionType: 'SNOOZED', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } } });
+    const [distinctSnoozes] = await dataFieldIds({
+      treatmentDataFieldParams: { treatmentInteractionType: 'SNOOZED', isDistinctInteraction: true, dailyCountAggregation: { windowName: 'LAST_7D' } },
+    });
     await expectFields('u-many', { [distinctSnoozes]: '700' }, 20_000);
     const profile = await s.ctx.redis.hgetall(s.ctx.keys.profile(keys.projectId, 'u-many'));
     expect(Object.keys(profile).filter((k) => k.startsWith(`dm:${distinctSnoozes}:`))).toHaveLength(700);

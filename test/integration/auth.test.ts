@@ -12,10 +12,27 @@ const ACCESS: Record<string, { permissions: Permission[]; keyParam?: 'api_key' |
   LogTreatmentInteraction: { permissions: ['DELIVERY'], keyParam: 'api-key' },
   LogEvents: { permissions: ['LOG_EVENTS'], keyParam: 'api-key' },
   ...Object.fromEntries(
-    ['InsertTreatment', 'UpdateTreatment', 'GetAllTreatments', 'InsertTreatmentType', 'UpdateTreatmentType', 'GetAllTreatmentTypes', 'InsertSurface', 'GetAllSurfaces', 'InsertDataField', 'GetDataFields', 'GetAllDataFields', 'PreviewTreatment', 'ExplainTreatments', 'InsertEventSchema', 'GetEventSchemas', 'ListDecisions', 'GetTreatmentReport', 'DeleteUserData', 'GetMutualExclusionGroups'].map((op) => [
-      op,
-      { permissions: ['TREATMENT_MANAGEMENT'] as Permission[] },
-    ]),
+    [
+      'InsertTreatment',
+      'UpdateTreatment',
+      'GetAllTreatments',
+      'InsertTreatmentType',
+      'UpdateTreatmentType',
+      'GetAllTreatmentTypes',
+      'InsertSurface',
+      'GetAllSurfaces',
+      'InsertDataField',
+      'GetDataFields',
+      'GetAllDataFields',
+      'PreviewTreatment',
+      'ExplainTreatments',
+      'InsertEventSchema',
+      'GetEventSchemas',
+      'ListDecisions',
+      'GetTreatmentReport',
+      'DeleteUserData',
+      'GetMutualExclusionGroups',
+    ].map((op) => [op, { permissions: ['TREATMENT_MANAGEMENT'] as Permission[] }]),
   ),
 };
 
@@ -165,7 +182,11 @@ describe('project binding', () => {
   });
 
   it.each(present(Object.keys(ACCESS)))('%s: a key of another project is 401 even with an invalid body', async (op) => {
-    const key = ACCESS[op].permissions.includes('LOG_EVENTS') ? other.logEvents : ACCESS[op].permissions.includes('DELIVERY') ? other.delivery : other.management;
+    const key = ACCESS[op].permissions.includes('LOG_EVENTS')
+      ? other.logEvents
+      : ACCESS[op].permissions.includes('DELIVERY')
+        ? other.delivery
+        : other.management;
     expectD4(await post(t.app, op, { key, body: { projectId: p.projectId, notAField: true } }), 401, 'UNAUTHENTICATED');
   });
 
@@ -180,7 +201,13 @@ describe('the key is checked before the body', () => {
   });
 
   it('a body that is not even JSON, without a key, is 401; with a valid key it is 400', async () => {
-    const raw = (key?: string) => t.app.inject({ method: 'POST', url: '/v1/InsertSurface', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, payload: '{"projectId": ' });
+    const raw = (key?: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/InsertSurface',
+        headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) },
+        payload: '{"projectId": ',
+      });
     const without = await raw();
     expect(without.statusCode).toBe(401);
     expect(without.json().error.status).toBe('UNAUTHENTICATED');
@@ -249,7 +276,11 @@ describe('query-parameter keys', () => {
 
   it.each(present(Object.keys(ACCESS).filter((op) => !ACCESS[op].keyParam)))('%s: neither query parameter authenticates a management operation', async (op) => {
     for (const param of ['api_key', 'api-key']) {
-      expectD4(await post(t.app, op, { query: { [param]: p.management }, body: VALID_BODY[op]?.(p.projectId) ?? { projectId: p.projectId } }), 401, 'UNAUTHENTICATED');
+      expectD4(
+        await post(t.app, op, { query: { [param]: p.management }, body: VALID_BODY[op]?.(p.projectId) ?? { projectId: p.projectId } }),
+        401,
+        'UNAUTHENTICATED',
+      );
     }
   });
 });
@@ -266,7 +297,12 @@ describe('delivery addresses', () => {
       return r.body;
     };
     await ok('InsertSurface', { name: 'home' });
-    await ok('InsertTreatmentType', { treatmentTypeName: 'card', lastModifiedBy: 'auth-test', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 50 }] });
+    await ok('InsertTreatmentType', {
+      treatmentTypeName: 'card',
+      lastModifiedBy: 'auth-test',
+      surfaces: [{ surfaceName: 'home' }],
+      contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 50 }],
+    });
     const inserted = await ok('InsertTreatment', {
       name: 'Welcome',
       description: 'd',
@@ -304,7 +340,11 @@ describe('delivery addresses', () => {
   });
 
   it.each(present(['GetTreatments']))('%s follows the same assignment', async (op) => {
-    expectD4(await post(t.app, op, { key: alt.delivery, body: { projectId: alt.projectId, userId: 'u', surfaces: [{ surface: 'home' }] } }), 401, 'UNAUTHENTICATED');
+    expectD4(
+      await post(t.app, op, { key: alt.delivery, body: { projectId: alt.projectId, userId: 'u', surfaces: [{ surface: 'home' }] } }),
+      401,
+      'UNAUTHENTICATED',
+    );
     expectAdmitted(await post(t.alt, op, { key: alt.delivery, body: { projectId: alt.projectId, userId: 'u', surfaces: [{ surface: 'home' }] } }));
   });
 
@@ -320,11 +360,19 @@ describe('delivery addresses', () => {
   const altOnly = Object.keys(ACCESS).filter((op) => ACCESS[op].alt);
   const notOnAlt = [...new Set([...Object.keys(ACCESS), ...registered])].filter((op) => !altOnly.includes(op)).map((op) => `/v1/${op}`);
 
-  it.each([...notOnAlt, '/admin/v1/ListProjects', '/admin/v1/CreateProject', '/v1/NoSuchOperation'])('the alternate listener answers 404 for %s', async (url) => {
-    const res = await t.alt.inject({ method: 'POST', url, headers: { 'x-api-key': alt.management, authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { projectId: alt.projectId } });
-    expect(res.statusCode).toBe(404);
-    expectD4({ status: res.statusCode, body: res.json() }, 404, 'NOT_FOUND');
-  });
+  it.each([...notOnAlt, '/admin/v1/ListProjects', '/admin/v1/CreateProject', '/v1/NoSuchOperation'])(
+    'the alternate listener answers 404 for %s',
+    async (url) => {
+      const res = await t.alt.inject({
+        method: 'POST',
+        url,
+        headers: { 'x-api-key': alt.management, authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { projectId: alt.projectId },
+      });
+      expect(res.statusCode).toBe(404);
+      expectD4({ status: res.statusCode, body: res.json() }, 404, 'NOT_FOUND');
+    },
+  );
 
   it('the alternate listener publishes no API document', async () => {
     expect((await t.alt.inject({ method: 'GET', url: '/openapi.json' })).statusCode).toBe(404);

@@ -41,7 +41,7 @@ let browser: Browser | undefined;
 function readmeTour(readme: string): string {
   const section = readme.slice(readme.indexOf('## Try it with curl'));
   const block = /```sh\n([\s\S]*?)```/.exec(section);
-  if (!block) throw new Error('no sh block in the README\'s curl tour');
+  if (!block) throw new Error("no sh block in the README's curl tour");
   return block[1];
 }
 
@@ -138,14 +138,20 @@ describe('the built artefact (node dist/api/supervisor.js)', { timeout: 180_000 
     for (const op of ['/v1/GetTreatments', '/v1/LogEvents', '/admin/v1/CreateProject']) expect(spec.paths).toHaveProperty([op]);
   });
 
-  it('runs the README\'s curl tour as pasted: LogEvents feed the profile, GetTreatments answers the gold offer with its title rendered', () => {
+  it("runs the README's curl tour as pasted: LogEvents feed the profile, GetTreatments answers the gold offer with its title rendered", () => {
     const tour = readmeTour(README);
     expect(tour).toContain(`T=${TOKEN}; B=http://127.0.0.1:8080`);
     const script = tour.replace('B=http://127.0.0.1:8080', `B=${base}`);
     const r = spawnSync('bash', ['-s'], { input: script, encoding: 'utf8', env, timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
-    const answers = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
-    expect(answers.filter((a) => a.error), r.stdout).toEqual([]);
+    const answers = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, any>);
+    expect(
+      answers.filter((a) => a.error),
+      r.stdout,
+    ).toEqual([]);
     const inserted = answers.find((a) => JSON.stringify(a).includes('"gold offer"'));
     const treatmentId = inserted?.treatment?.treatmentId;
     expect(treatmentId, r.stdout).toBeDefined();
@@ -158,7 +164,7 @@ describe('the built artefact (node dist/api/supervisor.js)', { timeout: 180_000 
     expect(JSON.parse(delivered!.userTreatments[0].treatmentContent)).toEqual({ title: 'Hi friend' });
   });
 
-  it('passes the image\'s healthcheck (every process ready), and stops cleanly on SIGTERM: exit 0', async () => {
+  it("passes the image's healthcheck (every process ready), and stops cleanly on SIGTERM: exit 0", async () => {
     const health = spawnSync(process.execPath, ['dist/api/healthcheck.js'], { cwd: appDir, env, encoding: 'utf8', timeout: 30_000 });
     expect(health.status, health.stderr).toBe(0);
     proc.kill('SIGTERM');

@@ -10,8 +10,17 @@ describe('InsertDataField', () => {
   it('registers a field and is idempotent on name; another type is 409', async () => {
     const r = await cat.mgmt('InsertDataField', { name: 'loyalty_tier', userProperty: { dataType: 'INTEGER' } });
     expect(r.status).toBe(200);
-    expect(r.body.dataField).toEqual({ dataFieldId: expect.stringMatching(/^[1-9][0-9]*$/), projectId: cat.p.projectId, name: 'loyalty_tier', userProperty: { dataType: 'INTEGER' } });
-    const again = await call(cat.t, 'InsertDataField', cat.p.management, { project_id: cat.p.projectId, name: 'loyalty_tier', user_property: { data_type: 'INTEGER' } });
+    expect(r.body.dataField).toEqual({
+      dataFieldId: expect.stringMatching(/^[1-9][0-9]*$/),
+      projectId: cat.p.projectId,
+      name: 'loyalty_tier',
+      userProperty: { dataType: 'INTEGER' },
+    });
+    const again = await call(cat.t, 'InsertDataField', cat.p.management, {
+      project_id: cat.p.projectId,
+      name: 'loyalty_tier',
+      user_property: { data_type: 'INTEGER' },
+    });
     expect(again.status).toBe(200);
     expect(again.body.dataField.dataFieldId).toBe(r.body.dataField.dataFieldId);
     expectError(await cat.mgmt('InsertDataField', { name: 'loyalty_tier', userProperty: { dataType: 'STRING' } }), 409, 'ALREADY_EXISTS');
@@ -38,7 +47,11 @@ describe('InsertDataField', () => {
 
 describe('GetDataFields', () => {
   const purchases = {
-    eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { qty: { longValue: 5 }, sku: { stringValue: 'a1' } }, dailyCountAggregation: { windowName: 'LAST_14D' } },
+    eventDataFieldParams: {
+      eventSchemaName: 'purchase',
+      propertyValueByPropertyName: { qty: { longValue: 5 }, sku: { stringValue: 'a1' } },
+      dailyCountAggregation: { windowName: 'LAST_14D' },
+    },
   };
   const streamLength = () => cat.t.ctx.redis.xlen(cat.t.ctx.keys.dataFieldCreated());
 
@@ -48,12 +61,25 @@ describe('GetDataFields', () => {
       dataFieldParams: [
         purchases,
         { treatmentDataFieldParams: { treatmentInteractionType: 'CLICKED', surfaceName: 'home', latestTimestampAggregation: {} } },
-        { treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId: 42, isDistinctInteraction: true, daysSinceFirstTimestampAggregation: {} } },
+        {
+          treatmentDataFieldParams: {
+            treatmentInteractionType: 'VIEWED',
+            treatmentId: 42,
+            isDistinctInteraction: true,
+            daysSinceFirstTimestampAggregation: {},
+          },
+        },
       ],
     });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const [a, b, c] = r.body.dataFields;
-    expect(a).toEqual({ dataFieldId: expect.stringMatching(/^[1-9][0-9]*$/), dataFieldType: 'INTEGER', dataFieldParams: { eventDataFieldParams: { ...purchases.eventDataFieldParams, propertyValueByPropertyName: { qty: { longValue: '5' }, sku: { stringValue: 'a1' } } } } });
+    expect(a).toEqual({
+      dataFieldId: expect.stringMatching(/^[1-9][0-9]*$/),
+      dataFieldType: 'INTEGER',
+      dataFieldParams: {
+        eventDataFieldParams: { ...purchases.eventDataFieldParams, propertyValueByPropertyName: { qty: { longValue: '5' }, sku: { stringValue: 'a1' } } },
+      },
+    });
     expect(b.dataFieldType).toBe('TIMESTAMP_SECONDS');
     expect(c.dataFieldType).toBe('INTEGER');
     expect(c.dataFieldParams.treatmentDataFieldParams.treatmentId).toBe('42');
@@ -81,7 +107,10 @@ describe('GetDataFields', () => {
       ],
     });
     expect(snake.status, JSON.stringify(snake.body)).toBe(200);
-    expect(snake.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId)).toEqual([first.body.dataFields[0].dataFieldId, first.body.dataFields[0].dataFieldId]);
+    expect(snake.body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId)).toEqual([
+      first.body.dataFields[0].dataFieldId,
+      first.body.dataFields[0].dataFieldId,
+    ]);
     expect(snake.body.dataFields[0].dataFieldParams.eventDataFieldParams.propertyValueByPropertyName.qty).toEqual({ longValue: '5' });
     expect(await streamLength()).toBe(before);
   });
@@ -111,9 +140,15 @@ describe('GetDataFields', () => {
   it('a user attribute resolves to the InsertDataField field; an unregistered one is registered as STRING', async () => {
     const reg = await cat.mgmt('InsertDataField', { name: 'age', userProperty: { dataType: 'INTEGER' } });
     const before = await streamLength();
-    const r = await cat.mgmt('GetDataFields', { dataFieldParams: [{ userAttributeDataFieldParams: { propertyName: 'age' } }, { userAttributeDataFieldParams: { propertyName: 'country' } }] });
+    const r = await cat.mgmt('GetDataFields', {
+      dataFieldParams: [{ userAttributeDataFieldParams: { propertyName: 'age' } }, { userAttributeDataFieldParams: { propertyName: 'country' } }],
+    });
     expect(r.status).toBe(200);
-    expect(r.body.dataFields[0]).toEqual({ dataFieldId: reg.body.dataField.dataFieldId, dataFieldType: 'INTEGER', dataFieldParams: { userAttributeDataFieldParams: { propertyName: 'age' } } });
+    expect(r.body.dataFields[0]).toEqual({
+      dataFieldId: reg.body.dataField.dataFieldId,
+      dataFieldType: 'INTEGER',
+      dataFieldParams: { userAttributeDataFieldParams: { propertyName: 'age' } },
+    });
     expect(r.body.dataFields[1].dataFieldType).toBe('STRING');
     expect(await streamLength()).toBe(before);
     // Now registered: InsertDataField behaves as if it had been called.
@@ -123,18 +158,43 @@ describe('GetDataFields', () => {
   });
 
   it('400 for a bad windowName, two aggregations, no aggregation, two members, unknown fields, bad list sizes', async () => {
-    const bad = async (entry: unknown, field: string) => expectError(await cat.mgmt('GetDataFields', { dataFieldParams: [purchases, entry] }), 400, 'INVALID_ARGUMENT', field);
+    const bad = async (entry: unknown, field: string) =>
+      expectError(await cat.mgmt('GetDataFields', { dataFieldParams: [purchases, entry] }), 400, 'INVALID_ARGUMENT', field);
     for (const windowName of ['LAST_0D', 'LAST_366D', 'LAST_7', 'WEEK']) {
-      await bad({ eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName } } }, 'dataFieldParams[1].eventDataFieldParams.dailyCountAggregation.windowName');
+      await bad(
+        { eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName } } },
+        'dataFieldParams[1].eventDataFieldParams.dailyCountAggregation.windowName',
+      );
     }
-    await bad({ eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {}, latestTimestampAggregation: {} } }, 'dataFieldParams[1].eventDataFieldParams');
+    await bad(
+      { eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {}, latestTimestampAggregation: {} } },
+      'dataFieldParams[1].eventDataFieldParams',
+    );
     await bad({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED' } }, 'dataFieldParams[1].treatmentDataFieldParams');
-    await bad({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId: '1', surfaceName: 'home', firstTimestampAggregation: {} } }, 'dataFieldParams[1].treatmentDataFieldParams');
-    await bad({ userAttributeDataFieldParams: { propertyName: 'a' }, eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {} } }, 'dataFieldParams[1]');
+    await bad(
+      { treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId: '1', surfaceName: 'home', firstTimestampAggregation: {} } },
+      'dataFieldParams[1].treatmentDataFieldParams',
+    );
+    await bad(
+      { userAttributeDataFieldParams: { propertyName: 'a' }, eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {} } },
+      'dataFieldParams[1]',
+    );
     await bad({}, 'dataFieldParams[1]');
     await bad({ eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {}, color: 'red' } }, 'dataFieldParams[1].eventDataFieldParams.color');
-    await bad({ eventDataFieldParams: { eventSchemaName: 'e', latestTimestampAggregation: { windowName: 'LAST_1D' } } }, 'dataFieldParams[1].eventDataFieldParams.latestTimestampAggregation.windowName');
-    await bad({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { p: { stringValue: 'x', booleanValue: true } }, firstTimestampAggregation: {} } }, 'dataFieldParams[1].eventDataFieldParams.propertyValueByPropertyName.p');
+    await bad(
+      { eventDataFieldParams: { eventSchemaName: 'e', latestTimestampAggregation: { windowName: 'LAST_1D' } } },
+      'dataFieldParams[1].eventDataFieldParams.latestTimestampAggregation.windowName',
+    );
+    await bad(
+      {
+        eventDataFieldParams: {
+          eventSchemaName: 'e',
+          propertyValueByPropertyName: { p: { stringValue: 'x', booleanValue: true } },
+          firstTimestampAggregation: {},
+        },
+      },
+      'dataFieldParams[1].eventDataFieldParams.propertyValueByPropertyName.p',
+    );
     await bad({ userAttributeDataFieldParams: { propertyName: 'Country' } }, 'dataFieldParams[1].userAttributeDataFieldParams.propertyName');
     expectError(await cat.mgmt('GetDataFields', { dataFieldParams: [] }), 400, 'INVALID_ARGUMENT', 'dataFieldParams');
     expectError(await cat.mgmt('GetDataFields', { dataFieldParams: Array.from({ length: 101 }, () => purchases) }), 400, 'INVALID_ARGUMENT', 'dataFieldParams');
@@ -143,7 +203,12 @@ describe('GetDataFields', () => {
 
   it('a rejected batch creates nothing', async () => {
     const before = (await cat.t.ctx.aggregation.dataFields.list(cat.p.projectId)).length;
-    const r = await cat.mgmt('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'fresh', firstTimestampAggregation: {} } }, { eventDataFieldParams: { eventSchemaName: 'e' } }] });
+    const r = await cat.mgmt('GetDataFields', {
+      dataFieldParams: [
+        { eventDataFieldParams: { eventSchemaName: 'fresh', firstTimestampAggregation: {} } },
+        { eventDataFieldParams: { eventSchemaName: 'e' } },
+      ],
+    });
     expect(r.status).toBe(400);
     expect((await cat.t.ctx.aggregation.dataFields.list(cat.p.projectId)).length).toBe(before);
   });
@@ -162,7 +227,12 @@ describe('change log, catalogue version and invalidation', () => {
     const off = cat.t.ctx.bus.on((m) => seen.push(m));
     const version = Number((await cat.t.ctx.redis.get(cat.t.ctx.keys.catalogVersion(cat.p.projectId))) ?? 0);
     const tt = await cat.insertType({ lastModifiedBy: 'dora' });
-    const upd = await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, treatmentTypeName: 'audited', contentFieldTypes: fields, lastModifiedBy: 'erin' });
+    const upd = await cat.mgmt('UpdateTreatmentType', {
+      treatmentTypeId: tt.treatmentTypeId,
+      treatmentTypeName: 'audited',
+      contentFieldTypes: fields,
+      lastModifiedBy: 'erin',
+    });
     expect(upd.status).toBe(200);
     await cat.mgmt('InsertSurface', { name: 'audited-surface' });
     await cat.mgmt('InsertSurface', { name: 'audited-surface' });
@@ -183,12 +253,42 @@ describe('change log, catalogue version and invalidation', () => {
     const [field, named, ...rest] = r.body.changes.filter((c: { operation: string }) => c.operation !== 'InsertEventSchema');
     const [update, insert] = rest.slice(-2);
     const surface = rest[rest.length - 3];
-    for (const provisioned of rest.slice(0, 9)) expect(provisioned).toMatchObject({ operation: 'InsertSurface', actor: 'api', resourceKind: 'dataField', before: null, after: { params: { treatmentDataFieldParams: { surfaceName: 'audited-surface' } } } });
-    expect(insert).toMatchObject({ operation: 'InsertTreatmentType', actor: 'dora', resourceKind: 'treatmentType', resourceId: tt.treatmentTypeId, before: null, after: { treatmentTypeName: tt.treatmentTypeName } });
-    expect(update).toMatchObject({ operation: 'UpdateTreatmentType', actor: 'erin', before: { treatmentTypeName: tt.treatmentTypeName, lastModifiedBy: 'dora' }, after: { treatmentTypeName: 'audited', lastModifiedBy: 'erin' } });
-    expect(surface).toMatchObject({ operation: 'InsertSurface', actor: 'api', resourceKind: 'surface', resourceId: 'audited-surface', before: null, after: { name: 'audited-surface' } });
+    for (const provisioned of rest.slice(0, 9))
+      expect(provisioned).toMatchObject({
+        operation: 'InsertSurface',
+        actor: 'api',
+        resourceKind: 'dataField',
+        before: null,
+        after: { params: { treatmentDataFieldParams: { surfaceName: 'audited-surface' } } },
+      });
+    expect(insert).toMatchObject({
+      operation: 'InsertTreatmentType',
+      actor: 'dora',
+      resourceKind: 'treatmentType',
+      resourceId: tt.treatmentTypeId,
+      before: null,
+      after: { treatmentTypeName: tt.treatmentTypeName },
+    });
+    expect(update).toMatchObject({
+      operation: 'UpdateTreatmentType',
+      actor: 'erin',
+      before: { treatmentTypeName: tt.treatmentTypeName, lastModifiedBy: 'dora' },
+      after: { treatmentTypeName: 'audited', lastModifiedBy: 'erin' },
+    });
+    expect(surface).toMatchObject({
+      operation: 'InsertSurface',
+      actor: 'api',
+      resourceKind: 'surface',
+      resourceId: 'audited-surface',
+      before: null,
+      after: { name: 'audited-surface' },
+    });
     expect(named).toMatchObject({ operation: 'InsertDataField', resourceKind: 'dataField', after: { name: 'audited_field', dataFieldType: 'BOOLEAN' } });
-    expect(field).toMatchObject({ operation: 'GetDataFields', resourceKind: 'dataField', after: { dataFieldType: 'INTEGER', params: { eventDataFieldParams: { eventSchemaName: 'audited' } } } });
+    expect(field).toMatchObject({
+      operation: 'GetDataFields',
+      resourceKind: 'dataField',
+      after: { dataFieldType: 'INTEGER', params: { eventDataFieldParams: { eventSchemaName: 'audited' } } },
+    });
   });
 
   it('rejected changes leave no trace', async () => {

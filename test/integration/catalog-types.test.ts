@@ -6,16 +6,23 @@ import { expectError, fields, useCatalogApp } from '../helpers/catalog-app.js';
 const cat = useCatalogApp();
 
 describe('authentication and permissions', () => {
-  it.each(['InsertSurface', 'InsertDataField', 'GetDataFields', 'InsertTreatmentType', 'GetAllSurfaces'])('%s: 403 with a DELIVERY key and with a LOG_EVENTS key', async (op) => {
-    for (const key of [cat.p.delivery, cat.p.logEvents]) {
-      const r = await call(cat.t, op, key, { projectId: cat.p.projectId, name: 'x_y', userProperty: { dataType: 'STRING' } });
-      expectError(r, 403, 'PERMISSION_DENIED');
-    }
-  });
+  it.each(['InsertSurface', 'InsertDataField', 'GetDataFields', 'InsertTreatmentType', 'GetAllSurfaces'])(
+    '%s: 403 with a DELIVERY key and with a LOG_EVENTS key',
+    async (op) => {
+      for (const key of [cat.p.delivery, cat.p.logEvents]) {
+        const r = await call(cat.t, op, key, { projectId: cat.p.projectId, name: 'x_y', userProperty: { dataType: 'STRING' } });
+        expectError(r, 403, 'PERMISSION_DENIED');
+      }
+    },
+  );
 
   it('401 with a management key of another project, or none', async () => {
     expectError(await call(cat.t, 'InsertSurface', cat.other.management, { projectId: cat.p.projectId, name: 'stolen' }), 401, 'UNAUTHENTICATED');
-    expectError(await call(cat.t, 'InsertDataField', cat.other.management, { projectId: cat.p.projectId, name: 'x', userProperty: { dataType: 'STRING' } }), 401, 'UNAUTHENTICATED');
+    expectError(
+      await call(cat.t, 'InsertDataField', cat.other.management, { projectId: cat.p.projectId, name: 'x', userProperty: { dataType: 'STRING' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
     expectError(await call(cat.t, 'GetAllTreatmentTypes', undefined, { projectId: cat.p.projectId }), 401, 'UNAUTHENTICATED');
     expect((await cat.mgmt('GetAllSurfaces', {})).body.surfaces.map((s: { name: string }) => s.name)).not.toContain('stolen');
   });
@@ -25,7 +32,12 @@ describe('InsertSurface / GetAllSurfaces', () => {
   it('creates a surface and returns it', async () => {
     const r = await cat.mgmt('InsertSurface', { name: 'app:checkout/v2.top-bar_1', description: 'checkout banner' });
     expect(r.status).toBe(200);
-    expect(r.body.surface).toEqual({ projectId: cat.p.projectId, name: 'app:checkout/v2.top-bar_1', description: 'checkout banner', createTime: expect.stringMatching(/Z$/) });
+    expect(r.body.surface).toEqual({
+      projectId: cat.p.projectId,
+      name: 'app:checkout/v2.top-bar_1',
+      description: 'checkout banner',
+      createTime: expect.stringMatching(/Z$/),
+    });
   });
 
   it('is idempotent: an existing name returns the stored surface', async () => {
@@ -56,7 +68,12 @@ describe('InsertSurface / GetAllSurfaces', () => {
 
 describe('InsertTreatmentType', () => {
   it('creates a type with defaults filled in', async () => {
-    const r = await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Banner', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'banner' }], contentFieldTypes: fields, lastModifiedBy: 'alice' });
+    const r = await cat.mgmt('InsertTreatmentType', {
+      treatmentTypeName: 'Banner',
+      surfaces: [{ surfaceName: 'home' }, { surfaceName: 'banner' }],
+      contentFieldTypes: fields,
+      lastModifiedBy: 'alice',
+    });
     expect(r.status).toBe(200);
     const tt = r.body.treatmentType;
     expect(tt).toEqual({
@@ -95,39 +112,76 @@ describe('InsertTreatmentType', () => {
   });
 
   it('400 for an unknown surface, naming the field', async () => {
-    const r = await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Nope', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'nowhere' }], contentFieldTypes: fields, lastModifiedBy: 'a' });
+    const r = await cat.mgmt('InsertTreatmentType', {
+      treatmentTypeName: 'Nope',
+      surfaces: [{ surfaceName: 'home' }, { surfaceName: 'nowhere' }],
+      contentFieldTypes: fields,
+      lastModifiedBy: 'a',
+    });
     expectError(r, 400, 'INVALID_ARGUMENT', 'surfaces[1].surfaceName');
     expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, 'Nope')).toBeUndefined();
   });
 
   it('400 for a surface of another project', async () => {
     await call(cat.t, 'InsertSurface', cat.other.management, { projectId: cat.other.projectId, name: 'theirs' });
-    expectError(await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'X', surfaces: [{ surfaceName: 'theirs' }], contentFieldTypes: fields, lastModifiedBy: 'a' }), 400, 'INVALID_ARGUMENT', 'surfaces[0].surfaceName');
+    expectError(
+      await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'X', surfaces: [{ surfaceName: 'theirs' }], contentFieldTypes: fields, lastModifiedBy: 'a' }),
+      400,
+      'INVALID_ARGUMENT',
+      'surfaces[0].surfaceName',
+    );
   });
 
   it('400 for duplicate surfaces, duplicate field names, bad lengths, empty name, missing fields', async () => {
     const base = { treatmentTypeName: 'Bad', contentFieldTypes: fields, lastModifiedBy: 'a' };
-    expectError(await cat.mgmt('InsertTreatmentType', { ...base, surfaces: [{ surfaceName: 'home' }, { surfaceName: 'home' }] }), 400, 'INVALID_ARGUMENT', 'surfaces[1].surfaceName');
-    expectError(await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [fields[0], { ...fields[1], fieldName: 'title' }] }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes[1].fieldName');
+    expectError(
+      await cat.mgmt('InsertTreatmentType', { ...base, surfaces: [{ surfaceName: 'home' }, { surfaceName: 'home' }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'surfaces[1].surfaceName',
+    );
+    expectError(
+      await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [fields[0], { ...fields[1], fieldName: 'title' }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'contentFieldTypes[1].fieldName',
+    );
     for (const maximumLengthAllowed of [0, 1_000_001, 1.5, '5']) {
-      expectError(await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [{ fieldName: 'f', maximumLengthAllowed }] }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes[0].maximumLengthAllowed');
+      expectError(
+        await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [{ fieldName: 'f', maximumLengthAllowed }] }),
+        400,
+        'INVALID_ARGUMENT',
+        'contentFieldTypes[0].maximumLengthAllowed',
+      );
     }
     expectError(await cat.mgmt('InsertTreatmentType', { ...base, treatmentTypeName: '' }), 400, 'INVALID_ARGUMENT', 'treatmentTypeName');
     expectError(await cat.mgmt('InsertTreatmentType', { ...base, deliveryType: 'SMS' }), 400, 'INVALID_ARGUMENT', 'deliveryType');
     expectError(await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Bad', contentFieldTypes: fields }), 400, 'INVALID_ARGUMENT', 'lastModifiedBy');
-    expectError(await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [{ fieldName: 'f', maximumLengthAllowed: 5, size: 1 }] }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes[0].size');
+    expectError(
+      await cat.mgmt('InsertTreatmentType', { ...base, contentFieldTypes: [{ fieldName: 'f', maximumLengthAllowed: 5, size: 1 }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'contentFieldTypes[0].size',
+    );
     expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, 'Bad')).toBeUndefined();
   });
 
   it('409 ALREADY_EXISTS for a name taken in the project; the same name in another project is fine', async () => {
     await cat.insertType({ treatmentTypeName: 'Dup' });
     expectError(await cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Dup', contentFieldTypes: fields, lastModifiedBy: 'a' }), 409, 'ALREADY_EXISTS');
-    const o = await call(cat.t, 'InsertTreatmentType', cat.other.management, { projectId: cat.other.projectId, treatmentTypeName: 'Dup', contentFieldTypes: fields, lastModifiedBy: 'a' });
+    const o = await call(cat.t, 'InsertTreatmentType', cat.other.management, {
+      projectId: cat.other.projectId,
+      treatmentTypeName: 'Dup',
+      contentFieldTypes: fields,
+      lastModifiedBy: 'a',
+    });
     expect(o.status).toBe(200);
   });
 
   it('concurrent inserts of one name: exactly one wins', async () => {
-    const rs = await Promise.all([1, 2, 3, 4].map(() => cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Race', contentFieldTypes: fields, lastModifiedBy: 'a' })));
+    const rs = await Promise.all(
+      [1, 2, 3, 4].map(() => cat.mgmt('InsertTreatmentType', { treatmentTypeName: 'Race', contentFieldTypes: fields, lastModifiedBy: 'a' })),
+    );
     expect(rs.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
   });
 });
@@ -135,7 +189,12 @@ describe('InsertTreatmentType', () => {
 describe('UpdateTreatmentType', () => {
   it('renames, replaces content field types and keeps unset parts unchanged', async () => {
     const tt = await cat.insertType({ surfaces: [{ surfaceName: 'home' }], deliveryType: 'NOTIFICATION' });
-    const r = await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: Number(tt.treatmentTypeId), treatmentTypeName: `${tt.treatmentTypeName}-renamed`, contentFieldTypes: [{ fieldName: 'only', maximumLengthAllowed: 9 }], lastModifiedBy: 'carol' });
+    const r = await cat.mgmt('UpdateTreatmentType', {
+      treatmentTypeId: Number(tt.treatmentTypeId),
+      treatmentTypeName: `${tt.treatmentTypeName}-renamed`,
+      contentFieldTypes: [{ fieldName: 'only', maximumLengthAllowed: 9 }],
+      lastModifiedBy: 'carol',
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.treatmentType).toMatchObject({
       treatmentTypeId: tt.treatmentTypeId,
@@ -148,7 +207,9 @@ describe('UpdateTreatmentType', () => {
     // The old name is free again, the new one points at the type.
     expect((await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, `${tt.treatmentTypeName}-renamed`))?.treatmentTypeId).toBe(tt.treatmentTypeId);
     expect(await cat.t.ctx.catalog.treatmentTypes.getByName(cat.p.projectId, tt.treatmentTypeName)).toBeUndefined();
-    expect((await cat.mgmt('InsertTreatmentType', { treatmentTypeName: tt.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'a' })).status).toBe(200);
+    expect((await cat.mgmt('InsertTreatmentType', { treatmentTypeName: tt.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'a' })).status).toBe(
+      200,
+    );
   });
 
   it('unset name keeps it; empty name is 400; a name of another type is 409; its own name is fine', async () => {
@@ -157,15 +218,28 @@ describe('UpdateTreatmentType', () => {
     const id = a.treatmentTypeId;
     const kept = await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, contentFieldTypes: fields, lastModifiedBy: 'x' });
     expect(kept.body.treatmentType.treatmentTypeName).toBe(a.treatmentTypeName);
-    expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: '', contentFieldTypes: fields, lastModifiedBy: 'x' }), 400, 'INVALID_ARGUMENT', 'treatmentTypeName');
-    expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: b.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' }), 409, 'ALREADY_EXISTS');
-    expect((await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: a.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' })).status).toBe(200);
+    expectError(
+      await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: '', contentFieldTypes: fields, lastModifiedBy: 'x' }),
+      400,
+      'INVALID_ARGUMENT',
+      'treatmentTypeName',
+    );
+    expectError(
+      await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: b.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' }),
+      409,
+      'ALREADY_EXISTS',
+    );
+    expect(
+      (await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: id, treatmentTypeName: a.treatmentTypeName, contentFieldTypes: fields, lastModifiedBy: 'x' }))
+        .status,
+    ).toBe(200);
     expect((await cat.t.ctx.catalog.treatmentTypes.get(cat.p.projectId, b.treatmentTypeId))?.treatmentTypeName).toBe(b.treatmentTypeName);
   });
 
   it('surfaces: unset or empty keep them, non-empty replaces, clearSurfaces detaches, unknown is 400', async () => {
     const tt = await cat.insertType({ surfaces: [{ surfaceName: 'home' }, { surfaceName: 'banner' }] });
-    const upd = (extra: Record<string, unknown>) => cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x', ...extra });
+    const upd = (extra: Record<string, unknown>) =>
+      cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x', ...extra });
     const names = (r: { body: any }) => r.body.treatmentType.surfaces.map((s: { surfaceName: string }) => s.surfaceName);
     expect(names(await upd({}))).toEqual(['home', 'banner']);
     expect(names(await upd({ surfaces: [] }))).toEqual(['home', 'banner']);
@@ -180,16 +254,27 @@ describe('UpdateTreatmentType', () => {
 
   it('deliveryType changes only when given; content field types are validated like on insert', async () => {
     const tt = await cat.insertType();
-    const upd = (extra: Record<string, unknown>) => cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x', ...extra });
+    const upd = (extra: Record<string, unknown>) =>
+      cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x', ...extra });
     expect((await upd({ deliveryType: 'WEBHOOK' })).body.treatmentType.deliveryType).toBe('WEBHOOK');
     expect((await upd({})).body.treatmentType.deliveryType).toBe('WEBHOOK');
     expectError(await upd({ contentFieldTypes: [fields[0], fields[0]] }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes[1].fieldName');
-    expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, lastModifiedBy: 'x' }), 400, 'INVALID_ARGUMENT', 'contentFieldTypes');
+    expectError(
+      await cat.mgmt('UpdateTreatmentType', { treatmentTypeId: tt.treatmentTypeId, lastModifiedBy: 'x' }),
+      400,
+      'INVALID_ARGUMENT',
+      'contentFieldTypes',
+    );
     expectError(await upd({ treatmentTypeId: 'abc' }), 400, 'INVALID_ARGUMENT', 'treatmentTypeId');
   });
 
   it('404 for an unknown id, including a type of another project', async () => {
-    const theirs = await call(cat.t, 'InsertTreatmentType', cat.other.management, { projectId: cat.other.projectId, treatmentTypeName: 'Theirs', contentFieldTypes: fields, lastModifiedBy: 'a' });
+    const theirs = await call(cat.t, 'InsertTreatmentType', cat.other.management, {
+      projectId: cat.other.projectId,
+      treatmentTypeName: 'Theirs',
+      contentFieldTypes: fields,
+      lastModifiedBy: 'a',
+    });
     expect(theirs.status).toBe(200);
     for (const treatmentTypeId of [theirs.body.treatmentType.treatmentTypeId, '999999999999', 0]) {
       expectError(await cat.mgmt('UpdateTreatmentType', { treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'x' }), 404, 'NOT_FOUND');

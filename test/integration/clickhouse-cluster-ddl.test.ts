@@ -73,7 +73,9 @@ describe('infra/clickhouse/cluster.md', () => {
         .replace(/Replicated(\w*MergeTree)\('[^']*',\s*'[^']*'(?:,\s*)?/g, (_m, engine: string) => `${engine}(`);
       await ch.command({ query: local });
       const columns = async (db: string, table: string) =>
-        (await query<{ name: string; type: string }>(`SELECT name, type FROM system.columns WHERE database = '${db}' AND table = '${table}' ORDER BY name`)).map((c) => `${c.name} ${c.type}`);
+        (
+          await query<{ name: string; type: string }>(`SELECT name, type FROM system.columns WHERE database = '${db}' AND table = '${table}' ORDER BY name`)
+        ).map((c) => `${c.name} ${c.type}`);
       expect(await columns('cluster_check', `${t}_local`), t).toEqual(await columns('default', t));
     }
   });

@@ -5,13 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { ClickHouseError } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyClickhouseError, createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
-import {
-  loadMigrations,
-  MIGRATIONS_DIR,
-  runMigrations,
-  splitStatements,
-  type MigrationReport,
-} from '../../shared/platform/warehouse/migrations.js';
+import { loadMigrations, MIGRATIONS_DIR, runMigrations, splitStatements, type MigrationReport } from '../../shared/platform/warehouse/migrations.js';
 import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
 import { microsToClickhouseDateTime64, toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
 import { eventDedupKey, toEventRows, toInteractionRow, type EventInput } from '../../shared/ingestion/event-rows.warehouse.js';
@@ -79,7 +73,12 @@ describe('runMigrations', () => {
     );
     expect(tables).toEqual([
       { name: 'dead_letters', engine: 'ReplacingMergeTree', sorting_key: 'project_id, source, message_id', partition_key: '' },
-      { name: 'decisions', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, response_id, treatment_id, surface', partition_key: 'toYYYYMM(decide_time)' },
+      {
+        name: 'decisions',
+        engine: 'ReplacingMergeTree',
+        sorting_key: 'project_id, user_id, response_id, treatment_id, surface',
+        partition_key: 'toYYYYMM(decide_time)',
+      },
       { name: 'events', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(client_event_ts)' },
       { name: 'interactions', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(interaction_time)' },
       { name: 'user_attribute_updates', engine: 'ReplacingMergeTree', sorting_key: 'project_id, user_id, dedup_key', partition_key: 'toYYYYMM(update_ts)' },
@@ -110,7 +109,7 @@ describe('runMigrations', () => {
   });
 
   it('splits statements at a trailing semicolon and drops comment lines', () => {
-    const sql = '-- header; not a statement\nCREATE TABLE a (x String DEFAULT \';\')\nENGINE = Memory;\n\n  -- between\nSELECT 1;\nSELECT 2\n';
+    const sql = "-- header; not a statement\nCREATE TABLE a (x String DEFAULT ';')\nENGINE = Memory;\n\n  -- between\nSELECT 1;\nSELECT 2\n";
     expect(splitStatements(sql)).toEqual(["CREATE TABLE a (x String DEFAULT ';')\nENGINE = Memory", 'SELECT 1', 'SELECT 2']);
   });
 });
@@ -132,14 +131,24 @@ describe('events', () => {
   it('counts the same event (same dedup key) once with FINAL; the later ingest wins', async () => {
     await client.command({ query: 'SYSTEM STOP MERGES events' });
     try {
-      const first = { projectId: 'p-dup', userId: 'u1', events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'basic' } } }), event('buy', at(-5, 11))] };
-      const again = { projectId: 'p-dup', userId: 'u1', events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'pro' } } })] };
+      const first = {
+        projectId: 'p-dup',
+        userId: 'u1',
+        events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'basic' } } }), event('buy', at(-5, 11))],
+      };
+      const again = {
+        projectId: 'p-dup',
+        userId: 'u1',
+        events: [event('buy', at(-5, 10), { insertId: 'i-1', eventProperties: { plan: { stringValue: 'pro' } } })],
+      };
       await insertRows(client, 'events', toEventRows(first, { jobId: '1' }, { source: 'api', ingestMs: NOW }));
       await insertRows(client, 'events', toEventRows(again, { messageId: 'm-9' }, { source: 'pubsub', ingestMs: NOW + 1000 }));
       expect(await count("SELECT count() AS n FROM events WHERE project_id = 'p-dup'")).toBe(3);
       expect(await count("SELECT count() AS n FROM events FINAL WHERE project_id = 'p-dup'")).toBe(2);
-      expect(await count(`SELECT count() AS n FROM events FINAL WHERE project_id = 'p-dup'
-        AND JSONExtractString(event_properties, 'plan', 'stringValue') = 'pro'`)).toBe(1);
+      expect(
+        await count(`SELECT count() AS n FROM events FINAL WHERE project_id = 'p-dup'
+        AND JSONExtractString(event_properties, 'plan', 'stringValue') = 'pro'`),
+      ).toBe(1);
       // The other exact form, for queries that cannot use FINAL: one group per dedup key.
       const [exact] = await rows<{ n: number; from_pubsub: number }>(
         `SELECT count() AS n, countIf(src = 'pubsub') AS from_pubsub FROM
@@ -176,8 +185,16 @@ describe('events', () => {
     ];
     await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u1', events }, { jobId: 'w1' }, { source: 'api', ingestMs: NOW }));
     const retried = [event('view', at(-1, 12), { insertId: 'v-9' })];
-    await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u1', events: retried }, { jobId: 'w2' }, { source: 'api', ingestMs: NOW + 5 }));
-    await insertRows(client, 'events', toEventRows({ projectId: 'p-win', userId: 'u2', events: [event('view', at(0, 9))] }, { jobId: 'w3' }, { source: 'api', ingestMs: NOW }));
+    await insertRows(
+      client,
+      'events',
+      toEventRows({ projectId: 'p-win', userId: 'u1', events: retried }, { jobId: 'w2' }, { source: 'api', ingestMs: NOW + 5 }),
+    );
+    await insertRows(
+      client,
+      'events',
+      toEventRows({ projectId: 'p-win', userId: 'u2', events: [event('view', at(0, 9))] }, { jobId: 'w3' }, { source: 'api', ingestMs: NOW }),
+    );
 
     const n = 3;
     const windowStart = Math.floor(NOW / DAY) * DAY - (n - 1) * DAY;
@@ -225,7 +242,11 @@ describe('interactions', () => {
        FROM interactions FINAL WHERE project_id = 'p-int' AND user_id = 'u1'`,
     );
     expect(Object.fromEntries(Object.entries(agg).map(([k, v]) => [k, Number(v)]))).toEqual({
-      total: 4, viewed: 3, viewed_home: 2, viewed_t2: 1, viewed_distinct: 2,
+      total: 4,
+      viewed: 3,
+      viewed_home: 2,
+      viewed_t2: 1,
+      viewed_distinct: 2,
     });
     const [first] = await rows<{ t: string }>("SELECT min(interaction_time) AS t FROM interactions WHERE project_id = 'p-int'");
     expect(first.t).toBe(`${shown(DAY0 + 12 * HOUR).slice(0, 19)}.123456`);
@@ -234,7 +255,14 @@ describe('interactions', () => {
 
 describe('dead letters', () => {
   it('stores a redelivered dead letter once, keeping the latest receive time', async () => {
-    const letter = { projectId: 'p-dl', messageId: 'm-1', source: 'pubsub' as const, reason: 'undecodable payload', dataType: 'EventData', payload: Buffer.from([0xff, 0x00, 0x01]) };
+    const letter = {
+      projectId: 'p-dl',
+      messageId: 'm-1',
+      source: 'pubsub' as const,
+      reason: 'undecodable payload',
+      dataType: 'EventData',
+      payload: Buffer.from([0xff, 0x00, 0x01]),
+    };
     await insertRows(client, 'dead_letters', [toDeadLetterRow({ ...letter, receiveMs: NOW })]);
     await insertRows(client, 'dead_letters', [toDeadLetterRow({ ...letter, receiveMs: NOW + 60_000 })]);
     await insertRows(client, 'dead_letters', [toDeadLetterRow({ ...letter, messageId: 'm-2', receiveMs: NOW })]);

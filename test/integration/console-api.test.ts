@@ -45,7 +45,15 @@ describe('GET /console', () => {
     const missing = await get('/console/assets/nope.js');
     expect(missing.statusCode).toBe(404);
     expect(missing.json().error.details).toBeDefined();
-    for (const url of ['/console/../package.json', '/console/..%2f..%2fpackage.json', '/console/%2e%2e/%2e%2e/package.json', '/console/assets/..%2f..%2f..%2fpackage.json', '/console/..%5c..%5cpackage.json', '/console/%2e%2e%2f%2e%2e%2f.env', '/console/%E0%A4%A']) {
+    for (const url of [
+      '/console/../package.json',
+      '/console/..%2f..%2fpackage.json',
+      '/console/%2e%2e/%2e%2e/package.json',
+      '/console/assets/..%2f..%2f..%2fpackage.json',
+      '/console/..%5c..%5cpackage.json',
+      '/console/%2e%2e%2f%2e%2e%2f.env',
+      '/console/%E0%A4%A',
+    ]) {
       const r = await get(url);
       expect(r.body, url).not.toContain('treatment-delivery-service');
       expect([200, 400, 404], url).toContain(r.statusCode);
@@ -62,17 +70,41 @@ describe('modificationSource', () => {
   it('is recorded on treatment types and treatments, API by default, and only API or TDS_CONSOLE', async () => {
     await mgmt('InsertSurface', { name: 'home' });
     const fields = [{ fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true }];
-    const byConsole = await mgmt('InsertTreatmentType', { treatmentTypeName: 'banner', contentFieldTypes: fields, surfaces: [{ surfaceName: 'home' }], lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE' });
+    const byConsole = await mgmt('InsertTreatmentType', {
+      treatmentTypeName: 'banner',
+      contentFieldTypes: fields,
+      surfaces: [{ surfaceName: 'home' }],
+      lastModifiedBy: 'Ada',
+      modificationSource: 'TDS_CONSOLE',
+    });
     expect(byConsole.status, JSON.stringify(byConsole.body)).toBe(200);
     expect(byConsole.body.treatmentType).toMatchObject({ lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE' });
-    const byApi = await mgmt('UpdateTreatmentType', { treatmentTypeId: byConsole.body.treatmentType.treatmentTypeId, contentFieldTypes: fields, lastModifiedBy: 'script' });
+    const byApi = await mgmt('UpdateTreatmentType', {
+      treatmentTypeId: byConsole.body.treatmentType.treatmentTypeId,
+      contentFieldTypes: fields,
+      lastModifiedBy: 'script',
+    });
     expect(byApi.body.treatmentType.modificationSource).toBe('API');
-    const bad = await mgmt('InsertTreatmentType', { treatmentTypeName: 'other', contentFieldTypes: fields, lastModifiedBy: 'Ada', modificationSource: 'SPREADSHEET' });
+    const bad = await mgmt('InsertTreatmentType', {
+      treatmentTypeName: 'other',
+      contentFieldTypes: fields,
+      lastModifiedBy: 'Ada',
+      modificationSource: 'SPREADSHEET',
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.map((d: { field: string }) => d.field)).toContain('modificationSource');
 
     const content = { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi' }] }] };
-    const inserted = await mgmt('InsertTreatment', { name: 'Welcome', description: '', treatmentTypeName: 'banner', lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE', startTimestamp: new Date(Date.now() - 60_000).toISOString(), content, shouldPublish: true });
+    const inserted = await mgmt('InsertTreatment', {
+      name: 'Welcome',
+      description: '',
+      treatmentTypeName: 'banner',
+      lastModifiedBy: 'Ada',
+      modificationSource: 'TDS_CONSOLE',
+      startTimestamp: new Date(Date.now() - 60_000).toISOString(),
+      content,
+      shouldPublish: true,
+    });
     expect(inserted.status, JSON.stringify(inserted.body)).toBe(200);
     expect(inserted.body.treatment).toMatchObject({ lastModifiedBy: 'Ada', modificationSource: 'TDS_CONSOLE' });
     const treatmentId = inserted.body.treatment.treatmentId;

@@ -17,7 +17,11 @@ let none: TestApp;
 let k: ProjectKeys;
 
 beforeAll(async () => {
-  [listed, anyOrigin, none] = await Promise.all([createTestApp({ CORS_ORIGINS: `${SHOP}, http://localhost:5173` }), createTestApp({ CORS_ORIGINS: '*' }), createTestApp()]);
+  [listed, anyOrigin, none] = await Promise.all([
+    createTestApp({ CORS_ORIGINS: `${SHOP}, http://localhost:5173` }),
+    createTestApp({ CORS_ORIGINS: '*' }),
+    createTestApp(),
+  ]);
   k = await createProjectWithKeys(listed);
   await callOk(listed, 'InsertSurface', k.management, { projectId: k.projectId, name: 'home' });
 });
@@ -75,7 +79,13 @@ describe('preflight', () => {
   });
 
   it('refuses an origin that is not listed, a missing origin and a method other than POST (403)', async () => {
-    for (const [origin, method] of [['https://evil.example', 'POST'], ['https://shop.example.evil.example', 'POST'], ['null', 'POST'], [undefined, 'POST'], [SHOP, 'PUT']] as const) {
+    for (const [origin, method] of [
+      ['https://evil.example', 'POST'],
+      ['https://shop.example.evil.example', 'POST'],
+      ['null', 'POST'],
+      [undefined, 'POST'],
+      [SHOP, 'PUT'],
+    ] as const) {
       const r = await preflight(listed.app, '/v1/GetTreatments', origin, method);
       expect(r.statusCode, `${origin} ${method}`).toBe(403);
       expect(r.headers['access-control-allow-origin']).toBeUndefined();

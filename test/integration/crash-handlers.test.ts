@@ -34,7 +34,20 @@ async function run(entry: string, fault: 'exception' | 'rejection', env: Record<
   prefixes.push(prefix);
   const proc = spawn(process.execPath, ['--import', 'tsx', '--import', './test/helpers/fault-injector.ts', entry, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ROLE: 'api', PORT: String(port), ALT_PORT: String(await freePort()), OPS_PORT: '0', REDIS_PREFIX: prefix, ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-crash-')), TDS_TEST_FAULT: fault, ...env },
+    env: {
+      ...process.env,
+      ROLE: 'api',
+      PORT: String(port),
+      ALT_PORT: String(await freePort()),
+      OPS_PORT: '0',
+      REDIS_PREFIX: prefix,
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      AUTO_START_REDIS: 'false',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-crash-')),
+      TDS_TEST_FAULT: fault,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.push(proc);
@@ -71,7 +84,10 @@ afterAll(async () => {
 });
 
 describe('a service process (api/server.ts)', { timeout: 60_000 }, () => {
-  for (const [fault, msg] of [['exception', /^uncaught exception; stopping in order$/], ['rejection', /^unhandled promise rejection; stopping in order$/]] as const) {
+  for (const [fault, msg] of [
+    ['exception', /^uncaught exception; stopping in order$/],
+    ['rejection', /^unhandled promise rejection; stopping in order$/],
+  ] as const) {
     it(`an uncaught ${fault}: logged at fatal with err, the ordered stop, exit 1`, async () => {
       const r = await run('api/server.ts', fault);
       await waitUntil(() => indexOf(r.lines(), /^service ready$/) >= 0, 45_000, 100);

@@ -12,7 +12,12 @@ const DAY = 86_400_000;
 async function catalogue(t: TestApp, k: ProjectKeys): Promise<string> {
   const m = (op: string, body: Record<string, unknown>) => callOk(t, op, k.management, { projectId: k.projectId, ...body });
   await m('InsertSurface', { name: 'home' });
-  await m('InsertTreatmentType', { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
+  await m('InsertTreatmentType', {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
   const r = await m('InsertTreatment', {
     name: 'a',
     description: 'a',
@@ -48,7 +53,11 @@ describe('decision log bounds', () => {
     let sent = 0;
     // in rounds, so the producer polls the queue's backlog between them
     for (let round = 0; round < 12; round++) {
-      const answers = await Promise.all(Array.from({ length: 250 }, (_, i) => call(t, 'GetTreatments', k.delivery, { projectId: k.projectId, userId: `u${round}-${i}`, surfaces: [{ surface: 'home' }] })));
+      const answers = await Promise.all(
+        Array.from({ length: 250 }, (_, i) =>
+          call(t, 'GetTreatments', k.delivery, { projectId: k.projectId, userId: `u${round}-${i}`, surfaces: [{ surface: 'home' }] }),
+        ),
+      );
       expect(answers.every((a) => a.status === 200 && a.body.userTreatments.length === 1)).toBe(true);
       sent += answers.length;
       await new Promise((r) => setTimeout(r, 1100));
@@ -94,7 +103,10 @@ describe('DECISION_LOG=off', () => {
   });
 
   it('ListDecisions and GetTreatmentReport answer 400 FAILED_PRECONDITION naming the setting', async () => {
-    for (const [op, body] of [['ListDecisions', { userId: 'u1' }], ['GetTreatmentReport', { treatmentId }]] as const) {
+    for (const [op, body] of [
+      ['ListDecisions', { userId: 'u1' }],
+      ['GetTreatmentReport', { treatmentId }],
+    ] as const) {
       const r = await call(t, op, k.management, { projectId: k.projectId, ...body });
       expect(r.status).toBe(400);
       expect(r.body.error.status).toBe('FAILED_PRECONDITION');
@@ -103,7 +115,12 @@ describe('DECISION_LOG=off', () => {
   });
 
   it('an interaction must name its user, treatment and surface', async () => {
-    const base = { projectId: k.projectId, treatmentTrackingId: `${treatmentId}_resp1`, interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) };
+    const base = {
+      projectId: k.projectId,
+      treatmentTrackingId: `${treatmentId}_resp1`,
+      interactionType: 'VIEWED',
+      interactionTimeMicros: String(Date.now() * 1000),
+    };
     const missing = await call(t, 'LogTreatmentInteraction', k.delivery, { ...base, userId: 'u1' });
     expect(missing.status).toBe(400);
     expect(missing.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['surface', 'treatmentId']);

@@ -33,7 +33,12 @@ beforeAll(async () => {
   k = await createProjectWithKeys(t);
   queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(h.prefix), skipVersionCheck: true });
   for (const name of ['home', 'feed']) await ok('InsertSurface', k.management, { name });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
   for (const name of ['a', 'b', 'c']) {
     await ok('InsertTreatment', k.management, {
       name,
@@ -61,7 +66,17 @@ describe('decision-log workers killed mid-batch', () => {
     const expected = new Map<string, number>();
     const identities = new Set<string>();
     for (let i = 0; i < RESPONSES; i += 2) {
-      const rs = await Promise.all([0, 1].map((j) => ok('GetTreatments', k.delivery, { userId: `user-${(i + j) % USERS}`, surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }, { surface: 'feed', maximumTreatmentCount: 1 }] })));
+      const rs = await Promise.all(
+        [0, 1].map((j) =>
+          ok('GetTreatments', k.delivery, {
+            userId: `user-${(i + j) % USERS}`,
+            surfaces: [
+              { surface: 'home', maximumTreatmentCount: 2 },
+              { surface: 'feed', maximumTreatmentCount: 1 },
+            ],
+          }),
+        ),
+      );
       for (const [j, r] of rs.entries()) {
         for (const u of r.userTreatments) {
           const key = `user-${(i + j) % USERS}/${u.treatmentId}`;
@@ -89,7 +104,10 @@ describe('decision-log workers killed mid-batch', () => {
     expect(report.groups[1]).toMatchObject({ group: 'HOLDOUT', users: 0 });
     await h.stopWorkers();
 
-    const rows = await h.warehouseRows<{ response_id: string; treatment_id: string; surface: string }>('SELECT response_id, treatment_id, surface FROM decisions FINAL WHERE project_id = {p:String}', { p: k.projectId });
+    const rows = await h.warehouseRows<{ response_id: string; treatment_id: string; surface: string }>(
+      'SELECT response_id, treatment_id, surface FROM decisions FINAL WHERE project_id = {p:String}',
+      { p: k.projectId },
+    );
     const stored = rows.map((r) => `${r.response_id}/${r.treatment_id}/${r.surface}`);
     expect(stored.length).toBe(identities.size);
     expect(new Set(stored)).toEqual(identities);
@@ -100,7 +118,8 @@ describe('decision-log workers killed mid-batch', () => {
         const treatmentId = key.slice(key.indexOf('/') + 1);
         // the run may cross midnight UTC: the days since the test started
         let counted = 0;
-        for (let day = Math.floor(started / DAY); day <= Math.floor(Date.now() / DAY); day++) counted += Number(p.fields[capCounterField('RETURNED', treatmentId, day)] ?? 0);
+        for (let day = Math.floor(started / DAY); day <= Math.floor(Date.now() / DAY); day++)
+          counted += Number(p.fields[capCounterField('RETURNED', treatmentId, day)] ?? 0);
         expect(counted).toBe(n);
       }
     }

@@ -14,13 +14,21 @@ let k: Awaited<ReturnType<typeof projectWithKeys>>;
 const DAY = 86_400_000;
 const treatmentIds: string[] = [];
 
-const { v1, ok } = v1Calls(() => s, () => k.projectId);
+const { v1, ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 
 beforeAll(async () => {
   s = await startTestService();
   k = await projectWithKeys(s, 'declog');
   for (const name of ['home', 'feed', 'empty']) await ok('InsertSurface', k.management, { name });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
   for (const name of ['a', 'b', 'c']) {
     const r = await ok('InsertTreatment', k.management, {
       name,
@@ -44,16 +52,28 @@ describe('decision log', () => {
   it('records every returned treatment; ListDecisions shows them newest first, soon after the response', async () => {
     const responses: any[] = [];
     for (let i = 0; i < 3; i++) {
-      responses.push(await ok('GetTreatments', k.delivery, { userId: 'alice', surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }, { surface: 'feed', maximumTreatmentCount: 1 }] }));
+      responses.push(
+        await ok('GetTreatments', k.delivery, {
+          userId: 'alice',
+          surfaces: [
+            { surface: 'home', maximumTreatmentCount: 2 },
+            { surface: 'feed', maximumTreatmentCount: 1 },
+          ],
+        }),
+      );
     }
     const expected = responses.flatMap((r) => r.userTreatments.map((u: any) => `${r.responseId}/${u.treatmentId}/${u.surface}/${u.rank}`));
     expect(expected).toHaveLength(9);
     const started = Date.now();
     let got: any[] = [];
-    await waitUntil(async () => {
-      got = (await ok('ListDecisions', k.management, { userId: 'alice', limit: 100 })).decisions;
-      return got.length >= expected.length;
-    }, 30_000, 50);
+    await waitUntil(
+      async () => {
+        got = (await ok('ListDecisions', k.management, { userId: 'alice', limit: 100 })).decisions;
+        return got.length >= expected.length;
+      },
+      30_000,
+      50,
+    );
     // Informative only (a loaded machine): the contract is "within 1 s" on an idle one.
     console.log(`decisions readable ${Date.now() - started} ms after the last response`);
     expect(got.map((d) => `${d.responseId}/${d.treatmentId}/${d.surface}/${d.rank}`).sort()).toEqual([...expected].sort());
@@ -77,7 +97,8 @@ describe('decision log', () => {
     const counted = (profile: { fields: Record<string, string> }, id: string, day: number) => Number(profile.fields[capCounterField('RETURNED', id, day)] ?? 0);
     const expectedCounts = treatmentIds.map((id) => {
       const byDay = new Map<number, number>();
-      for (const d of got.filter((x) => x.treatmentId === id)) byDay.set(Math.floor(Date.parse(d.decideTime) / DAY), (byDay.get(Math.floor(Date.parse(d.decideTime) / DAY)) ?? 0) + 1);
+      for (const d of got.filter((x) => x.treatmentId === id))
+        byDay.set(Math.floor(Date.parse(d.decideTime) / DAY), (byDay.get(Math.floor(Date.parse(d.decideTime) / DAY)) ?? 0) + 1);
       return byDay;
     });
     expect(expectedCounts.every((byDay) => byDay.size > 0)).toBe(true);

@@ -34,14 +34,23 @@ const ALICE = 'al*ce{1}:x?[';
 const ALZZCE = 'alZZce{1}:x?['; // matches ALICE's prefix if `*` were not escaped in the SCAN pattern
 const TABLES = USER_TABLES.map((t) => t.table);
 
-const { v1, ok } = v1Calls(() => s, () => k.projectId);
+const { v1, ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 
 async function rowsOf(table: string, userId: string): Promise<number> {
-  const rows = await ch.query<{ n: string }>(`SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, { p: k.projectId, u: userId });
+  const rows = await ch.query<{ n: string }>(`SELECT count() AS n FROM ${table} FINAL WHERE project_id = {p:String} AND user_id = {u:String}`, {
+    p: k.projectId,
+    u: userId,
+  });
   return Number(rows[0].n);
 }
 async function deadLetters(messageId: string): Promise<number> {
-  const rows = await ch.query<{ n: string }>('SELECT count() AS n FROM dead_letters FINAL WHERE project_id = {p:String} AND message_id = {m:String}', { p: k.projectId, m: messageId });
+  const rows = await ch.query<{ n: string }>('SELECT count() AS n FROM dead_letters FINAL WHERE project_id = {p:String} AND message_id = {m:String}', {
+    p: k.projectId,
+    m: messageId,
+  });
   return Number(rows[0].n);
 }
 async function rowsByTable(userId: string): Promise<Record<string, number>> {
@@ -70,18 +79,45 @@ async function purchases(userId: string): Promise<number> {
 }
 
 async function logPurchases(userId: string, insertIds: string[], tier = 'gold'): Promise<void> {
-  await ok('LogEvents', k.logEvents, { userId, events: insertIds.map((insertId) => ({ eventName: 'purchase', insertId, clientEventTimestamp: new Date().toISOString(), userProperties: { tier: { stringValue: tier } } })) });
+  await ok('LogEvents', k.logEvents, {
+    userId,
+    events: insertIds.map((insertId) => ({
+      eventName: 'purchase',
+      insertId,
+      clientEventTimestamp: new Date().toISOString(),
+      userProperties: { tier: { stringValue: tier } },
+    })),
+  });
 }
 
 /** A user with events, an interaction, decisions, a profile update row and a profile. */
 async function populate(userId: string): Promise<void> {
   await logPurchases(userId, ['i1', 'i2', 'i3']);
   await ok('GetTreatments', k.delivery, { userId, surfaces: [{ surface: 'home', maximumTreatmentCount: 1 }] });
-  await ok('LogTreatmentInteraction', k.delivery, { userId, treatmentId: '1', treatmentTrackingId: '1_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) });
+  await ok('LogTreatmentInteraction', k.delivery, {
+    userId,
+    treatmentId: '1',
+    treatmentTrackingId: '1_r',
+    surface: 'home',
+    interactionType: 'VIEWED',
+    interactionTimeMicros: String(Date.now() * 1000),
+  });
   const now = toClickhouseDateTime64(Date.now());
   // a dead letter of a LogEvents request of the user, as the workers store it
-  await ch.insertRows('dead_letters', [toDeadLetterRow({ projectId: k.projectId, messageId: `dl-${userId}`, source: 'log_events', reason: 'test', receiveMs: Date.now(), dataType: 'EventData', payload: Buffer.from(JSON.stringify({ kind: 'events', projectId: k.projectId, userId, events: [] })) })]);
-  await ch.insertRows('user_attribute_updates', [{ project_id: k.projectId, user_id: userId, dedup_key: `m:${userId}`, update_ts: now, user_properties: '{}', source: 'pubsub', ingest_ts: now }]);
+  await ch.insertRows('dead_letters', [
+    toDeadLetterRow({
+      projectId: k.projectId,
+      messageId: `dl-${userId}`,
+      source: 'log_events',
+      reason: 'test',
+      receiveMs: Date.now(),
+      dataType: 'EventData',
+      payload: Buffer.from(JSON.stringify({ kind: 'events', projectId: k.projectId, userId, events: [] })),
+    }),
+  ]);
+  await ch.insertRows('user_attribute_updates', [
+    { project_id: k.projectId, user_id: userId, dedup_key: `m:${userId}`, update_ts: now, user_properties: '{}', source: 'pubsub', ingest_ts: now },
+  ]);
 }
 
 async function waitForRows(userId: string): Promise<void> {
@@ -94,7 +130,12 @@ beforeAll(async () => {
   k = await projectWithKeys(s, 'deluser');
   other = await projectWithKeys(s, 'delother');
   await ok('InsertSurface', k.management, { name: 'home' });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
   await ok('InsertTreatment', k.management, {
     name: 'a',
     description: 'a',
@@ -104,7 +145,9 @@ beforeAll(async () => {
     shouldPublish: true,
     content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'a' }] }] },
   });
-  const fields = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  const fields = await ok('GetDataFields', k.management, {
+    dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+  });
   countField = fields.dataFields[0].dataFieldId;
 }, 180_000);
 
@@ -132,7 +175,9 @@ describe('DeleteUserData', () => {
     // ClickHouse: no row of the user in any table (FINAL) within 60 s
     const none = Object.fromEntries(TABLES.map((t) => [t, 0]));
     let last: Record<string, number> = {};
-    await waitUntil(async () => JSON.stringify((last = await rowsByTable(ALICE))) === JSON.stringify(none), 60_000, 200).catch(() => expect(last).toEqual(none));
+    await waitUntil(async () => JSON.stringify((last = await rowsByTable(ALICE))) === JSON.stringify(none), 60_000, 200).catch(() =>
+      expect(last).toEqual(none),
+    );
     for (const [t, n] of Object.entries(await rowsByTable(ALZZCE))) expect(n, t).toBeGreaterThan(0);
 
     await waitUntil(async () => (await deadLetters(`dl-${ALICE}`)) === 0, 60_000, 200);
@@ -155,7 +200,11 @@ describe('DeleteUserData', () => {
     // the change log records the deletion without the user id
     const changes = (await s.admin('ListChanges', { projectId: k.projectId, pageSize: 10 })).body.changes as any[];
     const entry = changes.find((c) => c.operation === 'DeleteUserData');
-    expect(entry).toMatchObject({ resourceKind: 'user', resourceId: createHash('sha256').update(ALICE).digest('hex'), actor: expect.stringMatching(/^apiKey:/) });
+    expect(entry).toMatchObject({
+      resourceKind: 'user',
+      resourceId: createHash('sha256').update(ALICE).digest('hex'),
+      actor: expect.stringMatching(/^apiKey:/),
+    });
     expect(JSON.stringify(entry)).not.toContain('al*ce');
   }, 240_000);
 
@@ -170,7 +219,10 @@ describe('DeleteUserData', () => {
     await logPurchases(stranger, ['s1']);
     await waitUntil(async () => (await purchases(stranger)) === 1, 60_000, 100);
     // the user signs in: the pre-login id's history merges into the user's
-    await ok('LogEvents', k.logEvents, { userId: user, events: [{ eventName: 'purchase', insertId: 'u-in', clientEventTimestamp: new Date().toISOString(), preLoginTempUserId: temp }] });
+    await ok('LogEvents', k.logEvents, {
+      userId: user,
+      events: [{ eventName: 'purchase', insertId: 'u-in', clientEventTimestamp: new Date().toISOString(), preLoginTempUserId: temp }],
+    });
     const { profiles } = s.ctx.profiles;
     // the same insertIds collapse
     await waitUntil(async () => (await profiles.get(k.projectId, user)).mergedFrom?.[0] === temp && (await rowsOf('events', user)) === 4, 60_000, 100);
@@ -186,7 +238,8 @@ describe('DeleteUserData', () => {
     expect(await purchases(stranger)).toBe(1);
     const none = JSON.stringify(Object.fromEntries(TABLES.map((t) => [t, 0])));
     let last: unknown;
-    const gone = async () => JSON.stringify((last = [await rowsByTable(user), await rowsByTable(temp)])) === JSON.stringify([JSON.parse(none), JSON.parse(none)]);
+    const gone = async () =>
+      JSON.stringify((last = [await rowsByTable(user), await rowsByTable(temp)])) === JSON.stringify([JSON.parse(none), JSON.parse(none)]);
     await waitUntil(gone, 60_000, 200).catch(() => expect(last).toEqual([JSON.parse(none), JSON.parse(none)]));
     await waitUntil(async () => (await deadLetters(`dl-${temp}`)) + (await deadLetters(`dl-${user}`)) === 0, 60_000, 200);
     expect(await rowsOf('events', stranger)).toBe(1);
@@ -223,7 +276,14 @@ describe('DeleteUserData', () => {
     const deletedAt = Date.now();
     expect((await v1('DeleteUserData', k.management, { userId: carol })).status).toBe(200);
     // a job queued a second before the deletion, picked up only now
-    const job: EventsJob = { kind: 'events', projectId: k.projectId, userId: carol, events: [{ eventName: 'purchase', insertId: 'late', clientEventTs: deletedAt - 1000 }], origin: { source: 'api' }, receivedAt: deletedAt - 1000 };
+    const job: EventsJob = {
+      kind: 'events',
+      projectId: k.projectId,
+      userId: carol,
+      events: [{ eventName: 'purchase', insertId: 'late', clientEventTs: deletedAt - 1000 }],
+      origin: { source: 'api' },
+      receivedAt: deletedAt - 1000,
+    };
     const added = await s.ctx.ingestion.ingest.eventsQueue.add('events', job, INGEST_JOB_OPTIONS);
     await waitUntil(() => new JobCompletions(s.ctx.redis, bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), 'events').completed(added.id!), 60_000, 100);
     expect(await userKeys(carol)).toEqual([]);
@@ -243,13 +303,24 @@ describe('DeleteUserData', () => {
       expect(held).toBeDefined();
       const deletedAtMs = Date.now();
       await new UserDeletionStore(ctx.redis, ctx.keys).erase(k.projectId, 'frank', deletedAtMs);
-      await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, { kind: 'deleteUser', projectId: k.projectId, userId: 'frank', mergedIds: ['frank-t'], deletedAtMs, inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }] });
+      await enqueueUserDeletion(ctx.redis, ctx.config.redisPrefix, {
+        kind: 'deleteUser',
+        projectId: k.projectId,
+        userId: 'frank',
+        mergedIds: ['frank-t'],
+        deletedAtMs,
+        inFlight: [{ queue: 'probe-in-flight', jobId: held!.id! }],
+      });
       // what the racing job does after the erasure: its rows, then its profile script
       const now = toClickhouseDateTime64(Date.now());
-      await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank' }, { eventName: 'purchase', insertId: 'f1' }, Date.now(), undefined, 'i:f1', now, 'api')]);
+      await ch.insertRows('events', [
+        toEventRow({ projectId: k.projectId, userId: 'frank' }, { eventName: 'purchase', insertId: 'f1' }, Date.now(), undefined, 'i:f1', now, 'api'),
+      ]);
       await ctx.profiles.profiles.applyEvents(k.projectId, 'frank', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       // and of the merged pre-login id the deletion named (its merge marker in frank's profile is gone by now)
-      await ch.insertRows('events', [toEventRow({ projectId: k.projectId, userId: 'frank-t' }, { eventName: 'purchase', insertId: 'ft1' }, Date.now(), undefined, 'i:ft1', now, 'api')]);
+      await ch.insertRows('events', [
+        toEventRow({ projectId: k.projectId, userId: 'frank-t' }, { eventName: 'purchase', insertId: 'ft1' }, Date.now(), undefined, 'i:ft1', now, 'api'),
+      ]);
       await ctx.profiles.profiles.applyEvents(k.projectId, 'frank-t', 'racing-job', [{ ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } } }]);
       expect(await userKeys('frank')).not.toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
@@ -267,7 +338,19 @@ describe('DeleteUserData', () => {
     expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'u' }, 'p', 'u')).toBe(true);
     expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'v' }, 'p', 'u')).toBe(false);
     expect(jobConcernsUser({ kind: 'events', projectId: 'q', userId: 'u' }, 'p', 'u')).toBe(false);
-    expect(jobConcernsUser({ kind: 'eventsBatch', requests: [{ projectId: 'p', userId: 'v' }, { projectId: 'p', userId: 'u' }] }, 'p', 'u')).toBe(true);
+    expect(
+      jobConcernsUser(
+        {
+          kind: 'eventsBatch',
+          requests: [
+            { projectId: 'p', userId: 'v' },
+            { projectId: 'p', userId: 'u' },
+          ],
+        },
+        'p',
+        'u',
+      ),
+    ).toBe(true);
     expect(jobConcernsUser({ kind: 'decisions', records: [{ projectId: 'p', userId: 'u', decisions: [] }] }, 'p', 'u')).toBe(true);
     expect(jobConcernsUser({ queue: 'log_events', data: { kind: 'eventsBatch', requests: [{ projectId: 'p', userId: 'u' }] } }, 'p', 'u')).toBe(true);
     expect(jobConcernsUser(null, 'p', 'u')).toBe(false);
@@ -282,7 +365,11 @@ describe('DeleteUserData', () => {
     await logPurchases('erin', ['e1']);
     await waitUntil(async () => (await purchases('erin')) === 1, 60_000, 100);
     const out: string[] = [];
-    const code = await runAdminCli(['delete-user-data', '--project-id', k.projectId, '--user-id', 'erin'], { REDIS_PREFIX: s.ctx.config.redisPrefix, AUTO_START_REDIS: 'false', ADMIN_TOKEN, LOG_LEVEL: 'silent', REDIS_URL: s.ctx.config.redisUrl }, { out: (t) => out.push(t), err: (t) => out.push(t) });
+    const code = await runAdminCli(
+      ['delete-user-data', '--project-id', k.projectId, '--user-id', 'erin'],
+      { REDIS_PREFIX: s.ctx.config.redisPrefix, AUTO_START_REDIS: 'false', ADMIN_TOKEN, LOG_LEVEL: 'silent', REDIS_URL: s.ctx.config.redisUrl },
+      { out: (t) => out.push(t), err: (t) => out.push(t) },
+    );
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual({});
     expect(await userKeys('erin')).toEqual([]);

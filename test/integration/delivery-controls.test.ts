@@ -95,9 +95,24 @@ describe('holdouts', () => {
       expect(r.body.error.details.map((d: any) => d.field)).toContain('holdoutPercentage');
     }
     // snake_case input names are accepted for the new fields too
-    const snake = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { holdout_percentage: 5, qa_user_ids: ['q'], is_fallback: true, frequency_cap: { max_count: 2, window_name: 'LAST_7D', count_of: 'VIEWED' } }));
+    const snake = await call(
+      t,
+      'InsertTreatment',
+      p.management,
+      treatmentBody(p, {
+        holdout_percentage: 5,
+        qa_user_ids: ['q'],
+        is_fallback: true,
+        frequency_cap: { max_count: 2, window_name: 'LAST_7D', count_of: 'VIEWED' },
+      }),
+    );
     expect(snake.status).toBe(200);
-    expect(snake.body.treatment).toMatchObject({ holdoutPercentage: 5, qaUserIds: ['q'], isFallback: true, frequencyCap: { maxCount: 2, windowName: 'LAST_7D', countOf: 'VIEWED' } });
+    expect(snake.body.treatment).toMatchObject({
+      holdoutPercentage: 5,
+      qaUserIds: ['q'],
+      isFallback: true,
+      frequencyCap: { maxCount: 2, windowName: 'LAST_7D', countOf: 'VIEWED' },
+    });
     const r = await call(t, 'InsertTreatment', p.management, treatmentBody(p, { holdoutPercentage: 0.001 }));
     expect(r.status).toBe(400);
     expect(r.body.error.details[0].field).toBe('holdoutPercentage');
@@ -160,14 +175,23 @@ describe('QA users', () => {
     expect(withBob.versions).toHaveLength(1);
     expect((await lastChange(p)).after.qaUserIds).toEqual(['qa-ann', 'qa-bob']);
     await update(p, id, { content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'v2' }] } });
-    await waitUntil(async () => (await getTreatments(p, { userId: 'qa-bob' })).body.userTreatments?.[0]?.treatmentContent === JSON.stringify({ title: 'v2' }), 5000, 25);
+    await waitUntil(
+      async () => (await getTreatments(p, { userId: 'qa-bob' })).body.userTreatments?.[0]?.treatmentContent === JSON.stringify({ title: 'v2' }),
+      5000,
+      25,
+    );
     // deleting it ends QA delivery too, and an edit after the deletion (a new draft) does not bring it back
     await ok('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: id, lastModifiedBy: 'bob', shouldDelete: true });
     await until(p, { userId: 'qa-ann' }, []);
-    const edited = await update(p, id, { name: 'edited after delete', content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'after delete' }] } });
+    const edited = await update(p, id, {
+      name: 'edited after delete',
+      content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'after delete' }] },
+    });
     expect(edited.status).toBe('ARCHIVED');
     expect(edited.versions[0].status).toBe('DRAFT');
-    const explained = async () => (await ok('ExplainTreatments', p.management, { projectId: p.projectId, userId: 'qa-ann', surfaces: [{ surface: 'home' }] })).explanation.surfaces[0].treatments[0];
+    const explained = async () =>
+      (await ok('ExplainTreatments', p.management, { projectId: p.projectId, userId: 'qa-ann', surfaces: [{ surface: 'home' }] })).explanation.surfaces[0]
+        .treatments[0];
     // the plan has the edit (its new name) before the QA user is asked
     await waitUntil(async () => (await explained()).name === 'edited after delete', 5000, 25);
     expect((await explained()).returned).toBe(false);
@@ -183,7 +207,8 @@ describe('QA users', () => {
 describe('fallback', () => {
   it('appears exactly when nothing else qualifies; isFallback is treatment-level and validated', async () => {
     const p = await setupCatalog();
-    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
+    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField
+      .dataFieldId;
     const fallback = await insertTreatment(p, { isFallback: true });
     expect((await ok('GetTreatment', p.management, { projectId: p.projectId, treatmentId: fallback })).treatment.isFallback).toBe(true);
     const adults = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
@@ -206,16 +231,33 @@ describe('fallback', () => {
 describe('PreviewTreatment and /v1/ExplainTreatments', () => {
   it('renders any version for any user as GetTreatments would, with the rule evaluation; nothing is counted', async () => {
     const p = await setupCatalog();
-    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField.dataFieldId;
+    const age = (await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'age', userProperty: { dataType: 'INTEGER' } })).dataField
+      .dataFieldId;
     await ok('InsertDataField', p.management, { projectId: p.projectId, name: 'first_name', userProperty: { dataType: 'STRING' } });
     const userProperties = { first_name: { stringValue: 'Ann' } } as never;
     await t.ctx.profiles.profiles.applyEvents(p.projectId, 'ann', `seed-${++seq}`, [{ ts: Date.now(), userProperties }]);
     const id = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: age, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
     // version 2: an unpublished draft, previewed at once (no wait for the delivery cache)
-    await update(p, id, { shouldPublish: false, content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'draft for {{first_name|you}}' }] } });
-    const draft = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, userId: 'ann', contextualAttributes: [{ key: 'age', integerValue: 30 }] });
+    await update(p, id, {
+      shouldPublish: false,
+      content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'draft for {{first_name|you}}' }] },
+    });
+    const draft = await call(t, 'PreviewTreatment', p.management, {
+      projectId: p.projectId,
+      treatmentId: id,
+      userId: 'ann',
+      contextualAttributes: [{ key: 'age', integerValue: 30 }],
+    });
     expect(draft.status).toBe(200);
-    expect(draft.body.userTreatment).toEqual({ treatmentId: id, treatmentTrackingId: 'preview', surface: 'home', rank: '1', treatmentType: 'card', treatmentContent: JSON.stringify({ title: 'draft for Ann' }), contentLanguageCode: 'en' });
+    expect(draft.body.userTreatment).toEqual({
+      treatmentId: id,
+      treatmentTrackingId: 'preview',
+      surface: 'home',
+      rank: '1',
+      treatmentType: 'card',
+      treatmentContent: JSON.stringify({ title: 'draft for Ann' }),
+      contentLanguageCode: 'en',
+    });
     expect(draft.body.eligibility).toMatchObject({ eligible: true, versionNumber: 2, versionStatus: 'DRAFT', heldOut: false, globallyHeldOut: false });
     expect(draft.body.eligibility.rules[0]).toMatchObject({ dataFieldName: 'age', value: '30', source: 'contextualAttribute', outcome: { result: true } });
     const v1 = await call(t, 'PreviewTreatment', p.management, { projectId: p.projectId, treatmentId: id, versionNumber: 1 });
@@ -233,7 +275,13 @@ describe('PreviewTreatment and /v1/ExplainTreatments', () => {
     expect(badVersion.status).toBe(400);
     expect(JSON.stringify(badVersion.body.error.details)).toContain('versionNumber');
     // the same for operators, on the admin API (and the CLI's preview-treatment)
-    const adm = await admin(t, 'PreviewTreatment', { projectId: p.projectId, treatmentId: id, userId: 'ann', versionNumber: 1, contextualAttributes: [{ key: 'age', integerValue: 30 }] });
+    const adm = await admin(t, 'PreviewTreatment', {
+      projectId: p.projectId,
+      treatmentId: id,
+      userId: 'ann',
+      versionNumber: 1,
+      contextualAttributes: [{ key: 'age', integerValue: 30 }],
+    });
     expect(adm.status).toBe(200);
     expect(adm.body.eligibility).toMatchObject({ eligible: true, versionNumber: 1 });
     // nothing was logged or counted for ann
@@ -259,7 +307,18 @@ describe('PreviewTreatment and /v1/ExplainTreatments', () => {
 describe('OpenAPI', () => {
   it('documents every new field and operation', async () => {
     const doc = JSON.stringify((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json());
-    for (const name of ['holdoutPercentage', 'globalHoldoutPercentage', 'qaUserIds', 'isFallback', 'frequencyCap', 'clearFrequencyCap', 'countOf', '/v1/PreviewTreatment', '/v1/ExplainTreatments', '/admin/v1/PreviewTreatment']) {
+    for (const name of [
+      'holdoutPercentage',
+      'globalHoldoutPercentage',
+      'qaUserIds',
+      'isFallback',
+      'frequencyCap',
+      'clearFrequencyCap',
+      'countOf',
+      '/v1/PreviewTreatment',
+      '/v1/ExplainTreatments',
+      '/admin/v1/PreviewTreatment',
+    ]) {
       expect(doc, name).toContain(`"${name}"`);
     }
   });

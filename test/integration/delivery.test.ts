@@ -80,7 +80,9 @@ describe('GetTreatments over HTTP', () => {
   beforeAll(async () => {
     p = await setupCatalog();
     everyone = await insertTreatment(p);
-    adultsOnly = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: p.ageFieldId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
+    adultsOnly = await insertTreatment(p, {
+      eligibilityRules: { rules: [{ dataFieldId: p.ageFieldId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] },
+    });
     await seedProfile(p.projectId, 'adult', { age: { longValue: '30' }, first_name: { stringValue: 'Ada' } });
   });
 
@@ -107,7 +109,10 @@ describe('GetTreatments over HTTP', () => {
   });
 
   it('applies rules, with contextual attributes overriding the profile', async () => {
-    const ids = async (body: Record<string, unknown>) => ((await getTreatments(p, { surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }], ...body })).body.userTreatments ?? []).map((u: any) => u.treatmentId);
+    const ids = async (body: Record<string, unknown>) =>
+      ((await getTreatments(p, { surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }], ...body })).body.userTreatments ?? []).map(
+        (u: any) => u.treatmentId,
+      );
     expect(await ids({ userId: 'nobody' })).toEqual([everyone]);
     expect((await ids({ userId: 'nobody', contextualAttributes: [{ key: 'age', integerValue: 21 }] })).sort()).toEqual([everyone, adultsOnly].sort());
     expect(await ids({ userId: 'adult', contextual_attributes: [{ key: 'age', integer_value: '12' }] })).toEqual([everyone]);
@@ -120,7 +125,11 @@ describe('GetTreatments over HTTP', () => {
   });
 
   it('accepts the key as the api_key query parameter', async () => {
-    const res = await t.app.inject({ method: 'POST', url: `/v1/GetTreatments?api_key=${encodeURIComponent(p.delivery)}`, payload: { projectId: p.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/GetTreatments?api_key=${encodeURIComponent(p.delivery)}`,
+      payload: { projectId: p.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json().userTreatments).toHaveLength(1);
   });
@@ -134,7 +143,15 @@ describe('GetTreatments over HTTP', () => {
 
   it('answers 400 INVALID_ARGUMENT naming the field for bad requests', async () => {
     const cases: [Record<string, unknown>, string][] = [
-      [{ contextualAttributes: [{ key: 'a', stringValue: 'x' }, { key: 'a', stringValue: 'y' }] }, 'contextualAttributes[1].key'],
+      [
+        {
+          contextualAttributes: [
+            { key: 'a', stringValue: 'x' },
+            { key: 'a', stringValue: 'y' },
+          ],
+        },
+        'contextualAttributes[1].key',
+      ],
       [{ contextualAttributes: [{ key: 'a' }] }, 'contextualAttributes[0]'],
       [{ contextualAttributes: [{ key: 'a', stringValue: 'x', integerValue: 3 }] }, 'contextualAttributes[0]'],
       [{ surfaces: [] }, 'surfaces'],
@@ -260,11 +277,17 @@ describe('management changes reach delivery', () => {
 describe('ExplainTreatments', () => {
   it('says per surface and treatment whether it is returned and, if not, why', async () => {
     const p = await setupCatalog();
-    const ruled = await insertTreatment(p, { eligibilityRules: { rules: [{ dataFieldId: p.ageFieldId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] } });
+    const ruled = await insertTreatment(p, {
+      eligibilityRules: { rules: [{ dataFieldId: p.ageFieldId, condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18' }] },
+    });
     const removed = await insertTreatment(p, { removedSurfaces: { surfaces: [{ name: 'home' }] } });
     const draft = await insertTreatment(p, { shouldPublish: false });
     await seedProfile(p.projectId, 'kid', { age: { longValue: '9' } });
-    const r = await admin(t, 'ExplainTreatments', { projectId: p.projectId, userId: 'kid', surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }, { surface: 'inbox' }] });
+    const r = await admin(t, 'ExplainTreatments', {
+      projectId: p.projectId,
+      userId: 'kid',
+      surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }, { surface: 'inbox' }],
+    });
     expect(r.status).toBe(200);
     const [home, inbox] = r.body.explanation.surfaces;
     const on = (s: any, id: string) => s.treatments.find((x: any) => x.treatmentId === id);
@@ -282,14 +305,28 @@ describe('ExplainTreatments', () => {
   });
 
   it('needs the admin token', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/admin/v1/ExplainTreatments', payload: { projectId: 'x', userId: 'u', surfaces: [{ surface: 'home' }] } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/admin/v1/ExplainTreatments',
+      payload: { projectId: 'x', userId: 'u', surfaces: [{ surface: 'home' }] },
+    });
     expect(res.statusCode).toBe(401);
   });
 });
 
 describe('ranking', () => {
   function interaction(p: ProjectKeys, treatmentId: string, interactionType: string): InteractionJob {
-    return { kind: 'interaction', projectId: p.projectId, userId: 'x', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: '0', receivedAt: 0 };
+    return {
+      kind: 'interaction',
+      projectId: p.projectId,
+      userId: 'x',
+      treatmentId,
+      treatmentTrackingId: `${treatmentId}_r`,
+      surface: 'home',
+      interactionType,
+      interactionTimeMicros: '0',
+      receivedAt: 0,
+    };
   }
 
   /** The counters as the interactions worker writes them: `rankingOps` applied by the ranking counter script. */

@@ -12,7 +12,10 @@ let k: Awaited<ReturnType<typeof projectWithKeys>>;
 let other: Awaited<ReturnType<typeof projectWithKeys>>;
 const DAY = 86_400_000;
 
-const { v1, ok } = v1Calls(() => s, () => k.projectId);
+const { v1, ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 const schemas = async (): Promise<{ eventId: string; eventName: string; createTime: string }[]> => (await ok('GetEventSchemas', k.management, {})).eventSchemas;
 
 beforeAll(async () => {
@@ -20,7 +23,12 @@ beforeAll(async () => {
   k = await projectWithKeys(s, 'evschema');
   other = await projectWithKeys(s, 'evschema2');
   await ok('InsertSurface', k.management, { name: 'home' });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -66,9 +74,17 @@ describe('event schemas', () => {
   });
 
   it('GetDataFields’ eventSchemaName and logged events register their names', async () => {
-    await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'add_to_cart', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+    await ok('GetDataFields', k.management, {
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'add_to_cart', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+    });
     expect((await schemas()).map((x) => x.eventName)).toContain('add_to_cart');
-    await ok('LogEvents', k.logEvents, { userId: 'u1', events: [{ eventName: 'page_view', clientEventTimestamp: new Date().toISOString() }, { eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'u1',
+      events: [
+        { eventName: 'page_view', clientEventTimestamp: new Date().toISOString() },
+        { eventName: 'purchase', clientEventTimestamp: new Date().toISOString() },
+      ],
+    });
     await waitUntil(async () => (await schemas()).some((x) => x.eventName === 'page_view'), 30_000, 50);
     const list = await schemas();
     expect(list.filter((x) => x.eventName === 'purchase')).toHaveLength(1);
@@ -99,7 +115,11 @@ describe('event schemas', () => {
     expect(upd.status).toBe(400);
     expect(upd.body.error.details[0].field).toBe('targetAction.eventId');
     const signup = (await schemas()).find((x) => x.eventName === 'signup')!.eventId;
-    const upd2 = await v1('UpdateTreatment', k.management, { treatmentId: okT.treatment.treatmentId, lastModifiedBy: 't', targetAction: { eventId: Number(signup) } });
+    const upd2 = await v1('UpdateTreatment', k.management, {
+      treatmentId: okT.treatment.treatmentId,
+      lastModifiedBy: 't',
+      targetAction: { eventId: Number(signup) },
+    });
     expect(upd2.status, JSON.stringify(upd2.body)).toBe(200);
     expect(upd2.body.treatment.versions[0].targetAction).toEqual({ eventId: signup });
   });

@@ -82,7 +82,17 @@ describe('retries skip the rows of applied requests', () => {
     expect(await processEventsJob(job('J2', single), deps)).toBe(-1);
     expect(written).toHaveLength(0);
 
-    const interaction: InteractionJob = { kind: 'interaction', projectId: 'p', userId: 'dave', treatmentId: '7', treatmentTrackingId: '7_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000), receivedAt: Date.now() };
+    const interaction: InteractionJob = {
+      kind: 'interaction',
+      projectId: 'p',
+      userId: 'dave',
+      treatmentId: '7',
+      treatmentTrackingId: '7_r',
+      surface: 'home',
+      interactionType: 'VIEWED',
+      interactionTimeMicros: String(Date.now() * 1000),
+      receivedAt: Date.now(),
+    };
     const ranking = { store: new RankingCounterStore(redis, keys), deltasFor: rankingOps };
     expect(await processInteractionJob(job('J3', interaction), { ...deps, ranking })).toBe(1);
     expect(written).toHaveLength(1);

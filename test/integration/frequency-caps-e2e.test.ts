@@ -24,7 +24,12 @@ beforeAll(async () => {
   s = await startTestService();
   k = await projectWithKeys(s, 'caps');
   await v1('InsertSurface', k.management, { name: 'feed' });
-  await v1('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 'e2e', surfaces: [{ surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 200 }] });
+  await v1('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 'e2e',
+    surfaces: [{ surfaceName: 'feed' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 200 }],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -49,14 +54,25 @@ describe('frequency cap end to end', () => {
     const view = async () => {
       const [t] = await shown('carol');
       expect(t.treatmentId).toBe(capped);
-      await v1('LogTreatmentInteraction', k.delivery, { userId: 'carol', treatmentId: capped, treatmentTrackingId: t.treatmentTrackingId, surface: 'feed', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) });
+      await v1('LogTreatmentInteraction', k.delivery, {
+        userId: 'carol',
+        treatmentId: capped,
+        treatmentTrackingId: t.treatmentTrackingId,
+        surface: 'feed',
+        interactionType: 'VIEWED',
+        interactionTimeMicros: String(Date.now() * 1000),
+      });
     };
     await view();
     // a first view is below the cap: wait for it to be applied before the capping one
-    await waitUntil(async () => {
-      const c = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
-      return c.waiting + c.active + c.delayed === 0;
-    }, 20_000, 20);
+    await waitUntil(
+      async () => {
+        const c = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed');
+        return c.waiting + c.active + c.delayed === 0;
+      },
+      20_000,
+      20,
+    );
     expect(await shown('carol')).toHaveLength(1);
     await view();
     // the cap applies within a second; on a shared machine the test waits for it, generously

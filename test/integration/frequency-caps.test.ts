@@ -28,7 +28,12 @@ beforeAll(async () => {
   t = await createTestApp({}, { fixedNow: START });
   p = await createProjectWithKeys(t);
   await ok('InsertSurface', p.management, { name: 'home' });
-  await ok('InsertTreatmentType', p.management, { treatmentTypeName: 'card', lastModifiedBy: 'setup', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
+  await ok('InsertTreatmentType', p.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 'setup',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
   viewCaps = new CapCache('VIEWED', (projectId) => t.ctx.treatments.treatments.list(projectId), t.ctx.bus);
 });
 afterAll(async () => {
@@ -57,7 +62,17 @@ async function returned(userId: string): Promise<string[]> {
 
 /** What the interactions worker does with a VIEWED: its ops, applied once by the profile script. */
 async function view(userId: string, treatmentId: string): Promise<void> {
-  const job: InteractionJob = { kind: 'interaction', projectId: p.projectId, userId, treatmentId, treatmentTrackingId: `${treatmentId}_r${++seq}`, surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(t.clock.now * 1000), receivedAt: t.clock.now };
+  const job: InteractionJob = {
+    kind: 'interaction',
+    projectId: p.projectId,
+    userId,
+    treatmentId,
+    treatmentTrackingId: `${treatmentId}_r${++seq}`,
+    surface: 'home',
+    interactionType: 'VIEWED',
+    interactionTimeMicros: String(t.clock.now * 1000),
+    receivedAt: t.clock.now,
+  };
   const ops = await viewCapInteractionOps(viewCaps)(job);
   await t.ctx.profiles.profiles.applyEvents(p.projectId, userId, `job-${seq}`, [{ ts: t.clock.now, ops }]);
 }
@@ -81,7 +96,8 @@ describe('frequency caps', () => {
   });
 
   it('a VIEWED cap stops delivery as soon as the capping view is applied, and resumes when the window passes', async () => {
-    const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 2, windowName: 'LAST_3D', countOf: 'VIEWED' } }))).treatment.treatmentId;
+    const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 2, windowName: 'LAST_3D', countOf: 'VIEWED' } }))).treatment
+      .treatmentId;
     const got = (await ok('GetTreatment', p.management, { treatmentId: id })).treatment;
     expect(got.frequencyCap).toEqual({ maxCount: 2, windowName: 'LAST_3D', countOf: 'VIEWED' });
     await waitUntil(async () => (await returned('ann')).includes(id), 5000, 25);
@@ -92,7 +108,11 @@ describe('frequency caps', () => {
     expect(await returned('ann')).toEqual([]);
     expect(await returned('bob')).toEqual([id]);
     const explained = await admin(t, 'ExplainTreatments', { projectId: p.projectId, userId: 'ann', surfaces: [{ surface: 'home' }] });
-    expect(explained.body.explanation.surfaces[0].treatments.find((x: any) => x.treatmentId === id)).toMatchObject({ returned: false, reasons: ['FREQUENCY_CAPPED'], outcome: 'capped: 2 of 2 VIEWED in LAST_3D' });
+    expect(explained.body.explanation.surfaces[0].treatments.find((x: any) => x.treatmentId === id)).toMatchObject({
+      returned: false,
+      reasons: ['FREQUENCY_CAPPED'],
+      outcome: 'capped: 2 of 2 VIEWED in LAST_3D',
+    });
     // day 2 and 3: the views of day 1 are still in the window
     t.clock.set(START + 2 * DAY);
     expect(await returned('ann')).toEqual([]);
@@ -103,7 +123,8 @@ describe('frequency caps', () => {
   });
 
   it('a RETURNED cap counts the decision log’s counters; the cap is treatment-level and can be removed', async () => {
-    const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'RETURNED' } }))).treatment.treatmentId;
+    const id = (await ok('InsertTreatment', p.management, body({ frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'RETURNED' } }))).treatment
+      .treatmentId;
     await waitUntil(async () => (await returned('cat')).includes(id), 5000, 25);
     const counter = capCounterField('RETURNED', id, Math.floor(t.clock.now / DAY));
     await t.ctx.profiles.profiles.applyEvents(p.projectId, 'cat', `dec-${++seq}`, [{ ts: t.clock.now, ops: [['inc', counter, 1]] }]);
@@ -114,7 +135,13 @@ describe('frequency caps', () => {
     const changes = (await admin(t, 'ListChanges', { projectId: p.projectId, pageSize: 1 })).body.changes;
     expect(changes[0].before.frequencyCap).toEqual({ maxCount: 1, windowName: 'LAST_1D', countOf: 'RETURNED' });
     await waitUntil(async () => (await returned('cat')).includes(id), 5000, 25);
-    const both = await call(t, 'UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: id, lastModifiedBy: 'bob', clearFrequencyCap: true, frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'VIEWED' } });
+    const both = await call(t, 'UpdateTreatment', p.management, {
+      projectId: p.projectId,
+      treatmentId: id,
+      lastModifiedBy: 'bob',
+      clearFrequencyCap: true,
+      frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'VIEWED' },
+    });
     expect(both.status).toBe(400);
     expect(both.body.error.details[0].field).toBe('clearFrequencyCap');
   });

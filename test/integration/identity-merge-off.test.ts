@@ -11,22 +11,35 @@ let s: TestService;
 let k: Awaited<ReturnType<typeof projectWithKeys>>;
 let purchases: string;
 
-const { ok } = v1Calls(() => s, () => k.projectId);
+const { ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 async function profile(userId: string): Promise<any> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
   return r.body.profile;
 }
 async function eventRows(userId: string): Promise<number> {
-  const rows = await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', { p: k.projectId, u: userId });
+  const rows = await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', {
+    p: k.projectId,
+    u: userId,
+  });
   return Number(rows[0].n);
 }
-const purchase = (insertId: string, extra: Record<string, unknown> = {}) => ({ eventName: 'purchase', clientEventTimestamp: new Date(Date.now() - 1000).toISOString(), insertId, ...extra });
+const purchase = (insertId: string, extra: Record<string, unknown> = {}) => ({
+  eventName: 'purchase',
+  clientEventTimestamp: new Date(Date.now() - 1000).toISOString(),
+  insertId,
+  ...extra,
+});
 
 beforeAll(async () => {
   s = await startTestService({ IDENTITY_MERGE: 'off' });
   k = await projectWithKeys(s, `idoff${Date.now().toString(36)}`);
-  const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  const f = await ok('GetDataFields', k.management, {
+    dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+  });
   purchases = f.dataFields[0].dataFieldId;
 }, 120_000);
 

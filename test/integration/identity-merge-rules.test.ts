@@ -20,18 +20,29 @@ let k: Awaited<ReturnType<typeof projectWithKeys>>;
 let purchases: string;
 const DAY = 86_400_000;
 
-const { v1, ok } = v1Calls(() => s, () => k.projectId);
+const { v1, ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 async function profile(userId: string): Promise<any> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
   return r.body.profile;
 }
-const event = (eventName: string, insertId: string, extra: Record<string, unknown> = {}) => ({ eventName, clientEventTimestamp: new Date(Date.now() - 1000).toISOString(), insertId, ...extra });
+const event = (eventName: string, insertId: string, extra: Record<string, unknown> = {}) => ({
+  eventName,
+  clientEventTimestamp: new Date(Date.now() - 1000).toISOString(),
+  insertId,
+  ...extra,
+});
 async function log(userId: string, events: Record<string, unknown>[]): Promise<void> {
   await ok('LogEvents', k.logEvents, { userId, events });
 }
 async function eventRows(userId: string): Promise<number> {
-  const rows = await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', { p: k.projectId, u: userId });
+  const rows = await s.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', {
+    p: k.projectId,
+    u: userId,
+  });
   return Number(rows[0].n);
 }
 async function refusals(): Promise<number> {
@@ -40,10 +51,14 @@ async function refusals(): Promise<number> {
 }
 /** Every events job queued so far has been processed. */
 async function drained(): Promise<void> {
-  await waitUntil(async () => {
-    const c = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-    return c.waiting + c.active + c.delayed + c.prioritized === 0;
-  }, 60_000, 100);
+  await waitUntil(
+    async () => {
+      const c = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      return c.waiting + c.active + c.delayed + c.prioritized === 0;
+    },
+    60_000,
+    100,
+  );
 }
 
 beforeAll(async () => {
@@ -51,9 +66,21 @@ beforeAll(async () => {
   k = await projectWithKeys(s, `idr${Date.now().toString(36)}`);
   await ok('InsertSurface', k.management, { name: 'home' });
   await ok('InsertSurface', k.management, { name: 'side' });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'note', lastModifiedBy: 't', surfaces: [{ surfaceName: 'side' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-  const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'note',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'side' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
+  const f = await ok('GetDataFields', k.management, {
+    dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+  });
   purchases = f.dataFields[0].dataFieldId;
 }, 120_000);
 
@@ -66,7 +93,11 @@ describe('a merge never lets one user take another', () => {
     // the victim: signed out, then signed in (a merge: the victim is a signed-in side from now on)
     await log('anon-v1', [event('purchase', 'v-a1')]);
     await log('victim', [event('purchase', 'v-1'), event('login', 'v-l1', { preLoginTempUserId: 'anon-v1' })]);
-    await waitUntil(async () => (await profile('victim')).mergedFrom?.includes('anon-v1') === true && (await profile('victim')).dataFields[purchases] === '2', 60_000, 100);
+    await waitUntil(
+      async () => (await profile('victim')).mergedFrom?.includes('anon-v1') === true && (await profile('victim')).dataFields[purchases] === '2',
+      60_000,
+      100,
+    );
     await waitUntil(async () => (await eventRows('victim')) === 3, 60_000, 100);
     const before = await refusals();
 
@@ -163,20 +194,28 @@ describe('after a merge, everything keyed by user follows the merged user', () =
     // the pre-login id is now decided as the user: the user's QA list, the user's holdout bucket
     const r = await get(T);
     expect(ids(r)).toEqual([forUser]);
-    const decisions = async (userId: string) => (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.filter((d: any) => d.responseId === r.responseId);
+    const decisions = async (userId: string) =>
+      (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.filter((d: any) => d.responseId === r.responseId);
     await waitUntil(async () => (await decisions(U)).length === 2, 60_000, 100);
-    expect((await decisions(U)).map((d: any) => [d.treatmentId, d.outcome]).sort()).toEqual([[forUser, 'QA'], [held, 'HOLDOUT']].sort());
+    expect((await decisions(U)).map((d: any) => [d.treatmentId, d.outcome]).sort()).toEqual(
+      [
+        [forUser, 'QA'],
+        [held, 'HOLDOUT'],
+      ].sort(),
+    );
     expect(await decisions(T)).toEqual([]);
     // where delivery read nothing about the user, the decision-log workers put the decision under the user
     const side = await ok('GetTreatments', k.delivery, { userId: T, surfaces: [{ surface: 'side' }] });
     expect(ids(side)).toEqual([plain]);
-    const sideDecisions = async (userId: string) => (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.filter((d: any) => d.responseId === side.responseId);
+    const sideDecisions = async (userId: string) =>
+      (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.filter((d: any) => d.responseId === side.responseId);
     await waitUntil(async () => (await sideDecisions(U)).length === 1, 60_000, 100);
     expect((await sideDecisions(U))[0]).toMatchObject({ treatmentId: plain, outcome: 'RETURNED' });
     expect(await sideDecisions(T)).toEqual([]);
 
     // ExplainTreatments and PreviewTreatment with the pre-login id say the same
-    const explained = (await ok('ExplainTreatments', k.management, { userId: T, surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }] })).explanation.surfaces[0].treatments;
+    const explained = (await ok('ExplainTreatments', k.management, { userId: T, surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }] })).explanation
+      .surfaces[0].treatments;
     const verdict = (id: string) => explained.find((t: any) => t.treatmentId === id);
     expect(verdict(forUser)).toMatchObject({ returned: true, outcome: 'QA' });
     expect(verdict(forTemp).returned).toBe(false);

@@ -34,11 +34,33 @@ describe('ProfileStore identity merge steps', () => {
   it('merges each kind of field by its rule, once, and redirects the pre-login id afterwards', async () => {
     // T: newer `tier`, older `name`, counts, extremes, a distinct marker, a cap counter, an insertId
     await apply('T', [
-      { dedupId: 'i:x1', ts: 200, userProperties: { tier: { stringValue: 'silver' }, name: { stringValue: 'anon' } }, ops: [['inc', 'dc:f:20260101', 1], ['min', 'ft:f', 200], ['max', 'lt:f', 200], ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1], ['inc', 'cap:v:7:20000', 1]] },
+      {
+        dedupId: 'i:x1',
+        ts: 200,
+        userProperties: { tier: { stringValue: 'silver' }, name: { stringValue: 'anon' } },
+        ops: [
+          ['inc', 'dc:f:20260101', 1],
+          ['min', 'ft:f', 200],
+          ['max', 'lt:f', 200],
+          ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1],
+          ['inc', 'cap:v:7:20000', 1],
+        ],
+      },
     ]);
     await redis.hset(keys.profile('p', 'T'), 'ut:name', '50');
     await apply('U', [
-      { dedupId: 'i:y1', ts: 100, userProperties: { tier: { stringValue: 'gold' }, name: { stringValue: 'Alice' } }, ops: [['inc', 'dc:f:20260101', 2], ['min', 'ft:f', 100], ['max', 'lt:f', 100], ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1], ['inc', 'cap:v:7:20000', 3]] },
+      {
+        dedupId: 'i:y1',
+        ts: 100,
+        userProperties: { tier: { stringValue: 'gold' }, name: { stringValue: 'Alice' } },
+        ops: [
+          ['inc', 'dc:f:20260101', 2],
+          ['min', 'ft:f', 100],
+          ['max', 'lt:f', 100],
+          ['incnew', 'dm:g:trk1', 'dc:g:20260101', 1],
+          ['inc', 'cap:v:7:20000', 3],
+        ],
+      },
     ]);
     expect(await store.claimAlias('p', 'T', 'U')).toEqual({ owner: 'U', pending: true });
     expect(await store.claimAlias('p', 'T', 'V')).toEqual({ owner: 'U', pending: true }); // first claim wins
@@ -70,13 +92,20 @@ describe('ProfileStore identity merge steps', () => {
 
     // a job of T now goes to U; T's insertId markers came along, so a re-sent event is a duplicate
     const redirected: string[] = [];
-    expect(await store.applyEventsTo('p', 'T', 'late', [{ dedupId: 'i:x2', ts: 300, ops: [['inc', 'dc:f:20260101', 1]] }], async (to) => void redirected.push(to))).toEqual({ applied: 1, userId: 'U' });
+    expect(
+      await store.applyEventsTo('p', 'T', 'late', [{ dedupId: 'i:x2', ts: 300, ops: [['inc', 'dc:f:20260101', 1]] }], async (to) => void redirected.push(to)),
+    ).toEqual({ applied: 1, userId: 'U' });
     expect(redirected).toEqual(['U']);
     expect(await apply('U', [{ dedupId: 'i:x1', ts: 400, ops: [['inc', 'dc:f:20260101', 1]] }])).toEqual({ applied: 0, userId: 'U' });
     expect((await raw('U'))['dc:f:20260101']).toBe('4');
     expect(await raw('T')).toEqual({ '@alias': 'U', '@done': '1' });
     // the job's marker is the user's, and the pre-check follows the alias to it
-    expect(await store.resolveUnits([{ projectId: 'p', userId: 'T', id: 'late' }, { projectId: 'p', userId: 'T', id: 'never' }])).toEqual([
+    expect(
+      await store.resolveUnits([
+        { projectId: 'p', userId: 'T', id: 'late' },
+        { projectId: 'p', userId: 'T', id: 'never' },
+      ]),
+    ).toEqual([
       { unit: { projectId: 'p', userId: 'U', id: 'late' }, applied: true },
       { unit: { projectId: 'p', userId: 'U', id: 'never' }, applied: false },
     ]);

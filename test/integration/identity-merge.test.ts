@@ -21,7 +21,10 @@ let purchases: string;
 let clicks: string;
 const DAY = 86_400_000;
 
-const { ok } = v1Calls(() => s, () => k.projectId);
+const { ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 async function profile(userId: string): Promise<any> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
@@ -31,13 +34,23 @@ async function served(userId: string): Promise<boolean> {
   const r = await ok('GetTreatments', k.delivery, { userId, surfaces: [{ surface: 'home' }] });
   return (r.userTreatments ?? []).some((u: any) => u.treatmentId === treatmentId);
 }
-const purchase = (insertId: string, atMs: number, extra: Record<string, unknown> = {}) => ({ eventName: 'purchase', clientEventTimestamp: new Date(atMs).toISOString(), insertId, ...extra });
+const purchase = (insertId: string, atMs: number, extra: Record<string, unknown> = {}) => ({
+  eventName: 'purchase',
+  clientEventTimestamp: new Date(atMs).toISOString(),
+  insertId,
+  ...extra,
+});
 
 beforeAll(async () => {
   s = await startTestService();
   k = await projectWithKeys(s, `idm${Date.now().toString(36)}`);
   await ok('InsertSurface', k.management, { name: 'home' });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
   const f = await ok('GetDataFields', k.management, {
     dataFieldParams: [
       { eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } },
@@ -48,7 +61,11 @@ beforeAll(async () => {
   // The new fields' backfills run before any event: a recompute of a user between the merge's row
   // copy and its profile step would count the pre-login history twice until the next hourly
   // recompute repairs it (README, identity merge), which this test must not race with.
-  const aggregations = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis), skipVersionCheck: true });
+  const aggregations = new Queue(QUEUE.aggregations, {
+    connection: s.ctx.redis,
+    prefix: bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis),
+    skipVersionCheck: true,
+  });
   for (const id of [purchases, clicks]) {
     await waitUntil(async () => (await (await aggregations.getJob(`backfill-${k.projectId}-${id}`))?.getState()) === 'completed', 60_000, 100);
   }
@@ -74,17 +91,37 @@ describe('identity merge', () => {
   it('merges the signed-out history into the signed-in user once; both ids see it', async () => {
     const now = Date.now();
     // signed out: 2 purchases yesterday and 1 today, a newer tier, a click
-    await ok('LogEvents', k.logEvents, { userId: 'anon-1', events: [purchase('a1', now - DAY), purchase('a2', now - DAY + 1), purchase('a3', now - 1000, { userProperties: { tier: { stringValue: 'silver' }, seen: { booleanValue: true } } })] });
-    await ok('LogTreatmentInteraction', k.delivery, { userId: 'anon-1', treatmentId, treatmentTrackingId: `${treatmentId}_r-anon`, surface: 'home', interactionType: 'CLICKED', interactionTimeMicros: String((now - 500) * 1000) });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'anon-1',
+      events: [
+        purchase('a1', now - DAY),
+        purchase('a2', now - DAY + 1),
+        purchase('a3', now - 1000, { userProperties: { tier: { stringValue: 'silver' }, seen: { booleanValue: true } } }),
+      ],
+    });
+    await ok('LogTreatmentInteraction', k.delivery, {
+      userId: 'anon-1',
+      treatmentId,
+      treatmentTrackingId: `${treatmentId}_r-anon`,
+      surface: 'home',
+      interactionType: 'CLICKED',
+      interactionTimeMicros: String((now - 500) * 1000),
+    });
     await waitUntil(async () => (await profile('anon-1')).dataFields[clicks] === '1' && (await profile('anon-1')).dataFields[purchases] === '3', 60_000, 100);
     // the signed-in user: an older tier, one purchase of their own
-    await ok('LogEvents', k.logEvents, { userId: 'alice', events: [purchase('b0', now - 2 * DAY, { userProperties: { tier: { stringValue: 'gold' }, name: { stringValue: 'Alice' } } })] });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'alice',
+      events: [purchase('b0', now - 2 * DAY, { userProperties: { tier: { stringValue: 'gold' }, name: { stringValue: 'Alice' } } })],
+    });
     await waitUntil(async () => (await profile('alice')).dataFields[purchases] === '1', 60_000, 100);
     expect(await served('alice')).toBe(false);
     expect(await served('anon-1')).toBe(false);
 
     // signs in: an event carrying both ids
-    await ok('LogEvents', k.logEvents, { userId: 'alice', events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 100).toISOString(), insertId: 'l1', preLoginTempUserId: 'anon-1' }] });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'alice',
+      events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 100).toISOString(), insertId: 'l1', preLoginTempUserId: 'anon-1' }],
+    });
     await waitUntil(async () => (await profile('alice')).mergedFrom?.includes('anon-1') === true, 60_000, 100);
     const merged = await profile('alice');
     expect(merged.mergedFrom).toEqual(['anon-1']);
@@ -99,7 +136,10 @@ describe('identity merge', () => {
     expect(await served('anon-1')).toBe(true);
 
     // again (a client sends both ids on every event; a retried job): merged once
-    await ok('LogEvents', k.logEvents, { userId: 'alice', events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 50).toISOString(), insertId: 'l2', preLoginTempUserId: 'anon-1' }] });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'alice',
+      events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 50).toISOString(), insertId: 'l2', preLoginTempUserId: 'anon-1' }],
+    });
     // the merge steps themselves, repeated as a retry after a crash would: nothing changes
     const redis = createRedis(s.ctx.config, 'worker', 'test-merge');
     try {
@@ -113,23 +153,38 @@ describe('identity merge', () => {
 
     // later activity of the pre-login id is the user's: events and interactions
     await ok('LogEvents', k.logEvents, { userId: 'anon-1', events: [purchase('a4', now - 10)] });
-    await ok('LogTreatmentInteraction', k.delivery, { userId: 'anon-1', treatmentId, treatmentTrackingId: `${treatmentId}_r-anon2`, surface: 'home', interactionType: 'CLICKED', interactionTimeMicros: String(now * 1000) });
+    await ok('LogTreatmentInteraction', k.delivery, {
+      userId: 'anon-1',
+      treatmentId,
+      treatmentTrackingId: `${treatmentId}_r-anon2`,
+      surface: 'home',
+      interactionType: 'CLICKED',
+      interactionTimeMicros: String(now * 1000),
+    });
     await waitUntil(async () => (await profile('alice')).dataFields[purchases] === '5' && (await profile('alice')).dataFields[clicks] === '2', 60_000, 100);
 
     // a recompute from ClickHouse (past days replaced) keeps both histories: rows count for alice
     expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
     expect((await profile('alice')).dataFields).toMatchObject({ [purchases]: '5', [clicks]: '2' });
     // and a field created now is backfilled with both histories
-    const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_30D' } } }] });
+    const f = await ok('GetDataFields', k.management, {
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_30D' } } }],
+    });
     await waitUntil(async () => (await profile('alice')).dataFields[f.dataFields[0].dataFieldId] === '5', 60_000, 100);
 
     // A decision made for the pre-login id is the user's: logged under the user it was merged into
     const g = await ok('GetTreatments', k.delivery, { userId: 'anon-1', surfaces: [{ surface: 'home' }] });
     const trackingId = g.userTreatments[0].treatmentTrackingId;
-    const decided = async (userId: string) => (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.some((d: { responseId: string }) => d.responseId === g.responseId);
+    const decided = async (userId: string) =>
+      (await ok('ListDecisions', k.management, { userId, limit: 100 })).decisions.some((d: { responseId: string }) => d.responseId === g.responseId);
     await waitUntil(() => decided('alice'), 60_000, 100);
     expect(await decided('anon-1')).toBe(false);
-    await ok('LogTreatmentInteraction', k.delivery, { userId: 'alice', treatmentTrackingId: trackingId, interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
+    await ok('LogTreatmentInteraction', k.delivery, {
+      userId: 'alice',
+      treatmentTrackingId: trackingId,
+      interactionType: 'CLICKED',
+      interactionTimeMicros: String(Date.now() * 1000),
+    });
     await waitUntil(async () => (await profile('alice')).dataFields[clicks] === '3', 60_000, 100);
   }, 240_000);
 
@@ -160,7 +215,10 @@ describe('identity merge', () => {
   it('a pre-login id already merged is not merged into another user (first merge wins)', async () => {
     const now = Date.now();
     await ok('LogEvents', k.logEvents, { userId: 'anon-2', events: [purchase('c1', now - 1000), purchase('c2', now - 999)] });
-    await ok('LogEvents', k.logEvents, { userId: 'bob', events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 500).toISOString(), insertId: 'bl', preLoginTempUserId: 'anon-2' }] });
+    await ok('LogEvents', k.logEvents, {
+      userId: 'bob',
+      events: [{ eventName: 'login', clientEventTimestamp: new Date(now - 500).toISOString(), insertId: 'bl', preLoginTempUserId: 'anon-2' }],
+    });
     await waitUntil(async () => (await profile('bob')).dataFields[purchases] === '2', 60_000, 100);
     await ok('LogEvents', k.logEvents, { userId: 'carol', events: [purchase('d1', now - 100, { preLoginTempUserId: 'anon-2' })] });
     await waitUntil(async () => (await profile('carol')).dataFields[purchases] === '1', 60_000, 100);

@@ -51,7 +51,12 @@ describe('LogEvents end to end', () => {
     const body = {
       projectId: keys.projectId,
       userId: 'u-dup',
-      events: [1, 2, 3].map((i) => ({ eventName: 'purchase', clientEventTimestamp: now(), insertId: `ins-${i}`, eventProperties: { amount: { longValue: String(i) } } })),
+      events: [1, 2, 3].map((i) => ({
+        eventName: 'purchase',
+        clientEventTimestamp: now(),
+        insertId: `ins-${i}`,
+        eventProperties: { amount: { longValue: String(i) } },
+      })),
     };
     const answers = await Promise.all([logEvents(body), logEvents(body), logEvents(body)]);
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
@@ -67,16 +72,32 @@ describe('LogEvents end to end', () => {
     expect((await logEvents({ projectId: keys.projectId, userId: 'u-noins', events: [ev] })).status).toBe(200);
     await waitUntil(queuesIdle, 20_000);
     expect(await eventsCount('u-noins')).toBe(3);
-    expect(await chCount("SELECT count() AS n FROM events FINAL WHERE user_id = 'u-noins' AND country = 'DE' AND session_id = 's1' AND source = 'api'", {})).toBe(3);
+    expect(
+      await chCount("SELECT count() AS n FROM events FINAL WHERE user_id = 'u-noins' AND country = 'DE' AND session_id = 's1' AND source = 'api'", {}),
+    ).toBe(3);
   });
 
   it('applies user properties last-write-wins by clientEventTimestamp, even out of order', async () => {
-    const at = (iso: string, tier: string, insertId: string) => ({ eventName: 'profile', clientEventTimestamp: iso, insertId, userProperties: { tier: { stringValue: tier } } });
+    const at = (iso: string, tier: string, insertId: string) => ({
+      eventName: 'profile',
+      clientEventTimestamp: iso,
+      insertId,
+      userProperties: { tier: { stringValue: tier } },
+    });
     const first = Date.now() - 10 * DAY;
     await logEvents({ projectId: keys.projectId, userId: 'u-lww', events: [at(new Date(first + DAY).toISOString(), 'gold', 'a')] });
     await logEvents({ projectId: keys.projectId, userId: 'u-lww', events: [at(new Date(first).toISOString(), 'silver', 'b')] });
     // 22 h after gold, written with an offset
-    await logEvents({ projectId: keys.projectId, userId: 'u-lww', events: [{ ...at(atPlus2(first + DAY + 22 * HOUR), 'bronze', 'c'), userProperties: { tier: { stringValue: 'bronze' }, visits: { longValue: '9007199254740993' } } }] });
+    await logEvents({
+      projectId: keys.projectId,
+      userId: 'u-lww',
+      events: [
+        {
+          ...at(atPlus2(first + DAY + 22 * HOUR), 'bronze', 'c'),
+          userProperties: { tier: { stringValue: 'bronze' }, visits: { longValue: '9007199254740993' } },
+        },
+      ],
+    });
     await waitUntil(queuesIdle, 20_000);
     const profile = await s.admin('GetUserProfile', { projectId: keys.projectId, userId: 'u-lww' });
     expect(profile.status).toBe(200);
@@ -88,7 +109,9 @@ describe('LogEvents end to end', () => {
     const mark = await done.mark();
     const users = Array.from({ length: 30 }, (_, i) => `u-merge-${i}`);
     const bare = { eventName: 'view', clientEventTimestamp: now() };
-    const answers = await Promise.all(users.map((userId) => logEvents({ projectId: keys.projectId, userId, events: [bare, bare, { ...bare, insertId: `${userId}-x` }] })));
+    const answers = await Promise.all(
+      users.map((userId) => logEvents({ projectId: keys.projectId, userId, events: [bare, bare, { ...bare, insertId: `${userId}-x` }] })),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     await waitUntil(queuesIdle, 20_000);
     const jobs = (await done.since(mark)).length;
@@ -104,7 +127,14 @@ describe('LogEvents end to end', () => {
   it('merges the requests of one event-loop turn into jobs of at most 100 events; a larger request goes alone', async () => {
     const done = completions();
     const mark = await done.mark();
-    const request = (userId: string, n: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })), origin: { source: 'api' as const }, receivedAt: Date.now() });
+    const request = (userId: string, n: number) => ({
+      kind: 'events' as const,
+      projectId: keys.projectId,
+      userId,
+      events: Array.from({ length: n }, (_, i) => ({ eventName: 'view', clientEventTs: Date.now(), insertId: `${userId}-${i}` })),
+      origin: { source: 'api' as const },
+      receivedAt: Date.now(),
+    });
     const sizes = [40, 40, 40, 40, 40, 150];
     // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
     await Promise.all(sizes.map((n, i) => s.ctx.ingestion.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
@@ -115,9 +145,19 @@ describe('LogEvents end to end', () => {
 
   it('a request of a merged job that can never be stored becomes a dead letter alone; the others are stored', async () => {
     const jobId = `merged-poison-${Date.now()}`;
-    const request = (userId: string, clientEventTs: number) => ({ kind: 'events' as const, projectId: keys.projectId, userId, events: [{ eventName: 'view', clientEventTs }], origin: { source: 'api' as const }, receivedAt: Date.now() });
+    const request = (userId: string, clientEventTs: number) => ({
+      kind: 'events' as const,
+      projectId: keys.projectId,
+      userId,
+      events: [{ eventName: 'view', clientEventTs }],
+      origin: { source: 'api' as const },
+      receivedAt: Date.now(),
+    });
     // past DateTime64's range: the row mapping refuses it (the API would have answered 400)
-    const job = { kind: 'eventsBatch' as const, requests: [request('u-merge-ok', Date.now()), request('u-merge-poison', Date.UTC(2400, 0, 1)), request('u-merge-ok2', Date.now())] };
+    const job = {
+      kind: 'eventsBatch' as const,
+      requests: [request('u-merge-ok', Date.now()), request('u-merge-poison', Date.UTC(2400, 0, 1)), request('u-merge-ok2', Date.now())],
+    };
     await s.ctx.ingestion.ingest.eventsQueue.add('events', job, { ...INGEST_JOB_OPTIONS, jobId });
     await waitUntil(queuesIdle, 20_000);
     expect(await completions().completed(jobId)).toBe(true);
@@ -133,7 +173,12 @@ describe('LogEvents end to end', () => {
   it('an all-roles process runs the workers on its main thread, at the normal priority (WORKERS_NICE is for the background process alone)', () => {
     expect(s.ctx.config.workersNice).toBe(10);
     // field 19 of /proc/<pid>/task/<tid>/stat is a thread's nice value (after the "(comm)" field)
-    const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]);
+    const niceOf = (tid: string) =>
+      Number(
+        readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+          .replace(/^.*\) /s, '')
+          .split(' ')[16],
+      );
     expect(niceOf(String(process.pid))).toBe(0);
     // (the engine's own threads set theirs: its MemoryWorker runs at -20; none at WORKERS_NICE)
     expect(readdirSync('/proc/self/task').map(niceOf)).not.toContain(10);
@@ -141,7 +186,7 @@ describe('LogEvents end to end', () => {
     expect(s.clickhouse).toBeDefined();
   });
 
-  it('the workers\' counters, readiness and the process figures reach the ops listener of the all-roles process', async () => {
+  it("the workers' counters, readiness and the process figures reach the ops listener of the all-roles process", async () => {
     const metrics = await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text();
     const written = /^tds_ingest_events_written_total (\d+)/m.exec(metrics);
     expect(Number(written?.[1])).toBeGreaterThanOrEqual(3);
@@ -155,10 +200,19 @@ describe('LogEvents end to end', () => {
   });
 
   it('accepts snake_case fields and the api-key query parameter', async () => {
-    const res = await s.post(`/v1/LogEvents?api-key=${encodeURIComponent(keys.logEvents)}`, { project_id: keys.projectId, user_id: 'u-snake', events: [{ event_name: 'x', client_event_timestamp: now(), event_properties: { Some_Prop: { string_value: 'v' } } }] });
+    const res = await s.post(`/v1/LogEvents?api-key=${encodeURIComponent(keys.logEvents)}`, {
+      project_id: keys.projectId,
+      user_id: 'u-snake',
+      events: [{ event_name: 'x', client_event_timestamp: now(), event_properties: { Some_Prop: { string_value: 'v' } } }],
+    });
     expect(res.status).toBe(200);
     await waitUntil(queuesIdle, 20_000);
-    expect(await chCount("SELECT count() AS n FROM events FINAL WHERE user_id = 'u-snake' AND JSONExtractString(event_properties, 'Some_Prop', 'stringValue') = 'v'", {})).toBe(1);
+    expect(
+      await chCount(
+        "SELECT count() AS n FROM events FINAL WHERE user_id = 'u-snake' AND JSONExtractString(event_properties, 'Some_Prop', 'stringValue') = 'v'",
+        {},
+      ),
+    ).toBe(1);
   });
 });
 
@@ -170,7 +224,11 @@ describe('LogEvents validation and auth', () => {
     ['missing eventName', (b) => delete b.events[0].eventName, 'events[0].eventName'],
     ['bad timestamp', (b) => (b.events[0].clientEventTimestamp = 'yesterday'), 'events[0].clientEventTimestamp'],
     ['timestamp without offset', (b) => (b.events[0].clientEventTimestamp = now().slice(0, 19)), 'events[0].clientEventTimestamp'],
-    ['more than 24 h in the future', (b) => (b.events[0].clientEventTimestamp = new Date(Date.now() + 25 * HOUR).toISOString()), 'events[0].clientEventTimestamp'],
+    [
+      'more than 24 h in the future',
+      (b) => (b.events[0].clientEventTimestamp = new Date(Date.now() + 25 * HOUR).toISOString()),
+      'events[0].clientEventTimestamp',
+    ],
     ['unknown field', (b) => (b.events[0].colour = 'red'), 'events[0].colour'],
     ['a timestamp before 1900', (b) => (b.events[0].clientEventTimestamp = '1850-01-01T00:00:00Z'), 'events[0].clientEventTimestamp'],
     ['two values in a PropertyValue', (b) => (b.events[0].eventProperties = { a: { stringValue: 'x', longValue: '1' } }), 'events[0].eventProperties'],

@@ -16,7 +16,10 @@ let clicksOnHome: string;
 const DAY = 86_400_000;
 const WAIT_SECONDS = 3;
 
-const { v1, ok } = v1Calls(() => s, () => k.projectId);
+const { v1, ok } = v1Calls(
+  () => s,
+  () => k.projectId,
+);
 async function dataFields(userId: string): Promise<Record<string, unknown>> {
   const r = await s.admin('GetUserProfile', { projectId: k.projectId, userId });
   return r.body.profile.dataFields;
@@ -30,10 +33,27 @@ beforeAll(async () => {
   s = await startTestService({ INTERACTION_DECISION_WAIT_SECONDS: String(WAIT_SECONDS) });
   k = await projectWithKeys(s, `irs${Date.now().toString(36)}`);
   for (const name of ['home', 'feed']) await ok('InsertSurface', k.management, { name });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }] });
-  const r = await ok('InsertTreatment', k.management, { name: 'a', description: 'a', treatmentTypeName: 'card', lastModifiedBy: 't', startTimestamp: new Date(Date.now() - 3 * DAY).toISOString(), shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'A' }] } });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }, { surfaceName: 'feed' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100 }],
+  });
+  const r = await ok('InsertTreatment', k.management, {
+    name: 'a',
+    description: 'a',
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    startTimestamp: new Date(Date.now() - 3 * DAY).toISOString(),
+    shouldPublish: true,
+    content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'A' }] },
+  });
   treatmentId = r.treatment.treatmentId;
-  const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ treatmentDataFieldParams: { surfaceName: 'home', treatmentInteractionType: 'CLICKED', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+  const f = await ok('GetDataFields', k.management, {
+    dataFieldParams: [
+      { treatmentDataFieldParams: { surfaceName: 'home', treatmentInteractionType: 'CLICKED', dailyCountAggregation: { windowName: 'LAST_7D' } } },
+    ],
+  });
   clicksOnHome = f.dataFields[0].dataFieldId;
 }, 120_000);
 
@@ -51,24 +71,53 @@ describe('interactions by tracking id', () => {
     await waitUntil(async () => (await ok('ListDecisions', k.management, { userId: 'alice' })).decisions.length > 0, 60_000, 100);
     // yesterday: a recompute replaces past days with what ClickHouse holds for the user
     const at = Date.now() - DAY;
-    expect(await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: trackingId, interactionType: 'CLICKED', interactionTimeMicros: String(at * 1000) })).toEqual({ status: 200, body: {} });
+    expect(
+      await v1('LogTreatmentInteraction', k.delivery, {
+        treatmentTrackingId: trackingId,
+        interactionType: 'CLICKED',
+        interactionTimeMicros: String(at * 1000),
+      }),
+    ).toEqual({ status: 200, body: {} });
     await waitUntil(async () => (await dataFields('alice'))[clicksOnHome] === '1', 60_000, 100);
     expect((await s.admin('RunAggregations', { projectId: k.projectId })).status).toBe(200);
     expect((await dataFields('alice'))[clicksOnHome]).toBe('1');
     // a given treatmentId and surface that agree with the decision are fine too
-    expect((await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: trackingId, treatmentId, surface: 'home', interactionType: 'CLICKED', interactionTimeMicros: String(at * 1000 + 1) })).status).toBe(200);
+    expect(
+      (
+        await v1('LogTreatmentInteraction', k.delivery, {
+          treatmentTrackingId: trackingId,
+          treatmentId,
+          surface: 'home',
+          interactionType: 'CLICKED',
+          interactionTimeMicros: String(at * 1000 + 1),
+        })
+      ).status,
+    ).toBe(200);
     await waitUntil(async () => (await dataFields('alice'))[clicksOnHome] === '2', 60_000, 100);
     // a field created now is backfilled from ClickHouse alone: the rows carry alice and home
-    const f = await ok('GetDataFields', k.management, { dataFieldParams: [{ treatmentDataFieldParams: { surfaceName: 'home', treatmentInteractionType: 'CLICKED', dailyCountAggregation: { windowName: 'LAST_30D' } } }] });
+    const f = await ok('GetDataFields', k.management, {
+      dataFieldParams: [
+        { treatmentDataFieldParams: { surfaceName: 'home', treatmentInteractionType: 'CLICKED', dailyCountAggregation: { windowName: 'LAST_30D' } } },
+      ],
+    });
     const backfilled = f.dataFields[0].dataFieldId;
     await waitUntil(async () => (await dataFields('alice'))[backfilled] === '2', 60_000, 100);
   }, 180_000);
 
   it('400 when the given treatmentId is not the tracking id’s, or the tracking id names no treatment', async () => {
-    const bad = await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: `${treatmentId}_r1`, treatmentId: String(Number(treatmentId) + 100), interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
+    const bad = await v1('LogTreatmentInteraction', k.delivery, {
+      treatmentTrackingId: `${treatmentId}_r1`,
+      treatmentId: String(Number(treatmentId) + 100),
+      interactionType: 'CLICKED',
+      interactionTimeMicros: String(Date.now() * 1000),
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0].field).toBe('treatmentTrackingId');
-    const none = await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: '999999_r1', interactionType: 'CLICKED', interactionTimeMicros: String(Date.now() * 1000) });
+    const none = await v1('LogTreatmentInteraction', k.delivery, {
+      treatmentTrackingId: '999999_r1',
+      interactionType: 'CLICKED',
+      interactionTimeMicros: String(Date.now() * 1000),
+    });
     expect(none.status).toBe(400);
     expect(none.body.error.details[0].field).toBe('treatmentTrackingId');
   });
@@ -78,9 +127,35 @@ describe('interactions by tracking id', () => {
     const trackingId: string = res.userTreatments.find((u: any) => u.treatmentId === treatmentId).treatmentTrackingId;
     await waitUntil(async () => (await ok('ListDecisions', k.management, { userId: 'bob' })).decisions.length > 0, 60_000, 100);
     const micros = String(Date.now() * 1000);
-    expect((await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: `${treatmentId}_never-decided`, interactionType: 'VIEWED', interactionTimeMicros: micros })).status).toBe(200);
-    expect((await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: trackingId, userId: 'mallory', interactionType: 'CLICKED', interactionTimeMicros: micros })).status).toBe(200);
-    expect((await v1('LogTreatmentInteraction', k.delivery, { treatmentTrackingId: trackingId, surface: 'feed', interactionType: 'CLICKED', interactionTimeMicros: micros })).status).toBe(200);
+    expect(
+      (
+        await v1('LogTreatmentInteraction', k.delivery, {
+          treatmentTrackingId: `${treatmentId}_never-decided`,
+          interactionType: 'VIEWED',
+          interactionTimeMicros: micros,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await v1('LogTreatmentInteraction', k.delivery, {
+          treatmentTrackingId: trackingId,
+          userId: 'mallory',
+          interactionType: 'CLICKED',
+          interactionTimeMicros: micros,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await v1('LogTreatmentInteraction', k.delivery, {
+          treatmentTrackingId: trackingId,
+          surface: 'feed',
+          interactionType: 'CLICKED',
+          interactionTimeMicros: micros,
+        })
+      ).status,
+    ).toBe(200);
     let letters: { reason: string }[] = [];
     await waitUntil(async () => (letters = await deadLetters()).length >= 3, 120_000, 250);
     const reasons = letters.map((l) => l.reason).join('\n');

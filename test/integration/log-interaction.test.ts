@@ -14,8 +14,22 @@ async function ok(op: string, body: Record<string, unknown>) {
 }
 
 async function treatmentOfType(typeName: string, deliveryType: string): Promise<string> {
-  await ok('InsertTreatmentType', { treatmentTypeName: typeName, deliveryType, lastModifiedBy: 't', surfaces: [{ surfaceName: 's' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] });
-  const r = await ok('InsertTreatment', { name: typeName, description: 'd', treatmentTypeName: typeName, lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+  await ok('InsertTreatmentType', {
+    treatmentTypeName: typeName,
+    deliveryType,
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 's' }],
+    contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+  });
+  const r = await ok('InsertTreatment', {
+    name: typeName,
+    description: 'd',
+    treatmentTypeName: typeName,
+    lastModifiedBy: 't',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
+    content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+  });
   return r.treatment.treatmentId;
 }
 
@@ -32,14 +46,26 @@ afterAll(async () => {
 
 /** An hour ago in epoch micros: the service accepts interaction times within [now − RETENTION_DAYS, now + 24 h] of the real clock. */
 const hourAgoMicros = () => (Date.now() - 3_600_000) * 1000;
-const body = (over: Record<string, unknown> = {}) => ({ projectId: p.projectId, userId: 'u1', treatmentId: inApp, treatmentTrackingId: `${inApp}_r1`, surface: 's', interactionType: 'CLICKED', interactionTimeMicros: String(hourAgoMicros()), ...over });
+const body = (over: Record<string, unknown> = {}) => ({
+  projectId: p.projectId,
+  userId: 'u1',
+  treatmentId: inApp,
+  treatmentTrackingId: `${inApp}_r1`,
+  surface: 's',
+  interactionType: 'CLICKED',
+  interactionTimeMicros: String(hourAgoMicros()),
+  ...over,
+});
 
 describe('LogTreatmentInteraction', () => {
   it('queues a valid interaction and answers {} (int64 as number or string, optional actionName)', async () => {
     const before = (await t.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
     expect(await call(t, 'LogTreatmentInteraction', p.delivery, body())).toEqual({ status: 200, body: {} });
     expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ interactionTimeMicros: hourAgoMicros(), actionName: 'buy' }))).status).toBe(200);
-    expect((await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: email, treatmentTrackingId: `${email}_r2`, interactionType: 'DELIVERED' }))).status).toBe(200);
+    expect(
+      (await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: email, treatmentTrackingId: `${email}_r2`, interactionType: 'DELIVERED' })))
+        .status,
+    ).toBe(200);
     expect((await t.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting')).waiting).toBe(before + 3);
   });
 
@@ -67,7 +93,15 @@ describe('LogTreatmentInteraction', () => {
 
   it('accepts an interaction for a treatment created a moment ago, before the compiled catalogue has it', async () => {
     expect((await call(t, 'LogTreatmentInteraction', p.delivery, body())).status).toBe(200); // the catalogue is compiled now
-    const r = await ok('InsertTreatment', { name: 'fresh', description: 'd', treatmentTypeName: 'mail', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+    const r = await ok('InsertTreatment', {
+      name: 'fresh',
+      description: 'd',
+      treatmentTypeName: 'mail',
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    });
     const id = r.treatment.treatmentId;
     const res = await call(t, 'LogTreatmentInteraction', p.delivery, body({ treatmentId: id, treatmentTrackingId: `${id}_r9`, interactionType: 'DELIVERED' }));
     expect(res).toEqual({ status: 200, body: {} });

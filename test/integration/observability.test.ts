@@ -30,7 +30,10 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 /** The `tds_` names in the dashboard's queries and in the alert rules' expressions. */
 function referencedNames(): { dashboard: Set<string>; alerts: Set<string> } {
   const names = (text: string) => new Set([...text.matchAll(/\btds_[a-z0-9_]+/g)].map((m) => m[0]));
-  const dash = JSON.parse(readFileSync(join(ROOT, 'infra/observability/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[]; templating: { list: { definition?: string }[] } };
+  const dash = JSON.parse(readFileSync(join(ROOT, 'infra/observability/grafana-dashboard.json'), 'utf8')) as {
+    panels: { targets?: { expr: string }[] }[];
+    templating: { list: { definition?: string }[] };
+  };
   const exprs = [...dash.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)), ...dash.templating.list.map((v) => v.definition ?? '')];
   // an `expr:` and its continuation lines (more indented than the key)
   const alertExprs: string[] = [];
@@ -166,20 +169,45 @@ describe('ops listener of every process kind', () => {
     const now = Date.now();
     const users = ['u1', 'u2', 'u3'];
     for (const userId of users) {
-      await v1('LogEvents', keys.logEvents, { userId, events: [0, 1].map((i) => ({ eventName: 'purchase', clientEventTimestamp: new Date(now - i * 1000).toISOString(), insertId: `${userId}-${i}` })) });
+      await v1('LogEvents', keys.logEvents, {
+        userId,
+        events: [0, 1].map((i) => ({ eventName: 'purchase', clientEventTimestamp: new Date(now - i * 1000).toISOString(), insertId: `${userId}-${i}` })),
+      });
     }
     // a duplicate insertId, dropped by the workers
-    await v1('LogEvents', keys.logEvents, { userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: new Date(now).toISOString(), insertId: 'u1-0' }] });
-    await waitUntil(async () => {
-      const s = await scrape(backgroundOps);
-      return (sample(s, 'tds_ingest_events_written_total') ?? 0) + (sample(s, 'tds_ingest_duplicates_dropped_total') ?? 0) >= 7;
-    }, 60_000, 200);
+    await v1('LogEvents', keys.logEvents, {
+      userId: 'u1',
+      events: [{ eventName: 'purchase', clientEventTimestamp: new Date(now).toISOString(), insertId: 'u1-0' }],
+    });
+    await waitUntil(
+      async () => {
+        const s = await scrape(backgroundOps);
+        return (sample(s, 'tds_ingest_events_written_total') ?? 0) + (sample(s, 'tds_ingest_duplicates_dropped_total') ?? 0) >= 7;
+      },
+      60_000,
+      200,
+    );
 
     await v1('InsertSurface', keys.management, { name: 'home' });
     await v1('InsertSurface', keys.management, { name: 'nothing_here' });
-    await v1('InsertTreatmentType', keys.management, { treatmentTypeName: 'banner', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80 }] });
-    await v1('InsertTreatment', keys.management, { name: 'offer', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Hi' }] } });
-    const fields = await v1('GetDataFields', keys.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+    await v1('InsertTreatmentType', keys.management, {
+      treatmentTypeName: 'banner',
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 'home' }],
+      contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80 }],
+    });
+    await v1('InsertTreatment', keys.management, {
+      name: 'offer',
+      description: 'd',
+      treatmentTypeName: 'banner',
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
+      content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Hi' }] },
+    });
+    const fields = await v1('GetDataFields', keys.management, {
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+    });
     expect(fields.dataFields).toHaveLength(1);
 
     const served = await v1('GetTreatments', keys.delivery, { userId: 'u1', surfaces: [{ surface: 'home' }] });
@@ -188,21 +216,32 @@ describe('ops listener of every process kind', () => {
     const empty = await v1('GetTreatments', keys.delivery, { userId: 'u1', surfaces: [{ surface: 'nothing_here' }] });
     expect(empty.userTreatments).toBeUndefined();
     const t = served.userTreatments[0];
-    await v1('LogTreatmentInteraction', keys.delivery, { userId: 'u1', treatmentId: t.treatmentId, treatmentTrackingId: t.treatmentTrackingId, surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(now * 1000) });
+    await v1('LogTreatmentInteraction', keys.delivery, {
+      userId: 'u1',
+      treatmentId: t.treatmentId,
+      treatmentTrackingId: t.treatmentTrackingId,
+      surface: 'home',
+      interactionType: 'VIEWED',
+      interactionTimeMicros: String(now * 1000),
+    });
     expect((await api.post('/v1/GetTreatments', { projectId: keys.projectId, userId: 'u1', surfaces: [] }, { 'x-api-key': 'tds_wrong' })).status).toBe(401);
 
     // the backfill of the new field ran over the three users' events, the interaction is stored
     // (InsertSurface's provisioned fields are backfilled too, over no user: wait for the users, not
     // for the first backfill to report it is done)
-    await waitUntil(async () => {
-      const s = await scrape(backgroundOps);
-      return (
-        (sample(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) ?? 0) >= users.length &&
-        sample(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
-        sample(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
-        (sample(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
-      );
-    }, 60_000, 200);
+    await waitUntil(
+      async () => {
+        const s = await scrape(backgroundOps);
+        return (
+          (sample(s, 'tds_aggregation_users_recomputed_total', { reason: 'backfill' }) ?? 0) >= users.length &&
+          sample(s, 'tds_aggregation_runs_active', { reason: 'backfill' }) === 0 &&
+          sample(s, 'tds_aggregation_progress_ratio', { reason: 'backfill' }) === 1 &&
+          (sample(s, 'tds_clickhouse_insert_rows_total', { table: 'interactions' }) ?? 0) >= 1
+        );
+      },
+      60_000,
+      200,
+    );
 
     const a = await scrape(apiOps);
     const w = await scrape(backgroundOps);
@@ -247,8 +286,14 @@ describe('ops listener of every process kind', () => {
     const { dashboard, alerts } = referencedNames();
     expect(dashboard.size).toBeGreaterThan(20);
     expect(alerts.size).toBeGreaterThan(8);
-    expect([...dashboard].filter((n) => !scraped.has(n)), 'dashboard metrics missing from the scrapes').toEqual([]);
-    expect([...alerts].filter((n) => !scraped.has(n)), 'alert metrics missing from the scrapes').toEqual([]);
+    expect(
+      [...dashboard].filter((n) => !scraped.has(n)),
+      'dashboard metrics missing from the scrapes',
+    ).toEqual([]);
+    expect(
+      [...alerts].filter((n) => !scraped.has(n)),
+      'alert metrics missing from the scrapes',
+    ).toEqual([]);
   }, 150_000);
 });
 
@@ -256,11 +301,15 @@ describe('readiness follows the real dependencies', () => {
   it('the workers process answers 503 while its Redis is unreachable, and 200 again once it is back', async () => {
     await proxy.cut();
     let body: any;
-    await waitUntil(async () => {
-      const r = await get(`${backgroundOps}/readyz`);
-      body = JSON.parse(r.text);
-      return r.status === 503;
-    }, 30_000, 200);
+    await waitUntil(
+      async () => {
+        const r = await get(`${backgroundOps}/readyz`);
+        body = JSON.parse(r.text);
+        return r.status === 503;
+      },
+      30_000,
+      200,
+    );
     expect(body.error).toMatchObject({ code: 503, status: 'UNAVAILABLE' });
     expect(body.error.details.map((d: { field: string }) => d.field)).toContain('redis');
     // alive, and still scraped: the figures say why
@@ -284,7 +333,14 @@ describe('readiness follows the real dependencies', () => {
     const deadPort = await freePort();
     const clickhouse = createClickhouse({ url: `http://127.0.0.1:${deadPort}`, dataDir: '.' });
     const role = await startWorkers({ ...platform, ...ingestion }, new ClickhouseWarehouse(clickhouse), { concurrency: 1 });
-    const ops = await startOpsServer({ config, log: platform.log, redis: platform.redis, metrics: platform.metrics, lifecycle: platform.lifecycle, roles: [role] });
+    const ops = await startOpsServer({
+      config,
+      log: platform.log,
+      redis: platform.redis,
+      metrics: platform.metrics,
+      lifecycle: platform.lifecycle,
+      roles: [role],
+    });
     platform.lifecycle.ready = true;
     try {
       const r = await get(`http://127.0.0.1:${ops.port}/readyz`);

@@ -34,7 +34,12 @@ describe('GetMutualExclusionGroups', () => {
   it('lists the groups treatments named, ascending id, and only the project’s own', async () => {
     expect((await ok('GetMutualExclusionGroups', p.management, {})).mutualExclusionGroups).toEqual([]);
     await ok('InsertSurface', p.management, { name: 'home' });
-    await ok('InsertTreatmentType', p.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 20 }] });
+    await ok('InsertTreatmentType', p.management, {
+      treatmentTypeName: 'card',
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 'home' }],
+      contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 20 }],
+    });
     const insert = (name: string, group: string) =>
       ok('InsertTreatment', p.management, {
         name,
@@ -48,7 +53,11 @@ describe('GetMutualExclusionGroups', () => {
     await insert('a', 'hero');
     await insert('b', 'footer');
     await insert('c', 'hero');
-    const groups = (await ok('GetMutualExclusionGroups', p.management, {})).mutualExclusionGroups as { projectId: string; mutualExclusionGroupId: string; name: string }[];
+    const groups = (await ok('GetMutualExclusionGroups', p.management, {})).mutualExclusionGroups as {
+      projectId: string;
+      mutualExclusionGroupId: string;
+      name: string;
+    }[];
     expect(groups.map((g) => g.name)).toEqual(['hero', 'footer']);
     expect(Number(groups[0].mutualExclusionGroupId)).toBeLessThan(Number(groups[1].mutualExclusionGroupId));
     expect(groups.every((g) => g.projectId === p.projectId && /^[0-9]+$/.test(g.mutualExclusionGroupId))).toBe(true);
@@ -96,7 +105,11 @@ describe('GetAllDataFields backfillStatus', () => {
     return Object.fromEntries(fields.map((f) => [f.dataFieldId, f.backfillStatus]));
   };
   const aggregation = async (eventSchemaName: string) =>
-    (await ok('GetDataFields', p.management, { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName: 'LAST_7D' } } }] })).dataFields[0].dataFieldId as string;
+    (
+      await ok('GetDataFields', p.management, {
+        dataFieldParams: [{ eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+      })
+    ).dataFields[0].dataFieldId as string;
 
   it('follows an aggregation from PENDING to COMPLETE; a user property has none', async () => {
     const plan = (await ok('InsertDataField', p.management, { name: 'plan', userProperty: { dataType: 'STRING' } })).dataField.dataFieldId as string;
@@ -123,7 +136,17 @@ describe('GetAllDataFields backfillStatus', () => {
 
     // A failing backfill (its ClickHouse query throws) is retried after a delay: still PENDING.
     const fields = await t.ctx.aggregation.dataFields.list(p.projectId);
-    worker = startWorker(new Proxy({}, { get: () => async () => { throw new Error('no ClickHouse here'); } }) as never, fields);
+    worker = startWorker(
+      new Proxy(
+        {},
+        {
+          get: () => async () => {
+            throw new Error('no ClickHouse here');
+          },
+        },
+      ) as never,
+      fields,
+    );
     await worker.queue.add('backfill-poll', { kind: 'backfillPoll' });
     const job = () => worker!.queue.getJobState(`backfill-${p.projectId}-${later}`);
     await waitUntil(async () => (await job()) === 'delayed', 30_000, 50);

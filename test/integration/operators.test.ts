@@ -164,9 +164,13 @@ describe('queue dashboard at /admin/queues', () => {
     const aggregations = queue(QUEUE.aggregations);
     const job = await aggregations.add('recompute', { kind: 'recompute', reason: 'manual' }, { attempts: 1 });
     const workerConn = new Redis(t.ctx.config.redisUrl, { maxRetriesPerRequest: null });
-    const worker = new Worker(QUEUE.aggregations, async () => {
-      throw new Error('recompute exploded');
-    }, { connection: workerConn, prefix: bullPrefix(t.ctx.config.redisPrefix) });
+    const worker = new Worker(
+      QUEUE.aggregations,
+      async () => {
+        throw new Error('recompute exploded');
+      },
+      { connection: workerConn, prefix: bullPrefix(t.ctx.config.redisPrefix) },
+    );
     try {
       await waitUntil(async () => (await job.getState()) === 'failed', 10_000);
     } finally {
@@ -182,7 +186,11 @@ describe('queue dashboard at /admin/queues', () => {
     expect(agg.counts.failed).toBe(1);
     expect(agg.jobs).toEqual([expect.objectContaining({ id: job.id, failedReason: 'recompute exploded' })]);
 
-    const retry = await ops.inject({ method: 'PUT', url: `/admin/queues/api/queues/aggregations/${job.id}/retry`, headers: { authorization: basic('ops', ADMIN_TOKEN) } });
+    const retry = await ops.inject({
+      method: 'PUT',
+      url: `/admin/queues/api/queues/aggregations/${job.id}/retry`,
+      headers: { authorization: basic('ops', ADMIN_TOKEN) },
+    });
     expect(retry.statusCode).toBe(204);
     expect(await job.getState()).toBe('waiting');
     expect(await aggregations.getJobCounts('failed', 'waiting')).toEqual({ failed: 0, waiting: 1 });

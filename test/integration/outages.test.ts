@@ -20,7 +20,9 @@ afterAll(async () => {
 });
 
 function startRedis(port: number, dir: string): ChildProcess {
-  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''], { stdio: 'ignore' });
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''], {
+    stdio: 'ignore',
+  });
 }
 
 describe('Redis unavailable', () => {
@@ -95,7 +97,15 @@ describe('ClickHouse unavailable', () => {
     const state = { down: true, failures: 0 };
     const connection = createRedis(t.ctx.config.redisUrl, 'worker');
     cleanups.push(async () => void connection.disconnect());
-    const workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, warehouse: new ClickhouseWarehouse(flakyClickhouse(real, state)), profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
+    const workers = startIngestWorkers({
+      connection,
+      redisPrefix: t.ctx.config.redisPrefix,
+      warehouse: new ClickhouseWarehouse(flakyClickhouse(real, state)),
+      profiles: new ProfileStore(connection, t.ctx.keys),
+      log: createLogger('silent'),
+      now: Date.now,
+      concurrency: 8,
+    });
     cleanups.push(() => workers.close());
 
     for (let i = 0; i < 10; i++) {
@@ -103,17 +113,29 @@ describe('ClickHouse unavailable', () => {
       expect((await call(t, 'LogEvents', keys.logEvents, { projectId: keys.projectId, userId: `u${i % 3}`, events })).status).toBe(200);
     }
     // Several rounds of failed inserts: the jobs are retried with backoff, none fails for good.
-    await waitUntil(async () => {
-      const delayed = await t.ctx.ingestion.ingest.eventsQueue.getDelayed();
-      return state.failures >= 3 && delayed.some((j) => j.attemptsMade >= 2);
-    }, 30_000, 100);
+    await waitUntil(
+      async () => {
+        const delayed = await t.ctx.ingestion.ingest.eventsQueue.getDelayed();
+        return state.failures >= 3 && delayed.some((j) => j.attemptsMade >= 2);
+      },
+      30_000,
+      100,
+    );
     expect((await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
     state.down = false;
-    await waitUntil(async () => {
-      const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed');
-      return c.waiting + c.active + c.delayed === 0;
-    }, 30_000, 100);
-    const rs = await real.query({ query: 'SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}', query_params: { p: keys.projectId }, format: 'JSONEachRow' });
+    await waitUntil(
+      async () => {
+        const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed');
+        return c.waiting + c.active + c.delayed === 0;
+      },
+      30_000,
+      100,
+    );
+    const rs = await real.query({
+      query: 'SELECT count() AS n FROM events FINAL WHERE project_id = {p:String}',
+      query_params: { p: keys.projectId },
+      format: 'JSONEachRow',
+    });
     expect(Number((await rs.json<{ n: string }>())[0].n)).toBe(50);
     expect((await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('failed')).failed).toBe(0);
   }, 90_000);

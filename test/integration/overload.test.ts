@@ -47,7 +47,9 @@ function answer(s: Socket): Promise<{ status: number; headers: Record<string, st
 
 function post(s: Socket, path: string, key: string, body: unknown): void {
   const json = JSON.stringify(body);
-  s.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Api-Key: ${key}\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
+  s.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Api-Key: ${key}\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+  );
 }
 
 beforeAll(async () => {

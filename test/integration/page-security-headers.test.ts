@@ -42,7 +42,10 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<{
 
 /** The same-origin scripts, styles, icons and images an HTML page loads, as absolute paths. */
 function assetsOf(page: { url: string; body: string }): string[] {
-  const [baseTag, ...refs] = [/<base href=["']([^"']+)["']/.exec(page.body)?.[1], ...[...page.body.matchAll(/<(?:script|link|img)\b[^>]*?\b(?:src|href)=["']([^"'#]+)["']/g)].map((m) => m[1])];
+  const [baseTag, ...refs] = [
+    /<base href=["']([^"']+)["']/.exec(page.body)?.[1],
+    ...[...page.body.matchAll(/<(?:script|link|img)\b[^>]*?\b(?:src|href)=["']([^"'#]+)["']/g)].map((m) => m[1]),
+  ];
   const base = baseTag ?? (page.url.endsWith('/') ? page.url : page.url.replace(/[^/]*$/, ''));
   return [...new Set(refs.filter((r) => !/^[a-z]+:|^\/\//i.test(r)).map((r) => new URL(r, `http://x${base}`).pathname))];
 }

@@ -32,28 +32,91 @@ describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
 
   it('counts each new event once: duplicates inside the job and from earlier jobs add nothing', async () => {
     const inc: ProfileOp = ['inc', 'dc:f:20240101', 1];
-    expect(await apply('u1', [{ dedupId: 'a', ts: 1, ops: [inc] }, { dedupId: 'b', ts: 2, ops: [inc] }, { dedupId: 'a', ts: 3, ops: [inc] }, { ts: 4, ops: [inc] }])).toBe(3);
-    expect(await apply('u1', [{ dedupId: 'b', ts: 5, ops: [inc] }, { dedupId: 'c', ts: 6, ops: [inc, ['inc', 'dc:f:20240102', 2]] }])).toBe(1);
+    expect(
+      await apply('u1', [
+        { dedupId: 'a', ts: 1, ops: [inc] },
+        { dedupId: 'b', ts: 2, ops: [inc] },
+        { dedupId: 'a', ts: 3, ops: [inc] },
+        { ts: 4, ops: [inc] },
+      ]),
+    ).toBe(3);
+    expect(
+      await apply('u1', [
+        { dedupId: 'b', ts: 5, ops: [inc] },
+        { dedupId: 'c', ts: 6, ops: [inc, ['inc', 'dc:f:20240102', 2]] },
+      ]),
+    ).toBe(1);
     expect(await raw('u1')).toEqual({ 'dc:f:20240101': '4', 'dc:f:20240102': '2' });
   });
 
   it('a replayed job changes nothing and reports -1', async () => {
-    const events: ProfileEvent[] = [{ dedupId: 'r1', ts: 1, ops: [['inc', 'n', 1]] }, { ts: 2, ops: [['inc', 'n', 1]] }];
+    const events: ProfileEvent[] = [
+      { dedupId: 'r1', ts: 1, ops: [['inc', 'n', 1]] },
+      { ts: 2, ops: [['inc', 'n', 1]] },
+    ];
     expect(await apply('u2', events, 'same')).toBe(2);
     expect(await apply('u2', events, 'same')).toBe(-1);
     expect(await raw('u2')).toEqual({ n: '2' });
   });
 
   it('keeps minimum and maximum across grouped and separate events, skipping duplicates', async () => {
-    expect(await apply('u3', [{ dedupId: 'x', ts: 1, ops: [['min', 'ft', 500], ['max', 'lt', 500]] }, { ts: 2, ops: [['min', 'ft', 300], ['max', 'lt', 900]] }, { ts: 3, ops: [['min', 'ft', 300]] }])).toBe(3);
-    expect(await apply('u3', [{ dedupId: 'x', ts: 4, ops: [['min', 'ft', 1], ['max', 'lt', 10_000]] }, { ts: 5, ops: [['min', 'ft', 400], ['max', 'lt', 1_763_800_000_123]] }])).toBe(1);
+    expect(
+      await apply('u3', [
+        {
+          dedupId: 'x',
+          ts: 1,
+          ops: [
+            ['min', 'ft', 500],
+            ['max', 'lt', 500],
+          ],
+        },
+        {
+          ts: 2,
+          ops: [
+            ['min', 'ft', 300],
+            ['max', 'lt', 900],
+          ],
+        },
+        { ts: 3, ops: [['min', 'ft', 300]] },
+      ]),
+    ).toBe(3);
+    expect(
+      await apply('u3', [
+        {
+          dedupId: 'x',
+          ts: 4,
+          ops: [
+            ['min', 'ft', 1],
+            ['max', 'lt', 10_000],
+          ],
+        },
+        {
+          ts: 5,
+          ops: [
+            ['min', 'ft', 400],
+            ['max', 'lt', 1_763_800_000_123],
+          ],
+        },
+      ]),
+    ).toBe(1);
     expect(await raw('u3')).toEqual({ ft: '300', lt: '1763800000123' });
   });
 
   it('incnew counts a marker once however often it repeats', async () => {
     const ops: ProfileOp[] = [['incnew', 'dm:f:t1', 'dc:f:1', 1]];
-    expect(await apply('u4', [{ ts: 1, ops }, { ts: 2, ops }, { dedupId: 'd', ts: 3, ops: [['incnew', 'dm:f:t2', 'dc:f:1', 1]] }])).toBe(3);
-    expect(await apply('u4', [{ dedupId: 'd', ts: 4, ops }, { ts: 5, ops }])).toBe(1);
+    expect(
+      await apply('u4', [
+        { ts: 1, ops },
+        { ts: 2, ops },
+        { dedupId: 'd', ts: 3, ops: [['incnew', 'dm:f:t2', 'dc:f:1', 1]] },
+      ]),
+    ).toBe(3);
+    expect(
+      await apply('u4', [
+        { dedupId: 'd', ts: 4, ops },
+        { ts: 5, ops },
+      ]),
+    ).toBe(1);
     expect(await raw('u4')).toEqual({ 'dm:f:t1': '1', 'dm:f:t2': '1', 'dc:f:1': '2' });
   });
 
@@ -82,7 +145,11 @@ describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
     expect(await apply('u6', events)).toBe(1000);
     const profile = await store.get('p', 'u6');
     expect(profile.userProperties.p49).toEqual({ longValue: '999' });
-    expect(Object.entries(profile.fields).filter(([k]) => k.startsWith('dc:')).reduce((n, [, v]) => n + Number(v), 0)).toBe(1000);
+    expect(
+      Object.entries(profile.fields)
+        .filter(([k]) => k.startsWith('dc:'))
+        .reduce((n, [, v]) => n + Number(v), 0),
+    ).toBe(1000);
   });
 
   it('de-duplicates an insertId for 8 days of arrival whatever timestamp its retries carry, in at most 9 sets a user', async () => {

@@ -199,20 +199,31 @@ describe('ingestion', () => {
       projectId: src.projectId,
       userId: 'u1',
       events: [
-        { eventName: 'purchase', clientEventTimestamp: at(-1000), insertId: 'ins-1', eventProperties: { amount: { longValue: '42' } }, userProperties: { plan: { stringValue: 'gold' } } },
+        {
+          eventName: 'purchase',
+          clientEventTimestamp: at(-1000),
+          insertId: 'ins-1',
+          eventProperties: { amount: { longValue: '42' } },
+          userProperties: { plan: { stringValue: 'gold' } },
+        },
         { eventName: 'view', clientEventTimestamp: at(-500), country: 'DE' },
       ],
     });
     await waitUntil(async () => (await eventsCount(src.projectId)) === 2, 20_000);
-    const rows = await s.clickhouse.query('SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name', {
-      p: src.projectId,
-    });
+    const rows = await s.clickhouse.query(
+      'SELECT event_name, insert_id, country, source, user_id, event_properties FROM events FINAL WHERE project_id = {p:String} ORDER BY event_name',
+      {
+        p: src.projectId,
+      },
+    );
     expect(rows).toEqual([
       { event_name: 'purchase', insert_id: 'ins-1', country: '', source: 'pubsub', user_id: 'u1', event_properties: '{"amount":{"longValue":"42"}}' },
       { event_name: 'view', insert_id: '', country: 'DE', source: 'pubsub', user_id: 'u1', event_properties: '{}' },
     ]);
     await waitUntil(async () => (await profileProperties(src.projectId, 'u1')).plan === 'gold', 10_000);
-    expect(await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text()).toContain(`tds_pubsub_messages_acked_total{project="${src.projectId}",outcome="queued"} 1`);
+    expect(await (await fetch(`http://127.0.0.1:${s.service.ops.port}/metrics`)).text()).toContain(
+      `tds_pubsub_messages_acked_total{project="${src.projectId}",outcome="queued"} 1`,
+    );
   });
 
   it('a UserAttribute message updates the profile, last write wins by update_timestamp', async () => {
@@ -221,7 +232,12 @@ describe('ingestion', () => {
     await waitUntil(async () => (await profileProperties(src.projectId, 'u1')).plan === 'gold', 20_000);
 
     // Older than what the profile holds: stored, but it does not win.
-    const older = await publishAttribute(src.topic, { projectId: src.projectId, userId: 'u1', userProperties: { plan: { stringValue: 'silver' } }, updateTimestamp: at(-120_000) });
+    const older = await publishAttribute(src.topic, {
+      projectId: src.projectId,
+      userId: 'u1',
+      userProperties: { plan: { stringValue: 'silver' } },
+      updateTimestamp: at(-120_000),
+    });
     await waitUntil(() => jobCompleted(src.projectId, older), 20_000);
     expect((await profileProperties(src.projectId, 'u1')).plan).toBe('gold');
     expect(await chCount('SELECT count() AS n FROM user_attribute_updates FINAL WHERE project_id = {p:String}', { p: src.projectId })).toBe(2);
@@ -232,7 +248,11 @@ describe('ingestion', () => {
 
   it('the same event published twice with the same insert_id counts once', async () => {
     const src = await registeredSource('dup');
-    const body: LogEventsJson = { projectId: src.projectId, userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: at(-1000), insertId: 'same-1' }] };
+    const body: LogEventsJson = {
+      projectId: src.projectId,
+      userId: 'u1',
+      events: [{ eventName: 'purchase', clientEventTimestamp: at(-1000), insertId: 'same-1' }],
+    };
     const ids = await Promise.all([publishEvents(src.topic, body), publishEvents(src.topic, body)]);
     expect(ids[0]).not.toBe(ids[1]);
     await waitUntil(async () => (await jobCompleted(src.projectId, ids[0])) && (await jobCompleted(src.projectId, ids[1])), 20_000);
@@ -258,9 +278,16 @@ describe('ingestion', () => {
       throw new UnavailableError('test: pretend the queue did not answer');
     });
     // No insert_id: only the message id and position tell the copies apart.
-    const messageId = await publishEvents(src.topic, { projectId: src.projectId, userId: 'u1', events: [{ eventName: 'view', clientEventTimestamp: at(-1000), userProperties: { seen: { booleanValue: true } } }] });
+    const messageId = await publishEvents(src.topic, {
+      projectId: src.projectId,
+      userId: 'u1',
+      events: [{ eventName: 'view', clientEventTimestamp: at(-1000), userProperties: { seen: { booleanValue: true } } }],
+    });
     // both deliveries' jobs (one id) completed
-    await waitUntil(async () => calls.length >= 2 && (await completions().since()).filter((id) => id === pubsubJobId(src.projectId, messageId)).length === 2, 30_000);
+    await waitUntil(
+      async () => calls.length >= 2 && (await completions().since()).filter((id) => id === pubsubJobId(src.projectId, messageId)).length === 2,
+      30_000,
+    );
     expect(new Set(calls)).toEqual(new Set([pubsubJobId(src.projectId, messageId)]));
     expect(await eventsCount(src.projectId)).toBe(1);
     expect((await profileProperties(src.projectId, 'u1')).seen).toBe(true);
@@ -361,7 +388,9 @@ describe('dead letters and stopping', () => {
   it('ensureSubscription reports an unreachable Pub/Sub as retryable', async () => {
     const dead = new PubSub({ projectId: 'x', apiEndpoint: '127.0.0.1:9', emulatorMode: true, universeDomain: 'googleapis.com' });
     try {
-      await expect(ensureSubscription(dead, { topic: 'projects/c/topics/events', subscription: 'projects/x/subscriptions/tds-p' }, { replace: false, timeoutMs: 1000 })).rejects.toBeInstanceOf(UnavailableError);
+      await expect(
+        ensureSubscription(dead, { topic: 'projects/c/topics/events', subscription: 'projects/x/subscriptions/tds-p' }, { replace: false, timeoutMs: 1000 }),
+      ).rejects.toBeInstanceOf(UnavailableError);
     } finally {
       await dead.close();
     }

@@ -45,7 +45,14 @@ describe('x-request-id', () => {
 
   it('a missing or malformed id is replaced by a fresh UUID', async () => {
     const seen = new Set<string>();
-    const variants: Record<string, string>[] = [{}, { 'x-request-id': '' }, { 'x-request-id': 'has space' }, { 'x-request-id': 'x'.repeat(129) }, { 'x-request-id': 'new\u00e9' }, { 'x-request-id': 'a;b' }];
+    const variants: Record<string, string>[] = [
+      {},
+      { 'x-request-id': '' },
+      { 'x-request-id': 'has space' },
+      { 'x-request-id': 'x'.repeat(129) },
+      { 'x-request-id': 'new\u00e9' },
+      { 'x-request-id': 'a;b' },
+    ];
     for (const headers of variants) {
       const id = (await post(headers)).headers['x-request-id'] as string;
       expect(id).toMatch(UUID);
@@ -58,13 +65,27 @@ describe('x-request-id', () => {
 describe('delivery language', () => {
   it('an empty languageCode means en (as does none); a malformed one is 400', async () => {
     await mgmt('InsertSurface', { name: 'lang' });
-    await mgmt('InsertTreatmentType', { treatmentTypeName: 'lang', lastModifiedBy: 't', surfaces: [{ surfaceName: 'lang' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true }] });
-    const byLanguage = (languageCode: string, stringValue: string) => ({ languageCode: { languageCode }, contentFields: [{ fieldName: 'title', stringValue }] });
+    await mgmt('InsertTreatmentType', {
+      treatmentTypeName: 'lang',
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 'lang' }],
+      contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 50, isPerLanguage: true }],
+    });
+    const byLanguage = (languageCode: string, stringValue: string) => ({
+      languageCode: { languageCode },
+      contentFields: [{ fieldName: 'title', stringValue }],
+    });
     await mgmt('InsertTreatment', {
-      name: 'l', description: 'd', treatmentTypeName: 'lang', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+      name: 'l',
+      description: 'd',
+      treatmentTypeName: 'lang',
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
       content: { contentByLanguage: [byLanguage('de', 'Hallo'), byLanguage('en', 'Hello'), byLanguage('fr', 'Bonjour')] },
     });
-    const get = (extra: Record<string, unknown>) => call(t, 'GetTreatments', p.delivery, { projectId: p.projectId, userId: 'u', surfaces: [{ surface: 'lang' }], ...extra });
+    const get = (extra: Record<string, unknown>) =>
+      call(t, 'GetTreatments', p.delivery, { projectId: p.projectId, userId: 'u', surfaces: [{ surface: 'lang' }], ...extra });
     for (const extra of [{ languageCode: '' }, {}, { languageCode: 'en' }]) {
       const r = await get(extra);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -94,7 +115,8 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
         treatmentId,
         (current, type) => {
           attempts += 1;
-          if (attempts <= conflicts) void t.ctx.redis.hset(t.ctx.keys.treatments(projectId), treatmentId, JSON.stringify({ ...current, description: `concurrent ${attempts}` }));
+          if (attempts <= conflicts)
+            void t.ctx.redis.hset(t.ctx.keys.treatments(projectId), treatmentId, JSON.stringify({ ...current, description: `concurrent ${attempts}` }));
           return transition(current, type);
         },
         meta,
@@ -106,8 +128,19 @@ describe('concurrent UpdateTreatment: 409 ABORTED only after 20 consecutive conf
   async function treatment(): Promise<string> {
     types += 1;
     const typeName = `conflict-${types}`;
-    await mgmt('InsertTreatmentType', { treatmentTypeName: typeName, lastModifiedBy: 't', contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 50 }] });
-    const r = await mgmt('InsertTreatment', { name: 'c', description: 'd', treatmentTypeName: typeName, lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+    await mgmt('InsertTreatmentType', {
+      treatmentTypeName: typeName,
+      lastModifiedBy: 't',
+      contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 50 }],
+    });
+    const r = await mgmt('InsertTreatment', {
+      name: 'c',
+      description: 'd',
+      treatmentTypeName: typeName,
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    });
     return r.treatment.treatmentId;
   }
 
@@ -150,7 +183,12 @@ describe('a 500 leaks nothing', () => {
       throw err;
     };
     try {
-      const res = await t.app.inject({ method: 'POST', url: '/v1/GetAllSurfaces', headers: { 'x-api-key': p.management }, payload: { projectId: p.projectId } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/GetAllSurfaces',
+        headers: { 'x-api-key': p.management },
+        payload: { projectId: p.projectId },
+      });
       expect(res.statusCode).toBe(500);
       expect(res.json()).toEqual({ error: { code: 500, status: 'INTERNAL', message: 'internal error; retry the request', details: [] } });
       for (const leak of ['secret', 'sk_live', '/srv/', 'surface.store', 'TypeError', 'at ', 'stack']) expect(res.body).not.toContain(leak);
@@ -166,7 +204,9 @@ describe('LogEvents when Redis does not answer', () => {
   it('answers 503 UNAVAILABLE with Retry-After: 1 after the 1 s enqueue timeout, not a hang', async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'tds-redis-'));
-    const redis: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const redis: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     cleanups.push(async () => void redis.kill('SIGKILL'));
     await waitUntil(() => portAnswers(port), 10_000);
     const app = await createTestApp({ REDIS_URL: `redis://127.0.0.1:${port}` });
@@ -210,8 +250,26 @@ describe('through HTTP into ClickHouse', () => {
   }
   async function treatmentOf(deliveryType: string): Promise<string> {
     const type = `type-${deliveryType}`;
-    expect((await post('InsertTreatmentType', k.management, { treatmentTypeName: type, deliveryType, lastModifiedBy: 't', surfaces: [{ surfaceName: 'inbox' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] })).status).toBe(200);
-    const r = await post('InsertTreatment', k.management, { name: type, description: 'd', treatmentTypeName: type, lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+    expect(
+      (
+        await post('InsertTreatmentType', k.management, {
+          treatmentTypeName: type,
+          deliveryType,
+          lastModifiedBy: 't',
+          surfaces: [{ surfaceName: 'inbox' }],
+          contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+        })
+      ).status,
+    ).toBe(200);
+    const r = await post('InsertTreatment', k.management, {
+      name: type,
+      description: 'd',
+      treatmentTypeName: type,
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    });
     expect(r.status).toBe(200);
     return r.body.treatment.treatmentId;
   }
@@ -222,7 +280,14 @@ describe('through HTTP into ClickHouse', () => {
     const inApp = await treatmentOf('IN_APP');
     const micros = String(Date.now() * 1000);
     const interaction = (treatmentId: string, interactionType: string, n: number, userId = 'mail-user') =>
-      post('LogTreatmentInteraction', k.delivery, { userId, treatmentId, treatmentTrackingId: `${treatmentId}_r${n}`, surface: 'inbox', interactionType, interactionTimeMicros: micros });
+      post('LogTreatmentInteraction', k.delivery, {
+        userId,
+        treatmentId,
+        treatmentTrackingId: `${treatmentId}_r${n}`,
+        surface: 'inbox',
+        interactionType,
+        interactionTimeMicros: micros,
+      });
     const emailTypes = [...EMAIL_INTERACTION_TYPES];
     expect(emailTypes).toHaveLength(10);
     for (const [i, type] of emailTypes.entries()) expect((await interaction(email, type, i)).status, type).toBe(200);
@@ -239,19 +304,41 @@ describe('through HTTP into ClickHouse', () => {
       expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain('interactionType');
     }
     const typesOf = async (userId: string) =>
-      (await rows<{ t: string }>('SELECT interaction_type AS t FROM interactions FINAL WHERE project_id = {p:String} AND user_id = {u:String} ORDER BY t', { u: userId })).map((r) => r.t);
+      (
+        await rows<{ t: string }>('SELECT interaction_type AS t FROM interactions FINAL WHERE project_id = {p:String} AND user_id = {u:String} ORDER BY t', {
+          u: userId,
+        })
+      ).map((r) => r.t);
     await waitUntil(async () => (await typesOf('mail-user')).length >= 10 && (await typesOf('app-user')).length >= 6, 30_000, 100);
     expect(await typesOf('mail-user')).toEqual([...emailTypes].sort());
     expect(await typesOf('app-user')).toEqual([...INTERACTION_TYPES].sort());
     expect(await typesOf('refused')).toEqual([]);
-    const [row] = await rows<Record<string, string>>('SELECT treatment_id, treatment_tracking_id, surface FROM interactions FINAL WHERE project_id = {p:String} AND user_id = {u:String} AND interaction_type = {t:String}', { u: 'mail-user', t: 'GROUP_RESUBSCRIBED' });
+    const [row] = await rows<Record<string, string>>(
+      'SELECT treatment_id, treatment_tracking_id, surface FROM interactions FINAL WHERE project_id = {p:String} AND user_id = {u:String} AND interaction_type = {t:String}',
+      { u: 'mail-user', t: 'GROUP_RESUBSCRIBED' },
+    );
     expect(row).toEqual({ treatment_id: email, treatment_tracking_id: `${email}_r9`, surface: 'inbox' });
   }, 60_000);
 
   it('the optional event fields reach the events row: ipAddress, deviceId, appVersionId, region, city, country, sessionId, preLoginTempUserId', async () => {
-    const fields = { ipAddress: '203.0.113.7', deviceId: 'device-1', appVersionId: '4.2.0', region: 'Bavaria', city: 'München', country: 'DE', sessionId: 'session-9', preLoginTempUserId: 'anon-77' };
+    const fields = {
+      ipAddress: '203.0.113.7',
+      deviceId: 'device-1',
+      appVersionId: '4.2.0',
+      region: 'Bavaria',
+      city: 'München',
+      country: 'DE',
+      sessionId: 'session-9',
+      preLoginTempUserId: 'anon-77',
+    };
     const ts = new Date().toISOString();
-    const r = await post('LogEvents', k.logEvents, { userId: 'field-user', events: [{ eventName: 'opened', clientEventTimestamp: ts, insertId: 'all-fields', ...fields }, { eventName: 'bare', clientEventTimestamp: ts, insertId: 'no-fields' }] });
+    const r = await post('LogEvents', k.logEvents, {
+      userId: 'field-user',
+      events: [
+        { eventName: 'opened', clientEventTimestamp: ts, insertId: 'all-fields', ...fields },
+        { eventName: 'bare', clientEventTimestamp: ts, insertId: 'no-fields' },
+      ],
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const read = () =>
       rows<Record<string, string>>(
@@ -271,14 +358,42 @@ describe('through HTTP into ClickHouse', () => {
       session_id: fields.sessionId,
       pre_login_temp_user_id: fields.preLoginTempUserId,
     });
-    expect(bare).toEqual({ insert_id: 'no-fields', ip_address: '', device_id: '', app_version_id: '', region: '', city: '', country: '', session_id: '', pre_login_temp_user_id: '' });
+    expect(bare).toEqual({
+      insert_id: 'no-fields',
+      ip_address: '',
+      device_id: '',
+      app_version_id: '',
+      region: '',
+      city: '',
+      country: '',
+      session_id: '',
+      pre_login_temp_user_id: '',
+    });
   }, 60_000);
 
   it('snake_case spellings of the event fields are accepted too', async () => {
     const ts = new Date().toISOString();
-    const r = await post('LogEvents', k.logEvents, { user_id: 'snake-user', events: [{ event_name: 'opened', client_event_timestamp: ts, insert_id: 's1', ip_address: '198.51.100.1', device_id: 'd', app_version_id: 'v', session_id: 's', pre_login_temp_user_id: 'anon' }] });
+    const r = await post('LogEvents', k.logEvents, {
+      user_id: 'snake-user',
+      events: [
+        {
+          event_name: 'opened',
+          client_event_timestamp: ts,
+          insert_id: 's1',
+          ip_address: '198.51.100.1',
+          device_id: 'd',
+          app_version_id: 'v',
+          session_id: 's',
+          pre_login_temp_user_id: 'anon',
+        },
+      ],
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const read = () => rows<Record<string, string>>('SELECT ip_address, device_id, app_version_id, session_id, pre_login_temp_user_id FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', { u: 'snake-user' });
+    const read = () =>
+      rows<Record<string, string>>(
+        'SELECT ip_address, device_id, app_version_id, session_id, pre_login_temp_user_id FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}',
+        { u: 'snake-user' },
+      );
     await waitUntil(async () => (await read()).length >= 1, 30_000, 100);
     expect((await read())[0]).toEqual({ ip_address: '198.51.100.1', device_id: 'd', app_version_id: 'v', session_id: 's', pre_login_temp_user_id: 'anon' });
   }, 60_000);

@@ -46,7 +46,17 @@ async function startNpm(env: Record<string, string>): Promise<Npm> {
   const proc = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true,
-    env: { ...process.env, PORT: String(port), ALT_PORT: String(await freePort()), OPS_PORT: String(opsPort), ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', RATE_LIMIT_PER_KEY: '1000000', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      ALT_PORT: String(await freePort()),
+      OPS_PORT: String(opsPort),
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      AUTO_START_REDIS: 'false',
+      RATE_LIMIT_PER_KEY: '1000000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -67,9 +77,18 @@ async function startNpm(env: Record<string, string>): Promise<Npm> {
   return { proc, port, output: () => out, exited };
 }
 
-async function post(npm: Npm, path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; retryAfter: string | null; ms: number }> {
+async function post(
+  npm: Npm,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; retryAfter: string | null; ms: number }> {
   const started = performance.now();
-  const res = await fetch(`http://127.0.0.1:${npm.port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`http://127.0.0.1:${npm.port}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, retryAfter: res.headers.get('retry-after'), ms: performance.now() - started };
 }
@@ -85,7 +104,11 @@ function ingest(npm: Npm, projectId: string, key: string, run: string) {
   const clients = Array.from({ length: 4 }, async (_, c) => {
     for (let i = 0; !stopped; i++) {
       const userId = `u${(c * 7 + i) % USERS}`;
-      const events = Array.from({ length: 20 }, (_, e) => ({ eventName: 'e', clientEventTimestamp: new Date().toISOString(), insertId: `${run}-${c}-${i}-${e}` }));
+      const events = Array.from({ length: 20 }, (_, e) => ({
+        eventName: 'e',
+        clientEventTimestamp: new Date().toISOString(),
+        insertId: `${run}-${c}-${i}-${e}`,
+      }));
       try {
         const r = await post(npm, '/v1/LogEvents', { projectId, userId, events }, { 'x-api-key': key });
         requests++;
@@ -120,7 +143,13 @@ function linesPerProcess(output: string, from: number): Map<number, string[]> {
 }
 
 /** One run: `prepare`, ingestion, Redis SIGKILLed, then `beforeStop` (Redis stays down, or comes back), SIGTERM to npm. */
-async function crashAndStop(redis: PrivateRedis, env: Record<string, string>, run: string, prepare: (npm: Npm) => Promise<{ projectId: string; key: string }>, beforeStop: () => Promise<void>) {
+async function crashAndStop(
+  redis: PrivateRedis,
+  env: Record<string, string>,
+  run: string,
+  prepare: (npm: Npm) => Promise<{ projectId: string; key: string }>,
+  beforeStop: () => Promise<void>,
+) {
   const npm = await startNpm(env);
   const setup = await prepare(npm);
   const load = ingest(npm, setup.projectId, setup.key, run);
@@ -154,82 +183,103 @@ function expectCleanStop(r: Awaited<ReturnType<typeof crashAndStop>>): void {
 }
 
 describe('Redis killed mid-ingestion under npm start', () => {
-  it('SIGTERM while Redis is down and within a second of its return: exit 0 within 30 s, nothing acknowledged lost or counted twice, a bounded log', { timeout: 300_000 }, async () => {
-    const redis = await startPrivateRedis({ appendfsync: 'always' });
-    cleanups.push(() => redis.stop());
-    const dataDir = mkdtempSync(join(tmpdir(), 'tds-faults-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    // a short job lock: jobs a stopped worker left active are retried within seconds
-    const env = { REDIS_URL: redis.url, DATA_DIR: dataDir, REDIS_PREFIX: uniquePrefix('faults'), WORKER_LOCK_MS: '2000' };
-    const projectId = 'faults';
+  it(
+    'SIGTERM while Redis is down and within a second of its return: exit 0 within 30 s, nothing acknowledged lost or counted twice, a bounded log',
+    { timeout: 300_000 },
+    async () => {
+      const redis = await startPrivateRedis({ appendfsync: 'always' });
+      cleanups.push(() => redis.stop());
+      const dataDir = mkdtempSync(join(tmpdir(), 'tds-faults-'));
+      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      // a short job lock: jobs a stopped worker left active are retried within seconds
+      const env = { REDIS_URL: redis.url, DATA_DIR: dataDir, REDIS_PREFIX: uniquePrefix('faults'), WORKER_LOCK_MS: '2000' };
+      const projectId = 'faults';
 
-    // The project, an ingestion key and a per-user event count (the profile side of exactly once).
-    let key = '';
-    let field = '';
-    const prepare = async (npm: Npm) => {
-      const admin = (op: string, body: unknown) => post(npm, `/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
-      expect((await admin('CreateProject', { projectId })).status).toBe(200);
-      key = (await admin('CreateApiKey', { projectId, permissions: ['LOG_EVENTS'] })).body.key as string;
-      const management = (await admin('CreateApiKey', { projectId, permissions: ['TREATMENT_MANAGEMENT'] })).body.key as string;
-      const fields = await post(npm, '/v1/GetDataFields', { projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName: 'LAST_7D' } } }] }, { 'x-api-key': management });
-      field = fields.body.dataFields[0].dataFieldId as string;
-      return { projectId, key };
-    };
+      // The project, an ingestion key and a per-user event count (the profile side of exactly once).
+      let key = '';
+      let field = '';
+      const prepare = async (npm: Npm) => {
+        const admin = (op: string, body: unknown) => post(npm, `/admin/v1/${op}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+        expect((await admin('CreateProject', { projectId })).status).toBe(200);
+        key = (await admin('CreateApiKey', { projectId, permissions: ['LOG_EVENTS'] })).body.key as string;
+        const management = (await admin('CreateApiKey', { projectId, permissions: ['TREATMENT_MANAGEMENT'] })).body.key as string;
+        const fields = await post(
+          npm,
+          '/v1/GetDataFields',
+          { projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName: 'LAST_7D' } } }] },
+          { 'x-api-key': management },
+        );
+        field = fields.body.dataFields[0].dataFieldId as string;
+        return { projectId, key };
+      };
 
-    // 1. SIGTERM while Redis is down.
-    const down = await crashAndStop(redis, env, 'down', prepare, async () => undefined);
-    expectCleanStop(down);
-    await redis.start();
+      // 1. SIGTERM while Redis is down.
+      const down = await crashAndStop(redis, env, 'down', prepare, async () => undefined);
+      expectCleanStop(down);
+      await redis.start();
 
-    // 2. SIGTERM as soon as Redis answers again (its connections are still reconnecting). First the
-    // service sees that Redis restarted and recomputes the profiles once the jobs the stop left are
-    // done; ingestion starts after that recompute (a recompute racing with ingestion is another matter).
-    const monitor = new Redis(redis.url, { maxRetriesPerRequest: null });
-    cleanups.push(() => monitor.disconnect());
-    const queue = (name: string) => new Queue(name, { connection: monitor, prefix: bullPrefix(env.REDIS_PREFIX) });
-    const aggregations = queue(QUEUE.aggregations);
-    const restartRecomputes = async () => (await aggregations.getJobs(['completed'])).filter((j) => j.name === 'recompute' && j.data.reason === 'redis_restart' && j.data.projectId === projectId).length;
-    const back = await crashAndStop(redis, env, 'back', async () => {
-      await waitUntil(async () => (await restartRecomputes()) === 1, 60_000, 200);
-      return { projectId, key };
-    }, () => redis.start());
-    expectCleanStop(back);
+      // 2. SIGTERM as soon as Redis answers again (its connections are still reconnecting). First the
+      // service sees that Redis restarted and recomputes the profiles once the jobs the stop left are
+      // done; ingestion starts after that recompute (a recompute racing with ingestion is another matter).
+      const monitor = new Redis(redis.url, { maxRetriesPerRequest: null });
+      cleanups.push(() => monitor.disconnect());
+      const queue = (name: string) => new Queue(name, { connection: monitor, prefix: bullPrefix(env.REDIS_PREFIX) });
+      const aggregations = queue(QUEUE.aggregations);
+      const restartRecomputes = async () =>
+        (await aggregations.getJobs(['completed'])).filter((j) => j.name === 'recompute' && j.data.reason === 'redis_restart' && j.data.projectId === projectId)
+          .length;
+      const back = await crashAndStop(
+        redis,
+        env,
+        'back',
+        async () => {
+          await waitUntil(async () => (await restartRecomputes()) === 1, 60_000, 200);
+          return { projectId, key };
+        },
+        () => redis.start(),
+      );
+      expectCleanStop(back);
 
-    // 3. The service again on the same data: it takes over what the stopped workers left.
-    const last = await startNpm(env);
-    const queues = [QUEUE.events, QUEUE.isolated].map(queue);
-    const pending = async () => {
-      let n = 0;
-      for (const q of queues) n += Object.values(await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).reduce((a, b) => a + b, 0);
-      return n;
-    };
-    await waitUntil(async () => (await pending()) === 0, 90_000, 250);
-    expect(await queues[0].getJobCounts('failed')).toEqual({ failed: 0 });
-    const profileCounts = new Map<string, number>();
-    for (let u = 0; u < USERS; u++) {
-      const res = await post(last, '/admin/v1/GetUserProfile', { projectId, userId: `u${u}` }, { authorization: `Bearer ${ADMIN_TOKEN}` });
-      profileCounts.set(`u${u}`, Number(res.body?.profile?.dataFields?.[field] ?? 0));
-    }
-    for (const q of [...queues, aggregations]) await q.close();
-    process.kill(last.proc.pid!, 'SIGTERM');
-    expect(await within(last.exited, 30_000, 'last stop')).toBe(0);
-
-    const ch = createClickhouse({ dataDir });
-    try {
-      const rs = await ch.query({ query: 'SELECT user_id, groupArray(insert_id) AS ids FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', query_params: { p: projectId }, format: 'JSONEachRow' });
-      const stored = new Map((await rs.json<{ user_id: string; ids: string[] }>()).map((r) => [r.user_id, new Set(r.ids)]));
-      let acknowledged = 0;
-      for (const run of [down, back]) {
-        for (const [userId, ids] of run.load.acked) {
-          acknowledged += ids.length;
-          const missing = ids.filter((id) => !stored.get(userId)?.has(id));
-          expect(missing, `acknowledged events of ${userId} missing from ClickHouse`).toEqual([]);
-        }
+      // 3. The service again on the same data: it takes over what the stopped workers left.
+      const last = await startNpm(env);
+      const queues = [QUEUE.events, QUEUE.isolated].map(queue);
+      const pending = async () => {
+        let n = 0;
+        for (const q of queues) n += Object.values(await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).reduce((a, b) => a + b, 0);
+        return n;
+      };
+      await waitUntil(async () => (await pending()) === 0, 90_000, 250);
+      expect(await queues[0].getJobCounts('failed')).toEqual({ failed: 0 });
+      const profileCounts = new Map<string, number>();
+      for (let u = 0; u < USERS; u++) {
+        const res = await post(last, '/admin/v1/GetUserProfile', { projectId, userId: `u${u}` }, { authorization: `Bearer ${ADMIN_TOKEN}` });
+        profileCounts.set(`u${u}`, Number(res.body?.profile?.dataFields?.[field] ?? 0));
       }
-      expect(acknowledged).toBeGreaterThan(0);
-      for (let u = 0; u < USERS; u++) expect(profileCounts.get(`u${u}`), `profile count of u${u}`).toBe(stored.get(`u${u}`)?.size ?? 0);
-    } finally {
-      await ch.close();
-    }
-  });
+      for (const q of [...queues, aggregations]) await q.close();
+      process.kill(last.proc.pid!, 'SIGTERM');
+      expect(await within(last.exited, 30_000, 'last stop')).toBe(0);
+
+      const ch = createClickhouse({ dataDir });
+      try {
+        const rs = await ch.query({
+          query: 'SELECT user_id, groupArray(insert_id) AS ids FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id',
+          query_params: { p: projectId },
+          format: 'JSONEachRow',
+        });
+        const stored = new Map((await rs.json<{ user_id: string; ids: string[] }>()).map((r) => [r.user_id, new Set(r.ids)]));
+        let acknowledged = 0;
+        for (const run of [down, back]) {
+          for (const [userId, ids] of run.load.acked) {
+            acknowledged += ids.length;
+            const missing = ids.filter((id) => !stored.get(userId)?.has(id));
+            expect(missing, `acknowledged events of ${userId} missing from ClickHouse`).toEqual([]);
+          }
+        }
+        expect(acknowledged).toBeGreaterThan(0);
+        for (let u = 0; u < USERS; u++) expect(profileCounts.get(`u${u}`), `profile count of u${u}`).toBe(stored.get(`u${u}`)?.size ?? 0);
+      } finally {
+        await ch.close();
+      }
+    },
+  );
 });

@@ -39,7 +39,14 @@ beforeAll(async () => {
   redis = await startPrivateRedis();
   s = await startTestService({ REDIS_URL: redis.url });
   keys = await projectWithKeys(s, 'restarts');
-  const fields = await s.post('/v1/GetDataFields', { projectId: keys.projectId, dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }] }, { 'x-api-key': keys.management });
+  const fields = await s.post(
+    '/v1/GetDataFields',
+    {
+      projectId: keys.projectId,
+      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+    },
+    { 'x-api-key': keys.management },
+  );
   field = fields.body.dataFields[0].dataFieldId;
   const monitor = new Redis(redis.url, { maxRetriesPerRequest: null });
   queue = new Queue(QUEUE.aggregations, { connection: monitor, prefix: bullPrefix(s.ctx.config.redisPrefix) });
@@ -79,7 +86,9 @@ describe('Redis restarts', () => {
     await waitUntil(async () => (await countOf('u1')) === '3', 30_000, 200);
     const jobs = await restartJobs();
     expect(jobs).toEqual([`redis-restart-${redis.runId()}`]);
-    const recomputes = (await queue.getJobs(['completed'])).filter((j) => j.name === 'recompute' && j.data.projectId === keys.projectId && j.data.reason === 'redis_restart');
+    const recomputes = (await queue.getJobs(['completed'])).filter(
+      (j) => j.name === 'recompute' && j.data.projectId === keys.projectId && j.data.reason === 'redis_restart',
+    );
     expect(recomputes).toHaveLength(1);
 
     // Later checks (another reconnection) see the same run_id: nothing more is enqueued.

@@ -32,7 +32,11 @@ const hostile = (projectId: string): unknown[] => [
   { projectId, __proto__: { polluted: true }, constructor: { prototype: { x: 1 } } },
   { projectId, nested: deep(200) },
   { projectId, userId: 'u', surfaces: [{ surface: 's', maximumTreatmentCount: '1e400' }], contextualAttributes: [{ key: 'k' }] },
-  { projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: '2026-02-30T00:00:00Z', eventProperties: { a: { longValue: '99999999999999999999' } } }] },
+  {
+    projectId,
+    userId: 'u',
+    events: [{ eventName: 'e', clientEventTimestamp: '2026-02-30T00:00:00Z', eventProperties: { a: { longValue: '99999999999999999999' } } }],
+  },
 ];
 
 function expectClientError(status: number, body: any, what: string): void {
@@ -47,7 +51,12 @@ describe('hostile input never yields a 5xx', () => {
   it.each(v1Operations.map((o) => o.operation))('/v1/%s', async (op) => {
     const key = op === 'LogEvents' ? p.logEvents : ['GetTreatments', 'LogTreatmentInteraction'].includes(op) ? p.delivery : p.management;
     for (const body of hostile(p.projectId)) {
-      const res = await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/v1/${op}`,
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
       const json = res.json();
       if (res.statusCode === 200) continue; // a hostile body can still be a valid request (e.g. GetAllSurfaces {projectId})
       expectClientError(res.statusCode, json, `${op} ${JSON.stringify(body).slice(0, 80)}`);
@@ -60,7 +69,12 @@ describe('hostile input never yields a 5xx', () => {
 
   it.each(adminOperations.map((o) => o.operation))('/admin/v1/%s', async (op) => {
     for (const body of hostile(p.projectId)) {
-      const res = await t.app.inject({ method: 'POST', url: `/admin/v1/${op}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/${op}`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
       if (res.statusCode === 200) continue;
       // 503 is allowed only for operations that need ClickHouse, absent from this Redis-only app.
       if (res.statusCode === 503) {
@@ -72,9 +86,19 @@ describe('hostile input never yields a 5xx', () => {
   });
 
   it('a wrong content type and an empty body are 400, not 500', async () => {
-    const form = await t.app.inject({ method: 'POST', url: '/v1/GetAllSurfaces', headers: { 'x-api-key': p.management, 'content-type': 'text/plain' }, payload: 'projectId=x' });
+    const form = await t.app.inject({
+      method: 'POST',
+      url: '/v1/GetAllSurfaces',
+      headers: { 'x-api-key': p.management, 'content-type': 'text/plain' },
+      payload: 'projectId=x',
+    });
     expectClientError(form.statusCode, form.json(), 'text/plain');
-    const empty = await t.app.inject({ method: 'POST', url: '/v1/GetAllSurfaces', headers: { 'x-api-key': p.management, 'content-type': 'application/json' }, payload: '' });
+    const empty = await t.app.inject({
+      method: 'POST',
+      url: '/v1/GetAllSurfaces',
+      headers: { 'x-api-key': p.management, 'content-type': 'application/json' },
+      payload: '',
+    });
     expectClientError(empty.statusCode, empty.json(), 'empty');
     const get = await t.app.inject({ method: 'GET', url: '/v1/GetAllSurfaces' });
     expectClientError(get.statusCode, get.json(), 'GET');

@@ -38,7 +38,14 @@ let counter = 0;
 async function insertType(surfaces = ['home', 'inbox'], contentFieldTypes: unknown[] = FIELDS): Promise<{ id: string; name: string }> {
   counter += 1;
   const name = `type-${counter}`;
-  const r = ok(await mgmt('InsertTreatmentType', { treatmentTypeName: name, contentFieldTypes, surfaces: surfaces.map((surfaceName) => ({ surfaceName })), lastModifiedBy: 'alice' }));
+  const r = ok(
+    await mgmt('InsertTreatmentType', {
+      treatmentTypeName: name,
+      contentFieldTypes,
+      surfaces: surfaces.map((surfaceName) => ({ surfaceName })),
+      lastModifiedBy: 'alice',
+    }),
+  );
   return { id: r.treatmentType.treatmentTypeId, name };
 }
 
@@ -64,7 +71,8 @@ async function insertTreatment(typeName: string, extra: Record<string, unknown> 
   return r.treatment.treatmentId;
 }
 
-const updateType = (id: string, body: Record<string, unknown>) => mgmt('UpdateTreatmentType', { treatmentTypeId: id, lastModifiedBy: 'bob', contentFieldTypes: FIELDS, ...body });
+const updateType = (id: string, body: Record<string, unknown>) =>
+  mgmt('UpdateTreatmentType', { treatmentTypeId: id, lastModifiedBy: 'bob', contentFieldTypes: FIELDS, ...body });
 const updateTreatment = (treatmentId: string, body: Record<string, unknown>) => mgmt('UpdateTreatment', { treatmentId, lastModifiedBy: 'bob', ...body });
 
 async function storedType(id: string): Promise<any> {
@@ -102,7 +110,12 @@ describe('UpdateTreatmentType refuses changes that would invalidate stored conte
     const type = await insertType();
     await insertTreatment(type.name, { content: content('😀😀😀') });
     ok(await updateType(type.id, { contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 3 }, FIELDS[1]] }));
-    expectError(await updateType(type.id, { contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 2 }, FIELDS[1]] }), 400, 'FAILED_PRECONDITION', 'contentFieldTypes[0].maximumLengthAllowed');
+    expectError(
+      await updateType(type.id, { contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 2 }, FIELDS[1]] }),
+      400,
+      'FAILED_PRECONDITION',
+      'contentFieldTypes[0].maximumLengthAllowed',
+    );
   });
 
   it('moving a stored per-language field to language-agnostic: 400 on isPerLanguage', async () => {
@@ -136,7 +149,12 @@ describe('UpdateTreatmentType refuses changes that would invalidate stored conte
     expectError(copy, 400, 'FAILED_PRECONDITION', 'content');
     expect(copy.body.error.message).toContain('version 2');
     // Content given in the request is checked against the type as it is now.
-    expectError(await updateTreatment(tid, { content: content('x'.repeat(11)), shouldPublish: true }), 400, 'INVALID_ARGUMENT', 'content.contentByLanguage[0].contentFields[0].stringValue');
+    expectError(
+      await updateTreatment(tid, { content: content('x'.repeat(11)), shouldPublish: true }),
+      400,
+      'INVALID_ARGUMENT',
+      'content.contentByLanguage[0].contentFields[0].stringValue',
+    );
     // The deletion moved the end to its time; clearEndTimestamp lets the new version run again.
     const revived = ok(await updateTreatment(tid, { content: content('short'), clearEndTimestamp: true, shouldPublish: true }));
     expect(revived.treatment.status).toBe('LIVE');
@@ -156,8 +174,18 @@ describe('UpdateTreatmentType refuses changes that would invalidate stored conte
     const type = await insertType();
     const other = await insertType();
     await insertTreatment(type.name, { shouldPublish: true, content: content('x'.repeat(45), 'https://a') });
-    ok(await updateType(type.id, { contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 1000 }, FIELDS[1], { fieldName: 'extra', maximumLengthAllowed: 5 }] }));
-    ok(await updateType(type.id, { treatmentTypeName: `${type.name}-renamed`, deliveryType: 'NOTIFICATION', contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 45 }, FIELDS[1]] }));
+    ok(
+      await updateType(type.id, {
+        contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 1000 }, FIELDS[1], { fieldName: 'extra', maximumLengthAllowed: 5 }],
+      }),
+    );
+    ok(
+      await updateType(type.id, {
+        treatmentTypeName: `${type.name}-renamed`,
+        deliveryType: 'NOTIFICATION',
+        contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 45 }, FIELDS[1]],
+      }),
+    );
     ok(await updateType(other.id, { contentFieldTypes: [{ ...FIELDS[0], maximumLengthAllowed: 1 }], clearSurfaces: true }));
   });
 
@@ -201,7 +229,14 @@ describe('concurrent treatment writes and type changes stay consistent', () => {
       const results = await Promise.all([
         updateTreatment(tid, { content: content('x'.repeat(45)) }),
         updateType(type.id, { contentFieldTypes: shorter }),
-        mgmt('InsertTreatment', { name: 'racer', description: 'd', treatmentTypeName: type.name, lastModifiedBy: 'c', startTimestamp: '2026-01-01T00:00:00Z', content: content('y'.repeat(30)) }),
+        mgmt('InsertTreatment', {
+          name: 'racer',
+          description: 'd',
+          treatmentTypeName: type.name,
+          lastModifiedBy: 'c',
+          startTimestamp: '2026-01-01T00:00:00Z',
+          content: content('y'.repeat(30)),
+        }),
       ]);
       for (const r of results) expect([200, 400], JSON.stringify(r.body)).toContain(r.status);
       const limit = (await storedType(type.id)).contentFieldTypes[0].maximumLengthAllowed;
@@ -251,7 +286,12 @@ describe('UpdateTreatment clearEndTimestamp / clearTargetAction', () => {
   it('both flags at once with their values name both fields; with shouldPause or shouldDelete: 400', async () => {
     const type = await insertType();
     const tid = await insertTreatment(type.name, { shouldPublish: true });
-    const both = await updateTreatment(tid, { clearEndTimestamp: true, endTimestamp: '2098-01-01T00:00:00Z', clearTargetAction: true, targetAction: { eventId: '1' } });
+    const both = await updateTreatment(tid, {
+      clearEndTimestamp: true,
+      endTimestamp: '2098-01-01T00:00:00Z',
+      clearTargetAction: true,
+      targetAction: { eventId: '1' },
+    });
     expectError(both, 400, 'INVALID_ARGUMENT', 'clearTargetAction');
     expect(both.body.error.details.map((d: { field: string }) => d.field)).toContain('clearEndTimestamp');
     expectError(await updateTreatment(tid, { shouldPause: true, clearEndTimestamp: true }), 400, 'INVALID_ARGUMENT', 'clearEndTimestamp');

@@ -29,14 +29,23 @@ afterAll(async () => {
   }
 });
 
-
-
 async function start(env: Record<string, string>): Promise<{ service: RunningService; port: number; altPort: number }> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const altPort = await freePort();
   const prefix = uniquePrefix('start');
   prefixes.push(prefix);
-  const config = loadConfig({ ROLE: 'api', ALT_PORT: String(altPort), REDIS_PREFIX: prefix, DATA_DIR, ADMIN_TOKEN, LOG_LEVEL: 'silent', AUTO_START_REDIS: 'false', OPS_PORT: '0', ...env, PORT: String(port) });
+  const config = loadConfig({
+    ROLE: 'api',
+    ALT_PORT: String(altPort),
+    REDIS_PREFIX: prefix,
+    DATA_DIR,
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'silent',
+    AUTO_START_REDIS: 'false',
+    OPS_PORT: '0',
+    ...env,
+    PORT: String(port),
+  });
   return { service: await startService(config, createLogger('silent')), port, altPort };
 }
 
@@ -57,7 +66,11 @@ describe('startService with ROLE=api', { timeout: 60_000 }, () => {
         body: JSON.stringify({ projectId: 'started' }),
       });
       expect(created.status).toBe(200);
-      const onAlt = await fetch(`http://127.0.0.1:${altPort}/admin/v1/ListProjects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const onAlt = await fetch(`http://127.0.0.1:${altPort}/admin/v1/ListProjects`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(onAlt.status).toBe(404);
       expect(service.apps).toHaveLength(2);
     } finally {

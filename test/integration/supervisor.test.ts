@@ -38,7 +38,18 @@ async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: bo
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true, // its own process group, so a test can signal the group as systemd does
-    env: { ...process.env, PORT: String(port), ALT_PORT: String(await freePort()), DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-')), REDIS_PREFIX: prefix, OPS_PORT: String(opsPort), ADMIN_TOKEN, LOG_LEVEL: 'info', AUTO_START_REDIS: 'false', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      ALT_PORT: String(await freePort()),
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-sup-')),
+      REDIS_PREFIX: prefix,
+      OPS_PORT: String(opsPort),
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      AUTO_START_REDIS: 'false',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -46,20 +57,28 @@ async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: bo
   npm.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => npm.on('exit', (code, signal) => resolve({ code, signal })));
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   };
   const s: Started = { npm, port, opsPort, prefix, output: () => out.slice(-6000), exited, post };
   running.push(s);
   if (opts.waitReady === false) return s;
-  await waitUntil(async () => {
-    try {
-      return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
-    } catch {
-      return false;
-    }
-  }, 60_000, 200);
+  await waitUntil(
+    async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+    200,
+  );
   return s;
 }
 
@@ -85,7 +104,12 @@ function descendants(pid: number): number[] {
 /** The ROLE a process was started with ('' when it has none or is gone). */
 function roleOf(pid: number): string {
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('ROLE='))?.slice(5) ?? '';
+    return (
+      readFileSync(`/proc/${pid}/environ`, 'utf8')
+        .split('\0')
+        .find((v) => v.startsWith('ROLE='))
+        ?.slice(5) ?? ''
+    );
   } catch {
     return '';
   }
@@ -93,7 +117,11 @@ function roleOf(pid: number): string {
 
 /** Field 19 of /proc/<pid>/task/<tid>/stat: a thread's nice value. */
 function threadNice(pid: number, tid: number | string): number {
-  return Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]);
+  return Number(
+    readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[16],
+  );
 }
 const niceOf = (pid: number) => threadNice(pid, pid);
 const threadNices = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => threadNice(pid, tid));
@@ -209,7 +237,12 @@ describe('npm start (the supervisor)', () => {
     const workers = await startNpm({ ...shared, ROLE: 'workers' }, { waitReady: false });
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${workers.opsPort}/readyz`).catch(() => undefined))?.status === 200, 60_000, 200);
     const api = await startNpm({ ...shared, ROLE: 'api' });
-    const servers = (s: Started) => descendants(s.npm.pid!).filter((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/server.ts'));
+    const servers = (s: Started) =>
+      descendants(s.npm.pid!).filter((p) =>
+        spawnSync('ps', ['-o', 'args=', '-p', String(p)])
+          .stdout.toString()
+          .includes('api/server.ts'),
+      );
     expect(servers(api).map(roleOf)).toEqual(['api']);
     expect(servers(workers).map(roleOf)).toEqual(['workers']);
     expect(api.output()).toMatch(/"children":\["api-1"\]/);
@@ -227,10 +260,18 @@ describe('npm start (the supervisor)', () => {
 
   it('restarts a child that died unexpectedly', async () => {
     const s = await startNpm();
-    const supervisor = descendants(s.npm.pid!).find((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/supervisor.ts'))!;
+    const supervisor = descendants(s.npm.pid!).find((p) =>
+      spawnSync('ps', ['-o', 'args=', '-p', String(p)])
+        .stdout.toString()
+        .includes('api/supervisor.ts'),
+    )!;
     expect(supervisor).toBeDefined();
     const before = new Set(descendants(supervisor));
-    const victim = [...before].find((p) => spawnSync('ps', ['-o', 'args=', '-p', String(p)]).stdout.toString().includes('api/server.ts'))!;
+    const victim = [...before].find((p) =>
+      spawnSync('ps', ['-o', 'args=', '-p', String(p)])
+        .stdout.toString()
+        .includes('api/server.ts'),
+    )!;
     process.kill(victim, 'SIGKILL');
     await waitUntil(() => /restarting it/.test(s.output()), 20_000);
     // a new child takes its place, and the service answers again (reads that need the background included)

@@ -23,7 +23,8 @@ const KINDS = [
   { daysSinceLastTimestampAggregation: {} },
 ];
 const TYPES = ['VIEWED', 'CLICKED', 'DISMISSED'];
-const expectedParams = (surfaceName: string) => TYPES.flatMap((treatmentInteractionType) => KINDS.map((agg) => ({ treatmentDataFieldParams: { treatmentInteractionType, surfaceName, ...agg } })));
+const expectedParams = (surfaceName: string) =>
+  TYPES.flatMap((treatmentInteractionType) => KINDS.map((agg) => ({ treatmentDataFieldParams: { treatmentInteractionType, surfaceName, ...agg } })));
 
 beforeAll(async () => {
   s = await startTestService();
@@ -60,7 +61,11 @@ describe('InsertSurface provisions the per-surface data fields', () => {
   });
 
   it('a field a client resolved before the surface existed is reused, not duplicated', async () => {
-    const early = await ok('GetDataFields', { dataFieldParams: [{ treatmentDataFieldParams: { treatmentInteractionType: 'CLICKED', surfaceName: 'later', dailyCountAggregation: { windowName: 'LAST_7D' } } }] });
+    const early = await ok('GetDataFields', {
+      dataFieldParams: [
+        { treatmentDataFieldParams: { treatmentInteractionType: 'CLICKED', surfaceName: 'later', dailyCountAggregation: { windowName: 'LAST_7D' } } },
+      ],
+    });
     const r = await ok('InsertSurface', { name: 'later' });
     expect(r.dataFields[4].dataFieldId).toBe(early.dataFields[0].dataFieldId);
   });
@@ -69,25 +74,58 @@ describe('InsertSurface provisions the per-surface data fields', () => {
     const surface = await ok('InsertSurface', { name: 'fresh' });
     const [viewed1d, viewed7d, viewedDays, clicked1d, , , dismissed1d] = surface.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
     await ok('InsertSurface', { name: 'elsewhere' });
-    await ok('InsertTreatmentType', { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'fresh' }, { surfaceName: 'elsewhere' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] });
-    const tr = await ok('InsertTreatment', { name: 'c', description: 'd', treatmentTypeName: 'card', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+    await ok('InsertTreatmentType', {
+      treatmentTypeName: 'card',
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 'fresh' }, { surfaceName: 'elsewhere' }],
+      contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+    });
+    const tr = await ok('InsertTreatment', {
+      name: 'c',
+      description: 'd',
+      treatmentTypeName: 'card',
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    });
     const treatmentId = tr.treatment.treatmentId;
     const interact = (surfaceName: string, interactionType: string, n: number) =>
-      ok('LogTreatmentInteraction', { userId: 'u1', treatmentId, treatmentTrackingId: `${treatmentId}_r${n}`, surface: surfaceName, interactionType, interactionTimeMicros: String(Date.now() * 1000) }, k.delivery);
+      ok(
+        'LogTreatmentInteraction',
+        {
+          userId: 'u1',
+          treatmentId,
+          treatmentTrackingId: `${treatmentId}_r${n}`,
+          surface: surfaceName,
+          interactionType,
+          interactionTimeMicros: String(Date.now() * 1000),
+        },
+        k.delivery,
+      );
     await interact('fresh', 'VIEWED', 1);
     await interact('fresh', 'VIEWED', 2);
     await interact('fresh', 'CLICKED', 3);
     await interact('elsewhere', 'VIEWED', 4);
     let last: Record<string, unknown> = {};
-    await waitUntil(async () => {
-      last = (await s.admin('GetUserProfile', { projectId: k.projectId, userId: 'u1' })).body.profile.dataFields;
-      return last[viewed1d] === '2' && last[clicked1d] === '1';
-    }, 20_000, 50).catch(() => undefined);
+    await waitUntil(
+      async () => {
+        last = (await s.admin('GetUserProfile', { projectId: k.projectId, userId: 'u1' })).body.profile.dataFields;
+        return last[viewed1d] === '2' && last[clicked1d] === '1';
+      },
+      20_000,
+      50,
+    ).catch(() => undefined);
     expect(last).toMatchObject({ [viewed1d]: '2', [viewed7d]: '2', [viewedDays]: '0', [clicked1d]: '1' });
     expect(last[dismissed1d] ?? '0').toBe('0');
     // "Seen fewer than 3 things on this surface today" works without any set-up.
     await ok('InsertTreatment', {
-      name: 'capped', description: 'd', treatmentTypeName: 'card', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true,
+      name: 'capped',
+      description: 'd',
+      treatmentTypeName: 'card',
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
       removedSurfaces: { surfaces: [{ name: 'elsewhere' }] },
       content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'capped' }] },
       eligibilityRules: { rules: [{ dataFieldId: viewed1d, condition: 'LESS_THAN', rhsValue: '2' }] },
@@ -119,11 +157,23 @@ describe('GetAllDataFields', () => {
     const byId = new Map(all.map(({ backfillStatus: _, ...f }: { dataFieldId: string; backfillStatus: string }) => [f.dataFieldId, f]));
     expect(statuses.get(named.dataFieldId)).toBe('NOT_APPLICABLE');
     expect(['PENDING', 'RUNNING', 'COMPLETE']).toContain(statuses.get(resolved.dataFields[1].dataFieldId));
-    expect(byId.get(named.dataFieldId)).toEqual({ dataFieldId: named.dataFieldId, projectId: k.projectId, name: 'tier', userProperty: { dataType: 'INTEGER' } });
-    expect(byId.get(resolved.dataFields[0].dataFieldId)).toEqual({ dataFieldId: resolved.dataFields[0].dataFieldId, projectId: k.projectId, name: 'plan', userProperty: { dataType: 'STRING' } });
+    expect(byId.get(named.dataFieldId)).toEqual({
+      dataFieldId: named.dataFieldId,
+      projectId: k.projectId,
+      name: 'tier',
+      userProperty: { dataType: 'INTEGER' },
+    });
+    expect(byId.get(resolved.dataFields[0].dataFieldId)).toEqual({
+      dataFieldId: resolved.dataFields[0].dataFieldId,
+      projectId: k.projectId,
+      name: 'plan',
+      userProperty: { dataType: 'STRING' },
+    });
     expect(byId.get(resolved.dataFields[1].dataFieldId)).toEqual({
       dataFieldId: resolved.dataFields[1].dataFieldId,
-      dataFieldParams: { eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { sku: { longValue: '5' } }, latestTimestampAggregation: {} } },
+      dataFieldParams: {
+        eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { sku: { longValue: '5' } }, latestTimestampAggregation: {} },
+      },
       dataFieldType: 'TIMESTAMP_SECONDS',
     });
     const home = (await ok('InsertSurface', { name: 'home_banner' })).dataFields;

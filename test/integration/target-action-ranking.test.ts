@@ -36,17 +36,29 @@ async function treatment(name: string, surface: string, eventId: string): Promis
 }
 
 const viewed = (userId: string, treatmentId: string, surface: string, atMs: number) =>
-  v1('LogTreatmentInteraction', k.delivery, { userId, treatmentId, treatmentTrackingId: `${treatmentId}_${userId}`, surface, interactionType: 'VIEWED', interactionTimeMicros: String(atMs * 1000) });
+  v1('LogTreatmentInteraction', k.delivery, {
+    userId,
+    treatmentId,
+    treatmentTrackingId: `${treatmentId}_${userId}`,
+    surface,
+    interactionType: 'VIEWED',
+    interactionTimeMicros: String(atMs * 1000),
+  });
 
-const logEvent = (userId: string, eventName: string, atMs: number, insertId: string) => v1('LogEvents', k.logEvents, { userId, events: [{ eventName, clientEventTimestamp: iso(atMs), insertId }] });
+const logEvent = (userId: string, eventName: string, atMs: number, insertId: string) =>
+  v1('LogEvents', k.logEvents, { userId, events: [{ eventName, clientEventTimestamp: iso(atMs), insertId }] });
 
 /** Every queued interaction and event processed. */
 async function drained(): Promise<void> {
   const { eventsQueue, interactionsQueue } = s.ctx.ingestion.ingest;
-  await waitUntil(async () => {
-    const counts = await Promise.all([eventsQueue, interactionsQueue].map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')));
-    return counts.every((c) => c.waiting + c.active + c.delayed + c.prioritized === 0);
-  }, 30_000, 50);
+  await waitUntil(
+    async () => {
+      const counts = await Promise.all([eventsQueue, interactionsQueue].map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')));
+      return counts.every((c) => c.waiting + c.active + c.delayed + c.prioritized === 0);
+    },
+    30_000,
+    50,
+  );
 }
 
 async function arm(surface: string, treatmentId: string): Promise<{ views: number; actions: number }> {
@@ -58,7 +70,12 @@ beforeAll(async () => {
   s = await startTestService();
   k = await projectWithKeys(s, 'target-rank');
   for (const name of ['home', 'promo']) await v1('InsertSurface', k.management, { name });
-  await v1('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 'test', surfaces: [{ surfaceName: 'home' }, { surfaceName: 'promo' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await v1('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 'test',
+    surfaces: [{ surfaceName: 'home' }, { surfaceName: 'promo' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
   purchase = (await v1('InsertEventSchema', k.management, { eventName: 'purchase' })).eventSchema.eventId;
   signup = (await v1('InsertEventSchema', k.management, { eventName: 'signup' })).eventSchema.eventId;
 }, 120_000);
@@ -97,7 +114,8 @@ describe('target-action events as ranking actions', () => {
     expect(await arm('promo', good)).toEqual({ views: 30, actions: 15 });
     expect(await arm('promo', other)).toEqual({ views: 30, actions: 0 });
 
-    const firstFor = async (userId: string) => (await v1('GetTreatments', k.delivery, { userId, surfaces: [{ surface: 'promo', maximumTreatmentCount: 2 }] })).userTreatments[0].treatmentId as string;
+    const firstFor = async (userId: string) =>
+      (await v1('GetTreatments', k.delivery, { userId, surfaces: [{ surface: 'promo', maximumTreatmentCount: 2 }] })).userTreatments[0].treatmentId as string;
     // delivery's counters are a snapshot refreshed every second: wait until it has the actions
     // (with the old snapshot both arms are equal, and 8 draws in a row favour one only 1 time in 256)
     await waitUntil(async () => (await Promise.all(Array.from({ length: 8 }, (_, i) => firstFor(`probe${i}`)))).every((t) => t === good), 10_000, 200);

@@ -70,15 +70,39 @@ const job = <T>(id: string, data: T) => ({ id, data, attemptsMade: 0, attemptsSt
 let seq = 0;
 
 async function view(userId: string, treatmentId: string, surface: string, atMs: number): Promise<void> {
-  const data: InteractionJob = { kind: 'interaction', projectId: P, userId, treatmentId, treatmentTrackingId: `${treatmentId}_r${++seq}`, surface, interactionType: 'VIEWED', interactionTimeMicros: String(atMs * 1000), receivedAt: Date.now() };
-  await processInteractionJob(job(`i${seq}`, data), { writer, profiles, now: Date.now, opsFor: targetActionViewOps(deps), ranking: { store: ranking, deltasFor: rankingOps } });
+  const data: InteractionJob = {
+    kind: 'interaction',
+    projectId: P,
+    userId,
+    treatmentId,
+    treatmentTrackingId: `${treatmentId}_r${++seq}`,
+    surface,
+    interactionType: 'VIEWED',
+    interactionTimeMicros: String(atMs * 1000),
+    receivedAt: Date.now(),
+  };
+  await processInteractionJob(job(`i${seq}`, data), {
+    writer,
+    profiles,
+    now: Date.now,
+    opsFor: targetActionViewOps(deps),
+    ranking: { store: ranking, deltasFor: rankingOps },
+  });
 }
 
 function events(userId: string, list: { name: string; at: number; insertId?: string }[]): EventsJob {
-  return { kind: 'events', projectId: P, userId, events: list.map((e) => ({ eventName: e.name, clientEventTs: e.at, ...(e.insertId ? { insertId: e.insertId } : {}) })), origin: { source: 'api' }, receivedAt: Date.now() };
+  return {
+    kind: 'events',
+    projectId: P,
+    userId,
+    events: list.map((e) => ({ eventName: e.name, clientEventTs: e.at, ...(e.insertId ? { insertId: e.insertId } : {}) })),
+    origin: { source: 'api' },
+    receivedAt: Date.now(),
+  };
 }
 
-const runEvents = (id: string, data: EventsJob, p: ProfileStore = profiles) => processEventsJob(job(id, data), { writer, profiles: p, now: Date.now, opsFor: targetActionEventOps(deps) });
+const runEvents = (id: string, data: EventsJob, p: ProfileStore = profiles) =>
+  processEventsJob(job(id, data), { writer, profiles: p, now: Date.now, opsFor: targetActionEventOps(deps) });
 
 /** The ranking markers of conversions (their ids start with `ta:`, escaped in the key). */
 async function conversionMarkers(): Promise<string[]> {
@@ -117,7 +141,13 @@ describe('a target-action event after a view counts one ranking action', () => {
     await waitUntil(async () => (await conversionMarkers()).length === 0, 10_000, 100);
     // the same event again in another job, and another purchase in the window: the view converted once
     await runEvents('E2', events('u1', [{ name: 'purchase', at: T0 + DAY, insertId: 'buy-1' }]));
-    await runEvents('E3', events('u1', [{ name: 'purchase', at: T0 + 2 * DAY, insertId: 'buy-2' }, { name: 'purchase', at: T0 + 3 * DAY }]));
+    await runEvents(
+      'E3',
+      events('u1', [
+        { name: 'purchase', at: T0 + 2 * DAY, insertId: 'buy-2' },
+        { name: 'purchase', at: T0 + 3 * DAY },
+      ]),
+    );
     expect(await stats('home', '7')).toEqual({ views: 1, actions: 1 });
     // a new view is a new chance to convert
     await view('u1', '7', 'home', T0 + 4 * DAY);

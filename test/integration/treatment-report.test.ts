@@ -37,7 +37,6 @@ async function ok(op: string, key: string, body: Record<string, unknown>): Promi
   return r.body;
 }
 
-
 /** First 4 bytes of SHA-256 of `<projectId>:<treatmentId>:<userId>`, big-endian, mod 10,000. */
 function heldOut(projectId: string, tid: string, userId: string, pct: number): boolean {
   return createHash('sha256').update(`${projectId}:${tid}:${userId}`, 'utf8').digest().readUInt32BE(0) % 10_000 < pct * 100;
@@ -48,7 +47,12 @@ beforeAll(async () => {
   s = await startTestService({ WORKERS_THREAD: 'false' });
   k = await projectWithKeys(s, 'report');
   await ok('InsertSurface', k.management, { name: 'home' });
-  await ok('InsertTreatmentType', k.management, { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }] });
+  await ok('InsertTreatmentType', k.management, {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 100, isPerLanguage: true }],
+  });
   const purchase = (await ok('InsertEventSchema', k.management, { eventName: 'purchase' })).eventSchema.eventId;
   const insert = async (name: string, extra: Record<string, unknown>) =>
     (
@@ -91,7 +95,10 @@ describe('GetTreatmentReport', () => {
     const decisions: string[] = [];
     const interactions: string[] = [];
     const events: string[] = [];
-    const expected: Record<'TREATED' | 'HOLDOUT', Expected> = { TREATED: { users: 0, impressions: 0, clicks: 0, conversions: 0 }, HOLDOUT: { users: 0, impressions: 0, clicks: 0, conversions: 0 } };
+    const expected: Record<'TREATED' | 'HOLDOUT', Expected> = {
+      TREATED: { users: 0, impressions: 0, clicks: 0, conversions: 0 },
+      HOLDOUT: { users: 0, impressions: 0, clicks: 0, conversions: 0 },
+    };
     const bucketGroup = new Map<string, 'TREATED' | 'HOLDOUT'>();
     let responseSeq = 0;
     let interactionSeq = 0;
@@ -102,7 +109,22 @@ describe('GetTreatmentReport', () => {
       decisions.push(...lines, ...(dup ? lines : []));
     };
     const interact = (userId: string, tid: string, type: string, atMs: number, dup = false) => {
-      const line = rowLine('interactions', toInteractionRow({ projectId, userId, treatmentId: tid, treatmentTrackingId: `${tid}_x`, surface: 'home', interactionType: type, interactionTimeMicros: String(atMs * 1000) }, `j:${interactionSeq++}`, now));
+      const line = rowLine(
+        'interactions',
+        toInteractionRow(
+          {
+            projectId,
+            userId,
+            treatmentId: tid,
+            treatmentTrackingId: `${tid}_x`,
+            surface: 'home',
+            interactionType: type,
+            interactionTimeMicros: String(atMs * 1000),
+          },
+          `j:${interactionSeq++}`,
+          now,
+        ),
+      );
       interactions.push(line, ...(dup ? [line] : []));
     };
     const event = (userId: string, name: string, atMs: number) => {
@@ -119,7 +141,8 @@ describe('GetTreatmentReport', () => {
       decide(userId, treatmentId, first, group === 'TREATED' ? 'RETURNED' : rand() < 0.1 ? 'GLOBAL_HOLDOUT' : 'HOLDOUT', rand() < 0.05);
       // more decisions later in the period; a few of the other group: the first decision wins
       const more = Math.floor(rand() * 3);
-      for (let m = 0; m < more; m++) decide(userId, treatmentId, first + 1 + Math.floor(rand() * (end - first - 1)), group === 'TREATED' ? 'RETURNED' : 'HOLDOUT');
+      for (let m = 0; m < more; m++)
+        decide(userId, treatmentId, first + 1 + Math.floor(rand() * (end - first - 1)), group === 'TREATED' ? 'RETURNED' : 'HOLDOUT');
       if (rand() < 0.02) decide(userId, treatmentId, first + 1000, group === 'TREATED' ? 'HOLDOUT' : 'RETURNED');
       // the same user in another treatment, and a QA delivery: neither counts here
       if (rand() < 0.1) decide(userId, otherTreatmentId, first, 'RETURNED');
@@ -141,8 +164,10 @@ describe('GetTreatmentReport', () => {
         e.conversions++;
       } else {
         const r = rand();
-        if (r < 0.05) event(userId, 'purchase', first - 1 - Math.floor(rand() * DAY)); // before the decision
-        else if (r < 0.1) event(userId, 'purchase', first + WINDOW_DAYS * DAY + Math.floor(rand() * DAY)); // after the window
+        if (r < 0.05)
+          event(userId, 'purchase', first - 1 - Math.floor(rand() * DAY)); // before the decision
+        else if (r < 0.1)
+          event(userId, 'purchase', first + WINDOW_DAYS * DAY + Math.floor(rand() * DAY)); // after the window
         else if (r < 0.2) event(userId, 'page_view', first + Math.floor(rand() * DAY)); // not the target action
       }
     }
@@ -170,7 +195,14 @@ describe('GetTreatmentReport', () => {
     expect(report.groups.map((g: any) => g.group)).toEqual(['TREATED', 'HOLDOUT']);
     for (const group of ['TREATED', 'HOLDOUT'] as const) {
       const x = expected[group];
-      expect(byGroup[group]).toEqual({ group, users: x.users, impressions: x.impressions, clicks: x.clicks, conversions: x.conversions, conversionRate: x.conversions / x.users });
+      expect(byGroup[group]).toEqual({
+        group,
+        users: x.users,
+        impressions: x.impressions,
+        clicks: x.clicks,
+        conversions: x.conversions,
+        conversionRate: x.conversions / x.users,
+      });
     }
     // the uplift: difference of proportions and its normal-approximation interval
     const p1 = expected.TREATED.conversions / expected.TREATED.users;
@@ -195,7 +227,14 @@ describe('GetTreatmentReport', () => {
 
   it('without a target action: counts only, no conversions, rates or uplift', async () => {
     const { report } = await ok('GetTreatmentReport', k.management, { treatmentId: plainTreatmentId });
-    expect(report).toEqual({ treatmentId: plainTreatmentId, groups: [{ group: 'TREATED', users: 0, impressions: 0, clicks: 0 }, { group: 'HOLDOUT', users: 0, impressions: 0, clicks: 0 }], computeTime: expect.any(String) });
+    expect(report).toEqual({
+      treatmentId: plainTreatmentId,
+      groups: [
+        { group: 'TREATED', users: 0, impressions: 0, clicks: 0 },
+        { group: 'HOLDOUT', users: 0, impressions: 0, clicks: 0 },
+      ],
+      computeTime: expect.any(String),
+    });
   });
 
   it('rejects bad input with 400 errors', async () => {

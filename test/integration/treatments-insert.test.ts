@@ -74,7 +74,13 @@ describe('InsertTreatment', () => {
       endTimestamp: '2026-04-01T00:00:00.5Z',
       content: {
         contentByLanguage: [
-          { languageCode: { languageCode: 'en-us' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi' }, { fieldName: 'body', stringValue: 'Hello there' }] },
+          {
+            languageCode: { languageCode: 'en-us' },
+            contentFields: [
+              { fieldName: 'title', stringValue: 'Hi' },
+              { fieldName: 'body', stringValue: 'Hello there' },
+            ],
+          },
           { languageCode: { languageCode: 'de' }, contentFields: [{ fieldName: 'title', stringValue: 'Hallo' }] },
         ],
       },
@@ -116,7 +122,9 @@ describe('InsertTreatment', () => {
       should_publish: true,
       content: { content_by_language: [{ language_code: { language_code: 'en' }, content_fields: [{ field_name: 'title', string_value: 'Hi' }] }] },
       target_action: { event_id: p.purchaseEventId },
-      eligibility_rules: { rules: [{ data_field_id: p.dataFields.country, condition: 'ANY_OF', rhs_value: '["DE","FR"]', data_missing_behaviour: 'EVALUATE_TO_ELIGIBLE' }] },
+      eligibility_rules: {
+        rules: [{ data_field_id: p.dataFields.country, condition: 'ANY_OF', rhs_value: '["DE","FR"]', data_missing_behaviour: 'EVALUATE_TO_ELIGIBLE' }],
+      },
       removed_surfaces: { surfaces: [{ name: 'home' }] },
       mutual_exclusion_group: 'snakes',
       external_treatment_id: 'snake-1',
@@ -127,7 +135,11 @@ describe('InsertTreatment', () => {
     expect(tr.externalTreatmentId).toBe('snake-1');
     expect(tr.mutualExclusionGroup.name).toBe('snakes');
     expect(tr.versions[0].targetAction).toEqual({ eventId: p.purchaseEventId });
-    expect(tr.versions[0].eligibilityRules.rules[0]).toMatchObject({ dataFieldId: p.dataFields.country, rhsValue: '["DE","FR"]', dataMissingBehaviour: 'EVALUATE_TO_ELIGIBLE' });
+    expect(tr.versions[0].eligibilityRules.rules[0]).toMatchObject({
+      dataFieldId: p.dataFields.country,
+      rhsValue: '["DE","FR"]',
+      dataMissingBehaviour: 'EVALUATE_TO_ELIGIBLE',
+    });
     expect(tr.versions[0].removedSurfaces.surfaces).toEqual([{ name: 'home' }]);
   });
 
@@ -155,19 +167,62 @@ describe('InsertTreatment / UpdateTreatment validation', () => {
     p = await setupCatalog();
   });
 
-  const lang = (languageCode: string, fields: [string, string][]) => ({ languageCode: { languageCode }, contentFields: fields.map(([fieldName, stringValue]) => ({ fieldName, stringValue })) });
+  const lang = (languageCode: string, fields: [string, string][]) => ({
+    languageCode: { languageCode },
+    contentFields: fields.map(([fieldName, stringValue]) => ({ fieldName, stringValue })),
+  });
 
   const cases: [string, () => Record<string, unknown>, string][] = [
-    ['unknown content field', () => ({ content: { contentByLanguage: [lang('en', [['colour', 'red']])] } }), 'content.contentByLanguage[0].contentFields[0].fieldName'],
-    ['language-agnostic field inside a language', () => ({ content: { contentByLanguage: [lang('en', [['link', 'https://x']])] } }), 'content.contentByLanguage[0].contentFields[0].fieldName'],
-    ['per-language field among the agnostic ones', () => ({ content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Hi' }] } }), 'content.languageAgnosticContentFields[0].fieldName'],
-    ['value longer than the field allows', () => ({ content: { contentByLanguage: [lang('en', [['title', 'x'.repeat(21)]])] } }), 'content.contentByLanguage[0].contentFields[0].stringValue'],
-    ['malformed language code', () => ({ content: { contentByLanguage: [lang('not a tag!', [['title', 'Hi']])] } }), 'content.contentByLanguage[0].languageCode.languageCode'],
-    ['the same language twice', () => ({ content: { contentByLanguage: [lang('en-US', [['title', 'Hi']]), lang('en-us', [['title', 'Yo']])] } }), 'content.contentByLanguage[1].languageCode.languageCode'],
-    ['rule on an unknown data field', () => ({ eligibilityRules: { rules: [{ dataFieldId: '999999999', condition: 'EQUALS', rhsValue: 'x' }] } }), 'eligibilityRules.rules[0].dataFieldId'],
-    ['condition that does not fit the data field type', () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.vip, condition: 'LESS_THAN', rhsValue: 'true' }] } }), 'eligibilityRules.rules[0].condition'],
-    ['rhs value that does not parse for the type', () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.age, condition: 'GREATER_THAN', rhsValue: 'old' }] } }), 'eligibilityRules.rules[0].rhsValue'],
-    ['unspecified condition', () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.age, condition: 'UNSPECIFIED_CONDITION', rhsValue: '1' }] } }), 'eligibilityRules.rules[0].condition'],
+    [
+      'unknown content field',
+      () => ({ content: { contentByLanguage: [lang('en', [['colour', 'red']])] } }),
+      'content.contentByLanguage[0].contentFields[0].fieldName',
+    ],
+    [
+      'language-agnostic field inside a language',
+      () => ({ content: { contentByLanguage: [lang('en', [['link', 'https://x']])] } }),
+      'content.contentByLanguage[0].contentFields[0].fieldName',
+    ],
+    [
+      'per-language field among the agnostic ones',
+      () => ({ content: { languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Hi' }] } }),
+      'content.languageAgnosticContentFields[0].fieldName',
+    ],
+    [
+      'value longer than the field allows',
+      () => ({ content: { contentByLanguage: [lang('en', [['title', 'x'.repeat(21)]])] } }),
+      'content.contentByLanguage[0].contentFields[0].stringValue',
+    ],
+    [
+      'malformed language code',
+      () => ({ content: { contentByLanguage: [lang('not a tag!', [['title', 'Hi']])] } }),
+      'content.contentByLanguage[0].languageCode.languageCode',
+    ],
+    [
+      'the same language twice',
+      () => ({ content: { contentByLanguage: [lang('en-US', [['title', 'Hi']]), lang('en-us', [['title', 'Yo']])] } }),
+      'content.contentByLanguage[1].languageCode.languageCode',
+    ],
+    [
+      'rule on an unknown data field',
+      () => ({ eligibilityRules: { rules: [{ dataFieldId: '999999999', condition: 'EQUALS', rhsValue: 'x' }] } }),
+      'eligibilityRules.rules[0].dataFieldId',
+    ],
+    [
+      'condition that does not fit the data field type',
+      () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.vip, condition: 'LESS_THAN', rhsValue: 'true' }] } }),
+      'eligibilityRules.rules[0].condition',
+    ],
+    [
+      'rhs value that does not parse for the type',
+      () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.age, condition: 'GREATER_THAN', rhsValue: 'old' }] } }),
+      'eligibilityRules.rules[0].rhsValue',
+    ],
+    [
+      'unspecified condition',
+      () => ({ eligibilityRules: { rules: [{ dataFieldId: p.dataFields.age, condition: 'UNSPECIFIED_CONDITION', rhsValue: '1' }] } }),
+      'eligibilityRules.rules[0].condition',
+    ],
     ['removed surface that is not a surface of the type', () => ({ removedSurfaces: { surfaces: [{ name: 'banner' }] } }), 'removedSurfaces.surfaces[0].name'],
     ['end before start', () => ({ endTimestamp: iso(T0 - 2 * HOUR) }), 'endTimestamp'],
     ['impossible calendar date', () => ({ endTimestamp: '2026-02-30T00:00:00Z' }), 'endTimestamp'],
@@ -189,10 +244,21 @@ describe('InsertTreatment / UpdateTreatment validation', () => {
 
   it('InsertTreatment names every problem of a request in one 400 and writes nothing', async () => {
     const q = await setupCatalog();
-    const res = await send('InsertTreatment', q.management, insertBody(q, {
-      content: { contentByLanguage: [lang('en', [['colour', 'red'], ['title', 'x'.repeat(30)]])] },
-      removedSurfaces: { surfaces: [{ name: 'nowhere' }] },
-    }));
+    const res = await send(
+      'InsertTreatment',
+      q.management,
+      insertBody(q, {
+        content: {
+          contentByLanguage: [
+            lang('en', [
+              ['colour', 'red'],
+              ['title', 'x'.repeat(30)],
+            ]),
+          ],
+        },
+        removedSurfaces: { surfaces: [{ name: 'nowhere' }] },
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body.error.details.map((d: any) => d.field).sort()).toEqual([
       'content.contentByLanguage[0].contentFields[0].fieldName',

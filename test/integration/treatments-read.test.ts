@@ -26,7 +26,12 @@ describe('GetAllTreatments', () => {
     // b: card, only on inbox, tags news
     b = await insert(p, { tags: [{ name: 'news' }], removedSurfaces: { surfaces: [{ name: 'home' }] }, shouldPublish: true });
     // c: email on banner, tags promo
-    c = await insert(p, { treatmentTypeName: 'email', tags: [{ name: 'promo' }], content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'subject', stringValue: 'S' }] }] }, shouldPublish: true });
+    c = await insert(p, {
+      treatmentTypeName: 'email',
+      tags: [{ name: 'promo' }],
+      content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'subject', stringValue: 'S' }] }] },
+      shouldPublish: true,
+    });
     // d: card draft only
     d = await insert(p);
     app().clock.set(T0);
@@ -38,7 +43,11 @@ describe('GetAllTreatments', () => {
     const all = await getAll(p);
     expect(ids(all)).toEqual([a.treatmentId, b.treatmentId, c.treatmentId, d.treatmentId]);
     app().clock.set(T0 + 3 * MINUTE);
-    expect(statuses((await getAll(p))[0])).toEqual([[3, 'DRAFT'], [2, 'DRAFT'], [1, 'LIVE']]);
+    expect(statuses((await getAll(p))[0])).toEqual([
+      [3, 'DRAFT'],
+      [2, 'DRAFT'],
+      [1, 'LIVE'],
+    ]);
   });
 
   it('filters by treatment type name', async () => {
@@ -97,7 +106,9 @@ describe('GetTreatment, 404s and permissions', () => {
     expect((await send('GetTreatment', q.management, { projectId: q.projectId, treatmentId: tr.treatmentId })).status).toBe(404);
     const upd = await send('UpdateTreatment', q.management, { projectId: q.projectId, treatmentId: tr.treatmentId, lastModifiedBy: 'eve', name: 'pwned' });
     expect(upd.status).toBe(404);
-    expect((await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: '987654321987', lastModifiedBy: 'bob', shouldDelete: true })).status).toBe(404);
+    expect(
+      (await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: '987654321987', lastModifiedBy: 'bob', shouldDelete: true })).status,
+    ).toBe(404);
     expect((await get(p, tr.treatmentId)).name).toBe('Welcome');
   });
 
@@ -125,8 +136,19 @@ describe('GetTreatment, 404s and permissions', () => {
     const viaHeader = await send('GetTreatment', alt.delivery, { projectId: alt.projectId, treatmentId: altTr.treatmentId }, app().alt);
     expect(viaHeader.status).toBe(200);
     // a draft: a DELIVERY key reads no version of it
-    expect(viaHeader.body.treatment).toEqual({ projectId: alt.projectId, treatmentId: altTr.treatmentId, treatmentType: altTr.treatmentType, name: altTr.name, status: 'DRAFT', versions: [] });
-    const viaParam = await app().alt.inject({ method: 'POST', url: `/v1/GetTreatment?api_key=${encodeURIComponent(alt.delivery)}`, payload: { projectId: alt.projectId, treatmentId: altTr.treatmentId } });
+    expect(viaHeader.body.treatment).toEqual({
+      projectId: alt.projectId,
+      treatmentId: altTr.treatmentId,
+      treatmentType: altTr.treatmentType,
+      name: altTr.name,
+      status: 'DRAFT',
+      versions: [],
+    });
+    const viaParam = await app().alt.inject({
+      method: 'POST',
+      url: `/v1/GetTreatment?api_key=${encodeURIComponent(alt.delivery)}`,
+      payload: { projectId: alt.projectId, treatmentId: altTr.treatmentId },
+    });
     expect(viaParam.statusCode).toBe(200);
     expect((await send('GetTreatment', alt.delivery, { projectId: alt.projectId, treatmentId: altTr.treatmentId })).status).toBe(401);
     expect((await send('GetTreatment', p.delivery, { projectId: p.projectId, treatmentId: tr.treatmentId }, app().alt)).status).toBe(401);
@@ -157,9 +179,19 @@ describe('GetTreatment with a DELIVERY key (a public key shipped in apps)', () =
       mutualExclusionGroup: group,
       targetAction: { eventId: p.purchaseEventId },
     });
-    await update(p, { treatmentId: created.treatmentId, content: content('v2'), startTimestamp: iso(T0 + HOUR), shouldPublish: true, lastModifiedBy: 'operator-bob' });
+    await update(p, {
+      treatmentId: created.treatmentId,
+      content: content('v2'),
+      startTimestamp: iso(T0 + HOUR),
+      shouldPublish: true,
+      lastModifiedBy: 'operator-bob',
+    });
     tr = await update(p, { treatmentId: created.treatmentId, content: content(SECRET), lastModifiedBy: 'operator-bob' });
-    expect(statuses(tr)).toEqual([[3, 'DRAFT'], [2, 'SCHEDULED'], [1, 'ARCHIVED']]);
+    expect(statuses(tr)).toEqual([
+      [3, 'DRAFT'],
+      [2, 'SCHEDULED'],
+      [1, 'ARCHIVED'],
+    ]);
   });
 
   const read = async (key: string, at = T0) => {
@@ -172,12 +204,33 @@ describe('GetTreatment with a DELIVERY key (a public key shipped in apps)', () =
   it('reads ids, name, type, status and the published versions without rules; nothing else', async () => {
     const pub = await read(p.delivery);
     expect(Object.keys(pub).sort()).toEqual(['externalTreatmentId', 'name', 'projectId', 'status', 'treatmentId', 'treatmentType', 'versions']);
-    expect(pub).toMatchObject({ projectId: p.projectId, treatmentId: tr.treatmentId, externalTreatmentId: 'ext-1', name: 'Welcome', status: 'SCHEDULED', treatmentType: tr.treatmentType });
+    expect(pub).toMatchObject({
+      projectId: p.projectId,
+      treatmentId: tr.treatmentId,
+      externalTreatmentId: 'ext-1',
+      name: 'Welcome',
+      status: 'SCHEDULED',
+      treatmentType: tr.treatmentType,
+    });
     expect(pub.versions).toHaveLength(1);
     expect(pub.versions[0]).toMatchObject({ versionNumber: 2, status: 'SCHEDULED', content: content('v2'), targetAction: { eventId: p.purchaseEventId } });
     expect(pub.versions[0]).not.toHaveProperty('eligibilityRules');
     const text = JSON.stringify(pub);
-    for (const hidden of [SECRET, QA, 'operator-bob', 'alice', 'qaUserIds', 'holdoutPercentage', 'frequencyCap', 'isFallback', 'mutualExclusionGroup', 'eligibilityRules', 'lastModified', 'description', 'first screen']) {
+    for (const hidden of [
+      SECRET,
+      QA,
+      'operator-bob',
+      'alice',
+      'qaUserIds',
+      'holdoutPercentage',
+      'frequencyCap',
+      'isFallback',
+      'mutualExclusionGroup',
+      'eligibilityRules',
+      'lastModified',
+      'description',
+      'first screen',
+    ]) {
       expect(text, hidden).not.toContain(hidden);
     }
     // once the scheduled version starts it is the LIVE one; the ended and the draft versions stay hidden
@@ -199,7 +252,13 @@ describe('GetTreatment with a DELIVERY key (a public key shipped in apps)', () =
 
   it('the answer schema serialises a public answer as the public form only, whatever the handler puts in it', async () => {
     const pub = await read(p.delivery);
-    const leaky = { ...pub, qaUserIds: [QA], lastModifiedBy: 'operator-bob', description: 'first screen', versions: pub.versions.map((v: any) => ({ ...v, eligibilityRules: rules(p) })) };
+    const leaky = {
+      ...pub,
+      qaUserIds: [QA],
+      lastModifiedBy: 'operator-bob',
+      description: 'first screen',
+      versions: pub.versions.map((v: any) => ({ ...v, eligibilityRules: rules(p) })),
+    };
     const probe = Fastify();
     probe.get('/', { schema: { response: { 200: GetTreatmentResponse } } }, async () => ({ treatment: leaky }));
     const res = await probe.inject({ method: 'GET', url: '/' });

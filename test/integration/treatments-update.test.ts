@@ -11,12 +11,21 @@ describe('UpdateTreatment', () => {
     const tr = await insert(p, { shouldPublish: true });
     app().clock.set(T0 + MINUTE);
     const renamed = await update(p, { treatmentId: tr.treatmentId, name: 'Renamed', description: 'new' });
-    expect(renamed).toMatchObject({ name: 'Renamed', description: 'new', lastModifiedBy: 'bob', lastModifiedTimestamp: iso(T0 + MINUTE), modificationSource: 'API' });
+    expect(renamed).toMatchObject({
+      name: 'Renamed',
+      description: 'new',
+      lastModifiedBy: 'bob',
+      lastModifiedTimestamp: iso(T0 + MINUTE),
+      modificationSource: 'API',
+    });
     expect(renamed.versions).toHaveLength(1);
 
     const edited = await update(p, { treatmentId: tr.treatmentId, content: content('Hello') });
     expect(edited.status).toBe('LIVE');
-    expect(statuses(edited)).toEqual([[2, 'DRAFT'], [1, 'LIVE']]);
+    expect(statuses(edited)).toEqual([
+      [2, 'DRAFT'],
+      [1, 'LIVE'],
+    ]);
     expect(edited.versions[0].content.contentByLanguage[0].contentFields[0].stringValue).toBe('Hello');
     // copied from the newest version: fields not in the request are kept
     expect(edited.versions[0].content.languageAgnosticContentFields).toEqual(content().languageAgnosticContentFields);
@@ -36,13 +45,20 @@ describe('UpdateTreatment', () => {
     app().clock.set(T0 + 2 * MINUTE);
     // shouldPublish alone publishes the newest draft
     const published = await update(p, { treatmentId: tr.treatmentId, shouldPublish: true });
-    expect(statuses(published)).toEqual([[2, 'LIVE'], [1, 'ARCHIVED']]);
+    expect(statuses(published)).toEqual([
+      [2, 'LIVE'],
+      [1, 'ARCHIVED'],
+    ]);
     expect(published.versions[1].endTimestamp).toBe(iso(T0 + 2 * MINUTE));
     expect(published.versions[0].publishTime).toBe(iso(T0 + 2 * MINUTE));
 
     app().clock.set(T0 + 3 * MINUTE);
     const direct = await update(p, { treatmentId: tr.treatmentId, tags: [{ name: 'x' }], shouldPublish: true });
-    expect(statuses(direct)).toEqual([[3, 'LIVE'], [2, 'ARCHIVED'], [1, 'ARCHIVED']]);
+    expect(statuses(direct)).toEqual([
+      [3, 'LIVE'],
+      [2, 'ARCHIVED'],
+      [1, 'ARCHIVED'],
+    ]);
   });
 
   it('tags [] clears, eligibilityRules unset keeps and set replaces, each as a new version', async () => {
@@ -82,7 +98,10 @@ describe('UpdateTreatment', () => {
     app().clock.set(T0 + MINUTE);
     const deleted = await update(p, { treatmentId: tr.treatmentId, shouldDelete: true });
     expect(deleted.status).toBe('ARCHIVED');
-    expect(statuses(deleted)).toEqual([[2, 'ARCHIVED'], [1, 'ARCHIVED']]);
+    expect(statuses(deleted)).toEqual([
+      [2, 'ARCHIVED'],
+      [1, 'ARCHIVED'],
+    ]);
     for (const v of deleted.versions) expect(v.endTimestamp).toBe(iso(T0 + MINUTE));
     expect((await get(p, tr.treatmentId)).status).toBe('ARCHIVED');
     expect((await getAll(p)).map((x) => x.treatmentId)).toEqual([tr.treatmentId]);
@@ -91,7 +110,10 @@ describe('UpdateTreatment', () => {
   it('rejects an end before the start also against the copied version', async () => {
     const p = await setupCatalog();
     const tr = await insert(p, { startTimestamp: iso(T0 + HOUR) });
-    expectInvalid(await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: tr.treatmentId, lastModifiedBy: 'bob', endTimestamp: iso(T0) }), 'endTimestamp');
+    expectInvalid(
+      await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: tr.treatmentId, lastModifiedBy: 'bob', endTimestamp: iso(T0) }),
+      'endTimestamp',
+    );
     const moved = await update(p, { treatmentId: tr.treatmentId, endTimestamp: iso(T0 + 2 * HOUR) });
     expect(moved.versions[0]).toMatchObject({ startTimestamp: iso(T0 + HOUR), endTimestamp: iso(T0 + 2 * HOUR) });
   });
@@ -101,18 +123,31 @@ describe('UpdateTreatment', () => {
     const tr = await insert(p, { shouldPublish: true });
     const n = 10;
     const results = await Promise.all(
-      Array.from({ length: n }, (_, i) => send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: tr.treatmentId, lastModifiedBy: `user${i}`, tags: [{ name: `tag${i}` }] })),
+      Array.from({ length: n }, (_, i) =>
+        send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: tr.treatmentId, lastModifiedBy: `user${i}`, tags: [{ name: `tag${i}` }] }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(n).fill(200));
     const final = await get(p, tr.treatmentId);
     expect(final.versions.map((v: any) => v.versionNumber)).toEqual(Array.from({ length: n + 1 }, (_, i) => n + 1 - i));
-    const tags = final.versions.slice(0, n).map((v: any) => v.tags[0].name).sort();
+    const tags = final.versions
+      .slice(0, n)
+      .map((v: any) => v.tags[0].name)
+      .sort();
     expect(tags).toEqual(Array.from({ length: n }, (_, i) => `tag${i}`).sort());
     const { changes } = await listChanges(app().ctx.redis, app().ctx.keys, p.projectId, 100);
     expect(changes.filter((c) => c.operation === 'UpdateTreatment' && c.resourceId === tr.treatmentId)).toHaveLength(n);
 
     const renames = await Promise.all(
-      Array.from({ length: n }, (_, i) => send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: tr.treatmentId, lastModifiedBy: 'x', description: `d${i}`, content: content(`c${i}`) })),
+      Array.from({ length: n }, (_, i) =>
+        send('UpdateTreatment', p.management, {
+          projectId: p.projectId,
+          treatmentId: tr.treatmentId,
+          lastModifiedBy: 'x',
+          description: `d${i}`,
+          content: content(`c${i}`),
+        }),
+      ),
     );
     expect(renames.map((r) => r.status)).toEqual(Array(n).fill(200));
     expect((await get(p, tr.treatmentId)).versions).toHaveLength(2 * n + 1);
@@ -136,11 +171,17 @@ describe('externalTreatmentId', () => {
     expect(missing.status).toBe(404);
 
     const b = await insert(p);
-    expectInvalid(await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: b.treatmentId, externalTreatmentId: 'crm-1', lastModifiedBy: 'bob' }), 'externalTreatmentId');
+    expectInvalid(
+      await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: b.treatmentId, externalTreatmentId: 'crm-1', lastModifiedBy: 'bob' }),
+      'externalTreatmentId',
+    );
     const assigned = await update(p, { treatmentId: b.treatmentId, externalTreatmentId: 'crm-2' });
     expect(assigned.externalTreatmentId).toBe('crm-2');
     expect((await update(p, { externalTreatmentId: 'crm-2', shouldDelete: true })).status).toBe('ARCHIVED');
-    expectInvalid(await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: a.treatmentId, externalTreatmentId: 'crm-2', lastModifiedBy: 'bob' }), 'externalTreatmentId');
+    expectInvalid(
+      await send('UpdateTreatment', p.management, { projectId: p.projectId, treatmentId: a.treatmentId, externalTreatmentId: 'crm-2', lastModifiedBy: 'bob' }),
+      'externalTreatmentId',
+    );
 
     // another project may use the same external id
     const q = await setupCatalog();

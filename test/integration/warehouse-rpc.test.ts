@@ -27,9 +27,14 @@ afterAll(async () => {
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { LOG_LEVEL: _l, ADMIN_TOKEN: _a, ...base } = process.env;
   return new Promise((done) => {
-    execFile(TSX, ['api/cli/admin-cli.ts', ...args], { cwd: ROOT, env: { ...base, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false' }, timeout: 60_000 }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      TSX,
+      ['api/cli/admin-cli.ts', ...args],
+      { cwd: ROOT, env: { ...base, REDIS_PREFIX: PREFIX, AUTO_START_REDIS: 'false' }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -43,7 +48,14 @@ describe('warehouse reads from a process without ClickHouse', { timeout: 120_000
   it('with a ROLE=workers process: the API and the CLI get their answers through it', async () => {
     let workers: ChildService | undefined;
     try {
-      workers = spawnService({ ROLE: 'workers', REDIS_PREFIX: PREFIX, DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-rpc-')), AUTO_START_REDIS: 'false', PORT: String(await freePort()), ALT_PORT: String(await freePort()) });
+      workers = spawnService({
+        ROLE: 'workers',
+        REDIS_PREFIX: PREFIX,
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'tds-rpc-')),
+        AUTO_START_REDIS: 'false',
+        PORT: String(await freePort()),
+        ALT_PORT: String(await freePort()),
+      });
       await waitUntil(async () => (await admin(t, 'ListDeadLetters', { projectId: 'rpc' })).status === 200, 60_000, 500);
       expect((await admin(t, 'ListDeadLetters', { projectId: 'rpc' })).body).toEqual({ deadLetters: [] });
       expect((await admin(t, 'RunAggregations', { projectId: 'rpc' })).body).toEqual({ dataFieldsRecomputed: 0, usersUpdated: 0 });

@@ -116,7 +116,10 @@ export function expectRejectedWithoutStall(r: Measured<Answer>, status = 400, fi
   expect(Array.isArray(result.body?.error?.details)).toBe(true);
   if (field !== undefined) {
     const fields = (result.body.error.details as { field: string }[]).map((d) => d.field);
-    expect(fields.some((f) => (typeof field === 'string' ? f === field : field.test(f))), `details fields: ${fields.join(', ').slice(0, 500)}`).toBe(true);
+    expect(
+      fields.some((f) => (typeof field === 'string' ? f === field : field.test(f))),
+      `details fields: ${fields.join(', ').slice(0, 500)}`,
+    ).toBe(true);
   }
   expectNoStall(r);
 }

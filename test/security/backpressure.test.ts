@@ -34,8 +34,21 @@ beforeAll(async () => {
   t = await createTestApp({ INGEST_MAX_BACKLOG: '5' });
   p = await createProjectWithKeys(t);
   await ok('InsertSurface', { name: 's' });
-  await ok('InsertTreatmentType', { treatmentTypeName: 'card', lastModifiedBy: 't', surfaces: [{ surfaceName: 's' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] });
-  const r = await ok('InsertTreatment', { name: 'card', description: 'd', treatmentTypeName: 'card', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } });
+  await ok('InsertTreatmentType', {
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 's' }],
+    contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+  });
+  const r = await ok('InsertTreatment', {
+    name: 'card',
+    description: 'd',
+    treatmentTypeName: 'card',
+    lastModifiedBy: 't',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
+    content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+  });
   treatmentId = r.treatment.treatmentId;
 });
 afterAll(async () => {
@@ -54,7 +67,20 @@ function logEvents(n: number, accepted: string[]) {
 }
 
 const interaction = () =>
-  t.app.inject({ method: 'POST', url: '/v1/LogTreatmentInteraction', headers: { 'x-api-key': p.delivery }, payload: { projectId: p.projectId, userId: 'u-bp', treatmentId, treatmentTrackingId: `${treatmentId}_r1`, surface: 's', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) } });
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/LogTreatmentInteraction',
+    headers: { 'x-api-key': p.delivery },
+    payload: {
+      projectId: p.projectId,
+      userId: 'u-bp',
+      treatmentId,
+      treatmentTrackingId: `${treatmentId}_r1`,
+      surface: 's',
+      interactionType: 'VIEWED',
+      interactionTimeMicros: String(Date.now() * 1000),
+    },
+  });
 
 describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
   it('answers 429 once the backlog is full, 200 again once it drained, and stores every accepted event once', async () => {
@@ -80,7 +106,12 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
     expect(Number(refusedInteraction.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(refusedInteraction.json().error.status).toBe('RESOURCE_EXHAUSTED');
     // the raw response carries Retry-After in whole seconds
-    const raw = await t.app.inject({ method: 'POST', url: '/v1/LogEvents', headers: { 'x-api-key': p.logEvents }, payload: { projectId: p.projectId, userId: 'u-bp', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] } });
+    const raw = await t.app.inject({
+      method: 'POST',
+      url: '/v1/LogEvents',
+      headers: { 'x-api-key': p.logEvents },
+      payload: { projectId: p.projectId, userId: 'u-bp', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] },
+    });
     expect(raw.statusCode).toBe(429);
     expect(raw.headers['retry-after']).toMatch(/^[1-9]\d*$/);
     // a bad body is still a 400, not a 429
@@ -90,20 +121,40 @@ describe('ingestion backpressure (INGEST_MAX_BACKLOG=5, no workers)', () => {
     clickhouse = createClickhouse({ dataDir: mkdtempSync(join(tmpdir(), 'tds-backpressure-')) });
     await runMigrations(clickhouse);
     connection = createRedis(t.ctx.config.redisUrl, 'worker');
-    workers = startIngestWorkers({ connection, redisPrefix: t.ctx.config.redisPrefix, warehouse: new ClickhouseWarehouse(clickhouse), profiles: new ProfileStore(connection, t.ctx.keys), log: createLogger('silent'), now: Date.now, concurrency: 8 });
+    workers = startIngestWorkers({
+      connection,
+      redisPrefix: t.ctx.config.redisPrefix,
+      warehouse: new ClickhouseWarehouse(clickhouse),
+      profiles: new ProfileStore(connection, t.ctx.keys),
+      log: createLogger('silent'),
+      now: Date.now,
+      concurrency: 8,
+    });
     let again: Awaited<ReturnType<typeof logEvents>> | undefined;
-    await waitUntil(async () => {
-      again = await logEvents(1, accepted);
-      return again.status === 200;
-    }, 60_000, 300);
+    await waitUntil(
+      async () => {
+        again = await logEvents(1, accepted);
+        return again.status === 200;
+      },
+      60_000,
+      300,
+    );
     accepted.push(...again!.ids);
     expect((await interaction()).statusCode).toBe(200);
 
-    await waitUntil(async () => {
-      const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-      return c.waiting + c.active + c.delayed + c.prioritized === 0;
-    }, 60_000, 100);
-    const rs = await clickhouse.query({ query: 'SELECT insert_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY insert_id', query_params: { p: p.projectId }, format: 'JSONEachRow' });
+    await waitUntil(
+      async () => {
+        const c = await t.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return c.waiting + c.active + c.delayed + c.prioritized === 0;
+      },
+      60_000,
+      100,
+    );
+    const rs = await clickhouse.query({
+      query: 'SELECT insert_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY insert_id',
+      query_params: { p: p.projectId },
+      format: 'JSONEachRow',
+    });
     const rows = await rs.json<{ insert_id: string; n: string }>();
     expect(rows.map((r) => r.insert_id).sort()).toEqual([...accepted].sort());
     expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
@@ -133,10 +184,18 @@ describe('Pub/Sub intake under backpressure', () => {
     );
     // A stand-in for the client library's message: records how it was settled.
     const message = (id: string) => {
-      const m = { id, attributes: { data_type: 'EventData' }, data: Buffer.from(''), settled: [] as string[], ack: () => m.settled.push('ack'), nack: () => m.settled.push('nack') };
+      const m = {
+        id,
+        attributes: { data_type: 'EventData' },
+        data: Buffer.from(''),
+        settled: [] as string[],
+        ack: () => m.settled.push('ack'),
+        nack: () => m.settled.push('nack'),
+      };
       return m;
     };
-    const onMessage = (m: ReturnType<typeof message>) => (intake as unknown as { onMessage(s: unknown, m: unknown): Promise<void> }).onMessage({ projectId: 'p', topic: 't', subscription: 's' }, m);
+    const onMessage = (m: ReturnType<typeof message>) =>
+      (intake as unknown as { onMessage(s: unknown, m: unknown): Promise<void> }).onMessage({ projectId: 'p', topic: 't', subscription: 's' }, m);
     const held = message('1');
     await onMessage(held);
     expect(held.settled).toEqual([]); // held first: an immediate nack would come straight back

@@ -131,11 +131,15 @@ describe('invalidation bus heartbeat', () => {
     expect((await getTreatments(spare.key)).status).toBe(401);
     // delivery keeps answering, and a catalogue change made elsewhere reaches it by version polling
     await insertTreatment('second');
-    await waitUntil(async () => {
-      const r = await getTreatments(p.delivery);
-      expect(r.status).toBe(200);
-      return JSON.stringify(r.body).includes('second');
-    }, 10_000, 50);
+    await waitUntil(
+      async () => {
+        const r = await getTreatments(p.delivery);
+        expect(r.status).toBe(200);
+        return JSON.stringify(r.body).includes('second');
+      },
+      10_000,
+      50,
+    );
     // reconnecting through the black hole does not make the bus trust itself again
     await new Promise((r) => setTimeout(r, 2000));
     expect(a.ctx.bus.isListening).toBe(false);

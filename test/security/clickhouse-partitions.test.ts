@@ -21,11 +21,16 @@ const MONTH_MS = 31 * 86_400_000;
 const now = Date.now();
 
 function line(projectId: string, userId: string, ms: number, i: number): string {
-  const row = toInteractionRow({ projectId, userId, treatmentId: 't', treatmentTrackingId: 't_r', surface: 's', interactionType: 'VIEWED', interactionTimeMicros: BigInt(ms) * 1000n }, `j:${userId}:${i}`, now);
+  const row = toInteractionRow(
+    { projectId, userId, treatmentId: 't', treatmentTrackingId: 't_r', surface: 's', interactionType: 'VIEWED', interactionTimeMicros: BigInt(ms) * 1000n },
+    `j:${userId}:${i}`,
+    now,
+  );
   return rowLine('interactions', row);
 }
 /** One row per month, `months` months back from now. */
-const spanning = (projectId: string, userId: string, months: number) => Array.from({ length: months }, (_, i) => line(projectId, userId, now - i * MONTH_MS, i));
+const spanning = (projectId: string, userId: string, months: number) =>
+  Array.from({ length: months }, (_, i) => line(projectId, userId, now - i * MONTH_MS, i));
 
 async function count(projectId: string): Promise<number> {
   const rows = await ch.query<{ n: number }>('SELECT toUInt32(count()) AS n FROM interactions FINAL WHERE project_id = {p:String}', { p: projectId });
@@ -48,7 +53,7 @@ describe('partitions per insert', () => {
     );
     expect(err).toBeInstanceOf(Error);
     expect(String((err as Error).message)).toMatch(/partitions/i);
-    expect(classifyClickhouseError(err)).toBe("permanent");
+    expect(classifyClickhouseError(err)).toBe('permanent');
     expect(await count('p-many')).toBe(0);
   });
 

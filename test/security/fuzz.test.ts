@@ -44,9 +44,28 @@ beforeAll(async () => {
   const m = { 'x-api-key': keys.management };
   const setup: [string, Record<string, unknown>][] = [
     ['InsertSurface', { name: 'home' }],
-    ['InsertTreatmentType', { treatmentTypeName: 'banner', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 1000 }] }],
+    [
+      'InsertTreatmentType',
+      {
+        treatmentTypeName: 'banner',
+        lastModifiedBy: 't',
+        surfaces: [{ surfaceName: 'home' }],
+        contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 1000 }],
+      },
+    ],
     ['InsertDataField', { name: 'tier', userProperty: { dataType: 'STRING' } }],
-    ['InsertTreatment', { name: 't', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 't', startTimestamp: '2026-01-01T00:00:00Z', shouldPublish: true, content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'hi {{tier|you}}' }] } }],
+    [
+      'InsertTreatment',
+      {
+        name: 't',
+        description: 'd',
+        treatmentTypeName: 'banner',
+        lastModifiedBy: 't',
+        startTimestamp: '2026-01-01T00:00:00Z',
+        shouldPublish: true,
+        content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'hi {{tier|you}}' }] },
+      },
+    ],
   ];
   for (const [op, body] of setup) {
     const r = await s.post(`/v1/${op}`, { projectId: keys.projectId, ...body }, m);
@@ -89,7 +108,24 @@ const weirdString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('', ' ', '\u0000', '\ud800', '𝔘𝔫𝔦', 'é'.repeat(300), '{{a|b}}', `{{a${' '.repeat(5000)}`, '{{'.repeat(3000), 'a,'.repeat(3000), '[[[[[[[[', '__proto__', 'constructor', '1e309', '-0', 'NaN'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\ud800',
+    '𝔘𝔫𝔦',
+    'é'.repeat(300),
+    '{{a|b}}',
+    `{{a${' '.repeat(5000)}`,
+    '{{'.repeat(3000),
+    'a,'.repeat(3000),
+    '[[[[[[[[',
+    '__proto__',
+    'constructor',
+    '1e309',
+    '-0',
+    'NaN',
+  ),
   fc.integer({ min: 100, max: 70_000 }).map((n) => 'x'.repeat(n)),
   fc.integer({ min: 100, max: 20_000 }).map((n) => '_'.repeat(n)),
   oddTimestamp,
@@ -106,7 +142,9 @@ const weirdNumber = fc.oneof(
  * Deep nesting, up to 200,000 levels: a placeholder string that `send` replaces with the nested
  * JSON text (JSON.stringify itself would overflow the stack on such a value).
  */
-const deepValue = fc.tuple(fc.constantFrom('array', 'object'), fc.oneof(fc.integer({ min: 30, max: 40 }), fc.integer({ min: 40, max: 200_000 }))).map(([kind, depth]) => `@@deep:${kind}:${depth}@@`);
+const deepValue = fc
+  .tuple(fc.constantFrom('array', 'object'), fc.oneof(fc.integer({ min: 30, max: 40 }), fc.integer({ min: 40, max: 200_000 })))
+  .map(([kind, depth]) => `@@deep:${kind}:${depth}@@`);
 
 function expandDeep(payload: string): string {
   return payload.replace(/"@@deep:(array|object):(\d+)@@"/g, (_m, kind: string, n: string) => {
@@ -156,10 +194,12 @@ function closeTo(schema: Schema, depth: number): fc.Arbitrary<unknown> {
       const pattern = schema.patternProperties ? (Object.values(schema.patternProperties)[0] as Schema) : undefined;
       const required = new Set<string>(schema.required ?? []);
       // required fields nearly always present, optional ones half the time
-      const fixed = fc.tuple(...props.map(([k, sub]) => fc.tuple(fc.constant(k), fromSchema(sub, depth + 1), fc.integer({ min: 0, max: 19 })))).map((entries) =>
-        Object.fromEntries(entries.filter(([k, , dice]) => (required.has(k) ? dice > 0 : dice >= 10)).map(([k, v]) => [k, v])),
-      );
-      const mapped = pattern ? fc.dictionary(fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), weirdKey), fromSchema(pattern, depth + 1), { maxKeys: 4 }) : fc.constant({});
+      const fixed = fc
+        .tuple(...props.map(([k, sub]) => fc.tuple(fc.constant(k), fromSchema(sub, depth + 1), fc.integer({ min: 0, max: 19 }))))
+        .map((entries) => Object.fromEntries(entries.filter(([k, , dice]) => (required.has(k) ? dice > 0 : dice >= 10)).map(([k, v]) => [k, v])));
+      const mapped = pattern
+        ? fc.dictionary(fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), weirdKey), fromSchema(pattern, depth + 1), { maxKeys: 4 })
+        : fc.constant({});
       const unknownField = fc.oneof({ weight: 15, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(weirdKey, anyJson) });
       return fc.tuple(fixed, mapped, fc.boolean(), unknownField).map(([obj, extra, snake, unknown]) => {
         const out: Record<string, unknown> = { ...extra };
@@ -172,7 +212,29 @@ function closeTo(schema: Schema, depth: number): fc.Arbitrary<unknown> {
       return fc.array(fromSchema((schema.items ?? {}) as Schema, depth + 1), { maxLength: Math.min(schema.maxItems ?? 4, 4) });
     case 'string':
       if (typeof schema.pattern === 'string' && schema.pattern.includes('\\d{4}-')) return oddTimestamp;
-      return fc.oneof(fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) }), fc.stringMatching(/^[a-z][a-z0-9_]{0,10}$/), { weight: 3, arbitrary: fc.constantFrom('1', '2', '0', 'home', 'banner', 'body', 'tier', 'purchase', 'u1', 'en', 'en-US', 'LAST_7D', 'IN_APP', 'projects/p/topics/t') });
+      return fc.oneof(
+        fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) }),
+        fc.stringMatching(/^[a-z][a-z0-9_]{0,10}$/),
+        {
+          weight: 3,
+          arbitrary: fc.constantFrom(
+            '1',
+            '2',
+            '0',
+            'home',
+            'banner',
+            'body',
+            'tier',
+            'purchase',
+            'u1',
+            'en',
+            'en-US',
+            'LAST_7D',
+            'IN_APP',
+            'projects/p/topics/t',
+          ),
+        },
+      );
     case 'integer':
       return fc.oneof(fc.integer({ min: -5, max: 1000 }), weirdNumber);
     case 'number':
@@ -191,9 +253,35 @@ function closeTo(schema: Schema, depth: number): fc.Arbitrary<unknown> {
  */
 const now = () => new Date().toISOString();
 const SEEDS: Record<string, () => Record<string, unknown>> = {
-  LogEvents: () => ({ userId: 'u1', events: [{ eventName: 'purchase', clientEventTimestamp: now(), insertId: 'i1', eventProperties: { n: { longValue: '5' }, at: { timestampValue: now() } }, userProperties: { tier: { stringValue: 'gold' } } }] }),
-  GetTreatments: () => ({ userId: 'u1', surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }], languageCode: 'en', contextualAttributes: [{ key: 'tier', stringValue: 'gold' }, { key: 'at', timestampValue: now() }] }),
-  LogTreatmentInteraction: () => ({ userId: 'u1', treatmentId: '1', treatmentTrackingId: '1_r', surface: 'home', interactionType: 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) }),
+  LogEvents: () => ({
+    userId: 'u1',
+    events: [
+      {
+        eventName: 'purchase',
+        clientEventTimestamp: now(),
+        insertId: 'i1',
+        eventProperties: { n: { longValue: '5' }, at: { timestampValue: now() } },
+        userProperties: { tier: { stringValue: 'gold' } },
+      },
+    ],
+  }),
+  GetTreatments: () => ({
+    userId: 'u1',
+    surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }],
+    languageCode: 'en',
+    contextualAttributes: [
+      { key: 'tier', stringValue: 'gold' },
+      { key: 'at', timestampValue: now() },
+    ],
+  }),
+  LogTreatmentInteraction: () => ({
+    userId: 'u1',
+    treatmentId: '1',
+    treatmentTrackingId: '1_r',
+    surface: 'home',
+    interactionType: 'VIEWED',
+    interactionTimeMicros: String(Date.now() * 1000),
+  }),
   InsertTreatment: () => ({
     name: 'n',
     description: 'd',
@@ -203,8 +291,23 @@ const SEEDS: Record<string, () => Record<string, unknown>> = {
     content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'hi {{tier|you}}' }] },
     eligibilityRules: { rules: [{ dataFieldId: '1', condition: 'ANY_OF', rhsValue: 'gold,silver' }] },
   }),
-  UpdateTreatment: () => ({ treatmentId: '1', lastModifiedBy: 't', endTimestamp: '2099-01-01T00:00:00Z', content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: '{{a}}' }] } }),
-  GetDataFields: () => ({ dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { at: { timestampValue: now() } }, dailyCountAggregation: { windowName: 'LAST_7D' } } }] }),
+  UpdateTreatment: () => ({
+    treatmentId: '1',
+    lastModifiedBy: 't',
+    endTimestamp: '2099-01-01T00:00:00Z',
+    content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: '{{a}}' }] },
+  }),
+  GetDataFields: () => ({
+    dataFieldParams: [
+      {
+        eventDataFieldParams: {
+          eventSchemaName: 'purchase',
+          propertyValueByPropertyName: { at: { timestampValue: now() } },
+          dailyCountAggregation: { windowName: 'LAST_7D' },
+        },
+      },
+    ],
+  }),
   ExplainTreatments: () => ({ userId: 'u1', surfaces: [{ surface: 'home' }] }),
 };
 
@@ -237,7 +340,9 @@ function mutateOne(seed: Record<string, unknown>, pick: number, kind: number, re
 function seededBody(name: string): fc.Arbitrary<unknown> | undefined {
   const seed = SEEDS[name];
   if (!seed) return undefined;
-  return fc.tuple(fc.nat(), fc.integer({ min: 0, max: 5 }), fc.oneof(weirdString, weirdNumber, wrong, fc.constant(null))).map(([pick, kind, replacement]) => mutateOne(seed(), pick, kind, replacement));
+  return fc
+    .tuple(fc.nat(), fc.integer({ min: 0, max: 5 }), fc.oneof(weirdString, weirdNumber, wrong, fc.constant(null)))
+    .map(([pick, kind, replacement]) => mutateOne(seed(), pick, kind, replacement));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -254,8 +359,18 @@ const keyFor = (permissions: readonly Permission[]): string =>
   permissions.includes('TREATMENT_MANAGEMENT') ? keys.management : permissions.includes('DELIVERY') ? keys.delivery : keys.logEvents;
 
 const operations: Operation[] = [
-  ...v1Operations.map((op) => ({ name: op.operation, path: `/v1/${op.operation}`, body: op.body as Schema, headers: () => ({ 'x-api-key': keyFor(op.permissions) }) })),
-  ...adminOperations.map((op) => ({ name: `admin ${op.operation}`, path: `/admin/v1/${op.operation}`, body: op.body as Schema, headers: () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }) })),
+  ...v1Operations.map((op) => ({
+    name: op.operation,
+    path: `/v1/${op.operation}`,
+    body: op.body as Schema,
+    headers: () => ({ 'x-api-key': keyFor(op.permissions) }),
+  })),
+  ...adminOperations.map((op) => ({
+    name: `admin ${op.operation}`,
+    path: `/admin/v1/${op.operation}`,
+    body: op.body as Schema,
+    headers: () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }),
+  })),
 ];
 
 const loop = monitorEventLoopDelay({ resolution: 5 });
@@ -312,8 +427,12 @@ describe('fuzzing every operation (no 5xx, no stall)', () => {
       b !== null && typeof b === 'object' && !Array.isArray(b) && dice > 1 ? { ...(b as object), projectId: projectFor(op.name) } : b,
     );
     const seeded = seededBody(op.name.replace(/^admin /, ''));
-    const seededWithProject = seeded?.map((b) => (b !== null && typeof b === 'object' && !Array.isArray(b) ? { projectId: projectFor(op.name), ...(b as object) } : b));
-    const bodies = seededWithProject ? fc.oneof({ weight: 5, arbitrary: seededWithProject }, { weight: 5, arbitrary: projectBody }, { weight: 1, arbitrary: wrong }) : fc.oneof({ weight: 6, arbitrary: projectBody }, { weight: 1, arbitrary: wrong });
+    const seededWithProject = seeded?.map((b) =>
+      b !== null && typeof b === 'object' && !Array.isArray(b) ? { projectId: projectFor(op.name), ...(b as object) } : b,
+    );
+    const bodies = seededWithProject
+      ? fc.oneof({ weight: 5, arbitrary: seededWithProject }, { weight: 5, arbitrary: projectBody }, { weight: 1, arbitrary: wrong })
+      : fc.oneof({ weight: 6, arbitrary: projectBody }, { weight: 1, arbitrary: wrong });
     await fc.assert(
       fc.asyncProperty(bodies, async (body) => {
         const r = await send(op, body);
@@ -324,7 +443,10 @@ describe('fuzzing every operation (no 5xx, no stall)', () => {
           const again = await send(op, body);
           checkAnswer(op, body, again);
           const stall = Math.min(r.stallMs, again.stallMs);
-          expect(withinRatio(stall, benign.stallMs), `${op.name} stalled the event loop ${stall.toFixed(0)} ms (benign ${benign.stallMs.toFixed(0)} ms) on ${JSON.stringify(body).slice(0, 300)}`).toBe(true);
+          expect(
+            withinRatio(stall, benign.stallMs),
+            `${op.name} stalled the event loop ${stall.toFixed(0)} ms (benign ${benign.stallMs.toFixed(0)} ms) on ${JSON.stringify(body).slice(0, 300)}`,
+          ).toBe(true);
         }
       }),
       { numRuns: RUNS, endOnFailure: true, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false },

@@ -33,7 +33,11 @@ interface Answer {
 }
 
 async function send(path: string, body: Buffer | string, headers: Record<string, string>): Promise<Answer> {
-  const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
@@ -73,14 +77,21 @@ describe('Content-Encoding: gzip on LogEvents and LogTreatmentInteraction', () =
   });
 
   it('LogTreatmentInteraction accepts gzip too (and validates the inflated body)', async () => {
-    const r = await send('/v1/LogTreatmentInteraction', gz({ projectId: k.projectId, treatmentTrackingId: 'x', interactionType: 'NOT_A_TYPE', interactionTimeMicros: Date.now() * 1000 }), { 'x-api-key': k.delivery, 'content-encoding': 'gzip' });
+    const r = await send(
+      '/v1/LogTreatmentInteraction',
+      gz({ projectId: k.projectId, treatmentTrackingId: 'x', interactionType: 'NOT_A_TYPE', interactionTimeMicros: Date.now() * 1000 }),
+      { 'x-api-key': k.delivery, 'content-encoding': 'gzip' },
+    );
     expectError(r, 400);
     expect(r.body.error.details.map((d: any) => d.field)).toContain('interactionType');
   });
 
   it('the 1 MiB limit applies to the inflated body: a 40 KB body that inflates past it is 413', async () => {
     const big = JSON.stringify(events('gz-big', 1, { eventProperties: { pad: { stringValue: 'a'.repeat(8000) } } }));
-    const padded = big.replace('"events":[', `"events":[${Array.from({ length: 140 }, () => JSON.stringify({ eventName: 'p', clientEventTimestamp: now(), eventProperties: { pad: { stringValue: 'b'.repeat(8000) } } })).join(',')},`);
+    const padded = big.replace(
+      '"events":[',
+      `"events":[${Array.from({ length: 140 }, () => JSON.stringify({ eventName: 'p', clientEventTimestamp: now(), eventProperties: { pad: { stringValue: 'b'.repeat(8000) } } })).join(',')},`,
+    );
     expect(padded.length).toBeGreaterThan(MiB);
     const body = gz(padded);
     expect(body.length).toBeLessThan(100_000);
@@ -115,10 +126,17 @@ describe('Content-Encoding: gzip on LogEvents and LogTreatmentInteraction', () =
   it('a bomb sent chunked (no Content-Length) is refused the same way', async () => {
     const body = bomb(200);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(`${url}/v1/LogEvents`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-api-key': k.logEvents, 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${url}/v1/LogEvents`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-api-key': k.logEvents, 'transfer-encoding': 'chunked' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < body.length; i += 16_384) req.write(body.subarray(i, i + 16_384));
       req.end();
@@ -130,11 +148,15 @@ describe('Content-Encoding: gzip on LogEvents and LogTreatmentInteraction', () =
     expectError(await logEvents(Buffer.from('{"not":"gzip"}')), 400, /gzip/);
     const whole = gz(events('gz-trunc', 2));
     expectError(await logEvents(whole.subarray(0, whole.length - 12)), 400, /gzip/);
-    for (const encoding of ['br', 'deflate', 'gzip, gzip', 'compress']) expectError(await logEvents(gz(events('gz-enc', 1)), encoding), 415, /Content-Encoding/);
+    for (const encoding of ['br', 'deflate', 'gzip, gzip', 'compress'])
+      expectError(await logEvents(gz(events('gz-enc', 1)), encoding), 415, /Content-Encoding/);
   });
 
   it('other operations take no encoded body (415), and a gzip body is authenticated before it is inflated', async () => {
-    const r = await send('/v1/GetTreatments', gz({ projectId: k.projectId, userId: 'u', surfaces: [] }), { 'x-api-key': k.delivery, 'content-encoding': 'gzip' });
+    const r = await send('/v1/GetTreatments', gz({ projectId: k.projectId, userId: 'u', surfaces: [] }), {
+      'x-api-key': k.delivery,
+      'content-encoding': 'gzip',
+    });
     expectError(r, 415, /Content-Encoding/);
     expectError(await send('/v1/GetAllSurfaces', JSON.stringify({ projectId: k.projectId }), { 'x-api-key': k.management, 'content-encoding': 'br' }), 415);
     expectError(await send('/v1/LogEvents', bomb(10), { 'x-api-key': 'not-a-key', 'content-encoding': 'gzip' }), 401);

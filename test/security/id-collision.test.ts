@@ -45,9 +45,14 @@ const ts = () => new Date().toISOString();
 
 describe('crafted ids cannot collide in Redis', () => {
   it('the reported attack: user "v" with insertId "w}:profile", then user "v}:dedup:i:w"', async () => {
-    expect((await logEvents('v', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'w}:profile', userProperties: { who: { stringValue: 'v' } } }])).status).toBe(200);
+    expect(
+      (await logEvents('v', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'w}:profile', userProperties: { who: { stringValue: 'v' } } }])).status,
+    ).toBe(200);
     await waitUntil(idle, 30_000);
-    expect((await logEvents('v}:dedup:i:w', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'x', userProperties: { who: { stringValue: 'second' } } }])).status).toBe(200);
+    expect(
+      (await logEvents('v}:dedup:i:w', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'x', userProperties: { who: { stringValue: 'second' } } }]))
+        .status,
+    ).toBe(200);
     await waitUntil(idle, 30_000);
 
     const first = await profile('v');
@@ -85,13 +90,25 @@ describe('crafted ids cannot collide in Redis', () => {
       users.map((userId, i) =>
         logEvents(
           userId,
-          insertIds.map((insertId, k) => ({ eventName: 'e', clientEventTimestamp: ts(), insertId, userProperties: k === 0 ? { who: { stringValue: `user-${i}` } } : undefined })),
+          insertIds.map((insertId, k) => ({
+            eventName: 'e',
+            clientEventTimestamp: ts(),
+            insertId,
+            userProperties: k === 0 ? { who: { stringValue: `user-${i}` } } : undefined,
+          })),
         ),
       ),
     );
     expect(answers.map((a) => a.status)).toEqual(users.map(() => 200));
     // The same insertIds again: duplicates of each user's own events, nothing new anywhere.
-    await Promise.all(users.map((userId) => logEvents(userId, insertIds.map((insertId) => ({ eventName: 'e', clientEventTimestamp: ts(), insertId, userProperties: { who: { stringValue: 'duplicate' } } })))));
+    await Promise.all(
+      users.map((userId) =>
+        logEvents(
+          userId,
+          insertIds.map((insertId) => ({ eventName: 'e', clientEventTimestamp: ts(), insertId, userProperties: { who: { stringValue: 'duplicate' } } })),
+        ),
+      ),
+    );
     await waitUntil(idle, 60_000);
 
     for (const [i, userId] of users.entries()) {
@@ -103,7 +120,10 @@ describe('crafted ids cannot collide in Redis', () => {
     expect((await queueCounts()).failed).toBe(0);
 
     const ch = s.clickhouse;
-    const rows = await ch.query<{ user_id: string; n: string }>('SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id', { p: keys.projectId });
+    const rows = await ch.query<{ user_id: string; n: string }>(
+      'SELECT user_id, count() AS n FROM events FINAL WHERE project_id = {p:String} GROUP BY user_id',
+      { p: keys.projectId },
+    );
     const counts = new Map(rows.map((r) => [r.user_id, Number(r.n)]));
     for (const userId of users) expect(counts.get(userId)).toBe(insertIds.length);
   });
@@ -114,8 +134,12 @@ describe('a Redis reply error on a job is permanent', () => {
     const { ctx } = s;
     // A key of the wrong type where the user's profile hash belongs (what a collision used to cause).
     await ctx.redis.set(ctx.keys.profile(keys.projectId, 'poisoned'), 'not a hash');
-    expect((await logEvents('poisoned', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'p1', userProperties: { x: { longValue: '1' } } }])).status).toBe(200);
-    expect((await logEvents('healthy', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'h1', userProperties: { ok: { booleanValue: true } } }])).status).toBe(200);
+    expect(
+      (await logEvents('poisoned', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'p1', userProperties: { x: { longValue: '1' } } }])).status,
+    ).toBe(200);
+    expect(
+      (await logEvents('healthy', [{ eventName: 'e', clientEventTimestamp: ts(), insertId: 'h1', userProperties: { ok: { booleanValue: true } } }])).status,
+    ).toBe(200);
     await waitUntil(idle, 30_000);
     const letters = async () => (await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters as { reason: string; source: string }[];
     await waitUntil(async () => (await letters()).some((d) => d.reason.includes('WRONGTYPE')), 30_000);
@@ -129,7 +153,14 @@ describe('a Redis reply error on a job is permanent', () => {
   it('classifies reply errors: WRONGTYPE and script errors are permanent; loading, busy, OOM, failover and connection errors retry', () => {
     expect(isPermanentRedisError(new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(true);
     expect(isPermanentRedisError(new ReplyError("ERR user_script:3: Script attempted to access nonexistent global variable 'x'"))).toBe(true);
-    for (const m of ['LOADING Redis is loading the dataset in memory', 'BUSY Redis is busy running a script', "OOM command not allowed when used memory > 'maxmemory'.", 'READONLY You can\'t write against a read only replica.', 'MASTERDOWN Link with MASTER is down', 'ERR max number of clients reached']) {
+    for (const m of [
+      'LOADING Redis is loading the dataset in memory',
+      'BUSY Redis is busy running a script',
+      "OOM command not allowed when used memory > 'maxmemory'.",
+      "READONLY You can't write against a read only replica.",
+      'MASTERDOWN Link with MASTER is down',
+      'ERR max number of clients reached',
+    ]) {
       expect(isPermanentRedisError(new ReplyError(m))).toBe(false);
     }
     expect(isPermanentRedisError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }))).toBe(false);

@@ -26,7 +26,12 @@ describe('key caches', () => {
     const total = 100_000;
     for (let done = 500; done < total; done += 1000) {
       const { auth } = t.ctx.projects;
-      const batch = Array.from({ length: Math.min(1000, total - done) }, () => auth.verifyKey(randomKey()).then(() => 'admitted', (e: Error) => e.name));
+      const batch = Array.from({ length: Math.min(1000, total - done) }, () =>
+        auth.verifyKey(randomKey()).then(
+          () => 'admitted',
+          (e: Error) => e.name,
+        ),
+      );
       expect(new Set(await Promise.all(batch))).toEqual(new Set(['ApiError']));
     }
     const sizes = t.ctx.projects.auth.cacheSizes;
@@ -43,7 +48,12 @@ describe('key caches', () => {
     const keyId = p.logEvents.split('_')[1];
     const body = { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] };
     expect((await call(t, 'LogEvents', p.logEvents, body)).status).toBe(200);
-    const revoked = await t.app.inject({ method: 'POST', url: '/admin/v1/RevokeApiKey', headers: { authorization: 'Bearer test-admin-token-0123456789' }, payload: { projectId: p.projectId, keyId } });
+    const revoked = await t.app.inject({
+      method: 'POST',
+      url: '/admin/v1/RevokeApiKey',
+      headers: { authorization: 'Bearer test-admin-token-0123456789' },
+      payload: { projectId: p.projectId, keyId },
+    });
     expect(revoked.statusCode, revoked.body).toBe(200);
     expect((await call(t, 'LogEvents', p.logEvents, body)).status).toBe(401);
   });

@@ -86,13 +86,27 @@ describe('log hygiene', () => {
   it('keys in a query string, in the header and a bearer token never reach a line, on success or failure', async () => {
     lines.length = 0;
     for (const param of ['api_key', 'api-key']) {
-      const ok = await app.inject({ method: 'POST', url: `/v1/GetTreatments?${param}=${encodeURIComponent(deliveryKey)}`, payload: { projectId, userId: 'u', surfaces: [{ surface: 'nowhere' }] } });
+      const ok = await app.inject({
+        method: 'POST',
+        url: `/v1/GetTreatments?${param}=${encodeURIComponent(deliveryKey)}`,
+        payload: { projectId, userId: 'u', surfaces: [{ surface: 'nowhere' }] },
+      });
       expect(ok.statusCode).toBeLessThan(500);
-      const bad = await app.inject({ method: 'POST', url: `/v1/GetTreatments?${param}=${encodeURIComponent(deliveryKey)}`, payload: '{"projectId": ' + JSON.stringify(deliveryKey), headers: { 'content-type': 'application/json' } });
+      const bad = await app.inject({
+        method: 'POST',
+        url: `/v1/GetTreatments?${param}=${encodeURIComponent(deliveryKey)}`,
+        payload: '{"projectId": ' + JSON.stringify(deliveryKey),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(bad.statusCode).toBeGreaterThanOrEqual(400);
       expect(bad.statusCode).toBeLessThan(500);
     }
-    const wrongProject = await app.inject({ method: 'POST', url: '/v1/GetTreatments', headers: { 'x-api-key': deliveryKey }, payload: { projectId: 'other', userId: 'u', surfaces: [{ surface: 's' }] } });
+    const wrongProject = await app.inject({
+      method: 'POST',
+      url: '/v1/GetTreatments',
+      headers: { 'x-api-key': deliveryKey },
+      payload: { projectId: 'other', userId: 'u', surfaces: [{ surface: 's' }] },
+    });
     expect(wrongProject.statusCode).toBe(401);
     const badAdmin = await app.inject({ method: 'POST', url: '/admin/v1/ListProjects', headers: { authorization: `Bearer ${ADMIN_TOKEN}x` }, payload: {} });
     expect(badAdmin.statusCode).toBe(401);

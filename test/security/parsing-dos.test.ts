@@ -39,7 +39,11 @@ describe('snake_case keys of any length', { retry: 2 }, () => {
 
   it('a long key inside a user-data map is 400 too (property names are at most 256 characters)', async () => {
     const key = `a${'_b'.repeat(200_000)}`;
-    const body = JSON.stringify({ projectId: k.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString(), eventProperties: { [key]: { stringValue: 'x' } } }] });
+    const body = JSON.stringify({
+      projectId: k.projectId,
+      userId: 'u',
+      events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString(), eventProperties: { [key]: { stringValue: 'x' } } }],
+    });
     expectRejectedWithoutStall(await attack(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents }), 400, /^events\[0\]\.eventProperties\./);
   });
 
@@ -136,7 +140,11 @@ describe('deep nesting', { retry: 2 }, () => {
   });
 
   it('a body within the limits is still served (32 levels are enough for every operation)', async () => {
-    const body = JSON.stringify({ projectId: k.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString(), event_properties: { p_q: { string_value: 'x' } } }] });
+    const body = JSON.stringify({
+      projectId: k.projectId,
+      userId: 'u',
+      events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString(), event_properties: { p_q: { string_value: 'x' } } }],
+    });
     const r = await post(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents });
     expect(r.status, r.text).toBe(200);
   });
@@ -153,7 +161,12 @@ describe('template text and rule lists stored with a management key', { retry: 2
       return r.body;
     };
     await ok('InsertSurface', { name: 'home' });
-    await ok('InsertTreatmentType', { treatmentTypeName: 'banner', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 1_000_000 }] });
+    await ok('InsertTreatmentType', {
+      treatmentTypeName: 'banner',
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 'home' }],
+      contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 1_000_000 }],
+    });
     const dataFieldId = (await ok('InsertDataField', { name: 'tier', userProperty: { dataType: 'STRING' } })).dataField.dataFieldId;
     return { keys, dataFieldId };
   }
@@ -170,7 +183,8 @@ describe('template text and rule lists stored with a management key', { retry: 2
       content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: content }] },
       eligibilityRules: { rules },
     });
-  const deliver = (projectId: string, attrs: unknown[] = []) => JSON.stringify({ projectId, userId: 'u1', surfaces: [{ surface: 'home' }], contextualAttributes: attrs });
+  const deliver = (projectId: string, attrs: unknown[] = []) =>
+    JSON.stringify({ projectId, userId: 'u1', surfaces: [{ surface: 'home' }], contextualAttributes: attrs });
 
   it.each([
     ['"{{a" + 200,000 spaces', `{{a${' '.repeat(200_000)}`],
@@ -197,11 +211,15 @@ describe('template text and rule lists stored with a management key', { retry: 2
     ['a CONTAINS_ANY_OF list of 6,000 substrings', 'CONTAINS_ANY_OF', JSON.stringify(Array.from({ length: 6_000 }, (_, i) => `v${i}`))],
   ])('an rhs of %s is parsed once and evaluated against a 65,536-character attribute without a stall', async (_name, condition, rhsValue) => {
     const { keys, dataFieldId } = await project();
-    const stored = await attack(url, '/v1/InsertTreatment', insert(keys.projectId, 'x', [{ dataFieldId, condition, rhsValue }]), { 'x-api-key': keys.management });
+    const stored = await attack(url, '/v1/InsertTreatment', insert(keys.projectId, 'x', [{ dataFieldId, condition, rhsValue }]), {
+      'x-api-key': keys.management,
+    });
     expect(stored.result.status, stored.result.text.slice(0, 300)).toBe(200);
     expectNoStall(stored);
     for (let i = 0; i < 3; i++) {
-      const delivered = await attack(url, '/v1/GetTreatments', deliver(keys.projectId, [{ key: 'tier', stringValue: 'z'.repeat(65_536) }]), { 'x-api-key': keys.delivery });
+      const delivered = await attack(url, '/v1/GetTreatments', deliver(keys.projectId, [{ key: 'tier', stringValue: 'z'.repeat(65_536) }]), {
+        'x-api-key': keys.delivery,
+      });
       expect(delivered.result.status, delivered.result.text.slice(0, 300)).toBe(200);
       expectNoStall(delivered);
     }
@@ -213,7 +231,9 @@ describe('template text and rule lists stored with a management key', { retry: 2
     ['with unbalanced brackets', `[${'"a",'.repeat(16_000)}`],
   ])('an rhs list %s answers at once', async (_name, rhsValue) => {
     const { keys, dataFieldId } = await project();
-    const r = await attack(url, '/v1/InsertTreatment', insert(keys.projectId, 'x', [{ dataFieldId, condition: 'ANY_OF', rhsValue }]), { 'x-api-key': keys.management });
+    const r = await attack(url, '/v1/InsertTreatment', insert(keys.projectId, 'x', [{ dataFieldId, condition: 'ANY_OF', rhsValue }]), {
+      'x-api-key': keys.management,
+    });
     expect(r.result.status).toBeLessThan(500);
     expectNoStall(r);
   });

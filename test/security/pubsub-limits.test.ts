@@ -33,7 +33,9 @@ const projectId = `lim${randomBytes(3).toString('hex')}`;
 const topicPath = `projects/customer-${projectId}/topics/events`;
 const subscription = () => subscriptionPath(emulator.projectId, projectId);
 
-async function deadLetters(): Promise<{ message_id: string; reason: string; bytes: number; payload_bytes: number; payload_sha256: string; row_bytes: number; user_ids: string[] }[]> {
+async function deadLetters(): Promise<
+  { message_id: string; reason: string; bytes: number; payload_bytes: number; payload_sha256: string; row_bytes: number; user_ids: string[] }[]
+> {
   const rs = await ch.query({
     query: `SELECT message_id, reason, toUInt32(length(base64Decode(payload_base64))) AS bytes, toUInt32(payload_bytes) AS payload_bytes, payload_sha256, user_ids,
                    toUInt32(length(payload_base64) + length(reason) + length(message_id) + length(data_type) + length(payload_sha256) + length(arrayStringConcat(user_ids))) AS row_bytes
@@ -101,13 +103,20 @@ describe('Pub/Sub message limits', () => {
     const topic = customer.topic(topicPath);
     const before = (await deadLetters()).length;
     // valid EventData, just too big: one event whose property is 1 MiB of text
-    const big = codec.encodeLogEventsRequest({ projectId, userId: 'u', events: [{ ...event(0), eventProperties: { blob: { stringValue: 'x'.repeat(MAX_MESSAGE_BYTES) } } }] });
+    const big = codec.encodeLogEventsRequest({
+      projectId,
+      userId: 'u',
+      events: [{ ...event(0), eventProperties: { blob: { stringValue: 'x'.repeat(MAX_MESSAGE_BYTES) } } }],
+    });
     expect(big.byteLength).toBeGreaterThan(MAX_MESSAGE_BYTES);
     const bigId = await topic.publishMessage({ data: Buffer.from(big), attributes: { data_type: 'EventData' } });
     const many = codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1001 }, (_, i) => event(i)) });
     expect(many.byteLength).toBeLessThan(MAX_MESSAGE_BYTES);
     const manyId = await topic.publishMessage({ data: Buffer.from(many), attributes: { data_type: 'EventData' } });
-    const okId = await topic.publishMessage({ data: Buffer.from(codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1000 }, (_, i) => event(i)) })), attributes: { data_type: 'EventData' } });
+    const okId = await topic.publishMessage({
+      data: Buffer.from(codec.encodeLogEventsRequest({ projectId, userId: 'u', events: Array.from({ length: 1000 }, (_, i) => event(i)) })),
+      attributes: { data_type: 'EventData' },
+    });
 
     await waitUntil(async () => (await deadLetters()).length === before + 2 && queued.length === 1, 30_000, 100);
     const letters = await deadLetters();

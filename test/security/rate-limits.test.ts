@@ -44,7 +44,8 @@ describe('per API key (RATE_LIMIT_PER_KEY=5, burst 10)', () => {
     await t?.close();
   });
 
-  const surfaces = (key: string, projectId: string, app?: TestApp['app']) => post(t, '/v1/GetAllSurfaces', { 'x-api-key': key }, { projectId }, '127.0.0.1', app);
+  const surfaces = (key: string, projectId: string, app?: TestApp['app']) =>
+    post(t, '/v1/GetAllSurfaces', { 'x-api-key': key }, { projectId }, '127.0.0.1', app);
 
   it('answers 429 with Retry-After and the error body past the burst, leaves other keys alone, and recovers', async () => {
     const started = performance.now();
@@ -63,7 +64,16 @@ describe('per API key (RATE_LIMIT_PER_KEY=5, burst 10)', () => {
 
     // other keys, of the same project and of another one, have buckets of their own
     expect((await surfaces(q.management, q.projectId)).status).toBe(200);
-    expect((await post(t, '/v1/LogEvents', { 'x-api-key': p.logEvents }, { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] })).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          '/v1/LogEvents',
+          { 'x-api-key': p.logEvents },
+          { projectId: p.projectId, userId: 'u', events: [{ eventName: 'e', clientEventTimestamp: new Date().toISOString() }] },
+        )
+      ).status,
+    ).toBe(200);
 
     // after Retry-After the key is admitted again
     await sleep(Number(refused!.retryAfter) * 1000 + 100);
@@ -145,7 +155,9 @@ describe('failed authentications per address (RATE_LIMIT_UNAUTHENTICATED=5)', ()
     const attacker = '10.7.7.7';
     const before = redisCommands;
     const started = performance.now();
-    const answers = await Promise.all(Array.from({ length: 300 }, () => post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, attacker)));
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, () => post(t, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, attacker)),
+    );
     const elapsedS = (performance.now() - started) / 1000;
     const allowed = 5 + Math.ceil(5 * elapsedS) + 1;
     expect(redisCommands - before).toBeLessThanOrEqual(allowed);
@@ -252,22 +264,29 @@ describe('behind a proxy (TRUST_PROXY)', () => {
     // another client behind the same proxy: its failures are its own, its admin token and new keys work
     expect((await viaProxy(trusting, '203.0.113.8')).status).toBe(401);
     expect((await viaProxy(trusting, '203.0.113.8', { 'x-api-key': p.management })).status).toBe(200);
-    expect((await post(trusting, '/admin/v1/ListProjects', { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.8' }, {}, PROXY)).status).toBe(200);
+    expect(
+      (await post(trusting, '/admin/v1/ListProjects', { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.8' }, {}, PROXY)).status,
+    ).toBe(200);
     // a chain of proxies inside the trusted range: the client is the first untrusted address from the right
-    expect((await post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': '203.0.113.7, 10.9.1.1' }, { projectId: p.projectId }, PROXY)).status).toBe(429);
+    expect(
+      (await post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': '203.0.113.7, 10.9.1.1' }, { projectId: p.projectId }, PROXY))
+        .status,
+    ).toBe(429);
   });
 
   it('cannot be spoofed: a client that is not a trusted proxy is counted by its own address whatever it forwards', async () => {
     const direct = '198.51.100.9';
     let i = 0;
-    const spoofing = () => post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `192.0.2.${i++ % 250}` }, { projectId: p.projectId }, direct);
+    const spoofing = () =>
+      post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `192.0.2.${i++ % 250}` }, { projectId: p.projectId }, direct);
     expect(await flood(trusting, spoofing)).toBe(true);
     expect((await post(trusting, '/v1/GetAllSurfaces', { 'x-api-key': randomKey() }, { projectId: p.projectId }, direct)).status).toBe(429);
   });
 
   it('without TRUST_PROXY every client behind the proxy shares its address (the header is ignored)', async () => {
     const q = await createProjectWithKeys(plain);
-    const send = (client: string) => post(plain, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': client }, { projectId: q.projectId }, PROXY);
+    const send = (client: string) =>
+      post(plain, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': client }, { projectId: q.projectId }, PROXY);
     expect(await flood(plain, () => send('203.0.113.7'))).toBe(true);
     expect((await send('203.0.113.8')).status).toBe(429);
   });
@@ -277,7 +296,8 @@ describe('behind a proxy (TRUST_PROXY)', () => {
     try {
       const q = await createProjectWithKeys(hops);
       // load balancer (the connection) → proxy (last entry) → client
-      const send = (client: string) => post(hops, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `${client}, 10.1.1.1` }, { projectId: q.projectId }, PROXY);
+      const send = (client: string) =>
+        post(hops, '/v1/GetAllSurfaces', { 'x-api-key': randomKey(), 'x-forwarded-for': `${client}, 10.1.1.1` }, { projectId: q.projectId }, PROXY);
       expect(await flood(hops, () => send('203.0.113.7'))).toBe(true);
       expect((await send('203.0.113.8')).status).toBe(401);
     } finally {

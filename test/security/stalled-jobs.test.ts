@@ -102,7 +102,10 @@ describe('a job that kills its worker', () => {
     expect(mainFailed.map((j) => j.id)).toContain('merged1');
     expect(new Set(mainFailed.map((j) => j.failedReason))).toEqual(new Set(['job stalled more than allowable limit']));
     expect((await isolation.getFailed()).map((j) => j.id)).toEqual(['merged1.1']);
-    const completed = [...(await new JobCompletions(redis, bullPrefix(prefix), QUEUE.events).since()), ...(await new JobCompletions(redis, bullPrefix(prefix), ISOLATION_QUEUE).since())];
+    const completed = [
+      ...(await new JobCompletions(redis, bullPrefix(prefix), QUEUE.events).since()),
+      ...(await new JobCompletions(redis, bullPrefix(prefix), ISOLATION_QUEUE).since()),
+    ];
     expect(completed).toEqual(expect.arrayContaining(['merged1.0', 'merged1.2', 'single1']));
     // completed jobs are removed at once: their payloads do not stay in Redis
     expect((await queue.getJobCounts('completed')).completed).toBe(0);
@@ -110,9 +113,24 @@ describe('a job that kills its worker', () => {
 
     const ch = createClickhouse({ dataDir });
     try {
-      const dl = await (await ch.query({ query: 'SELECT project_id, message_id, source, reason FROM dead_letters FINAL ORDER BY message_id', format: 'JSONEachRow' })).json<Record<string, string>>();
-      expect(dl).toEqual([{ project_id: 'pb', message_id: 'merged1.1', source: 'log_events', reason: 'stalled 6 times: the worker processing it died (2 of them while it was processed alone)' }]);
-      const ev = await (await ch.query({ query: "SELECT project_id, user_id, toUInt32(count()) AS n FROM events FINAL WHERE user_id != 'crash-me' GROUP BY project_id, user_id ORDER BY user_id", format: 'JSONEachRow' })).json<Record<string, string | number>>();
+      const dl = await (
+        await ch.query({ query: 'SELECT project_id, message_id, source, reason FROM dead_letters FINAL ORDER BY message_id', format: 'JSONEachRow' })
+      ).json<Record<string, string>>();
+      expect(dl).toEqual([
+        {
+          project_id: 'pb',
+          message_id: 'merged1.1',
+          source: 'log_events',
+          reason: 'stalled 6 times: the worker processing it died (2 of them while it was processed alone)',
+        },
+      ]);
+      const ev = await (
+        await ch.query({
+          query:
+            "SELECT project_id, user_id, toUInt32(count()) AS n FROM events FINAL WHERE user_id != 'crash-me' GROUP BY project_id, user_id ORDER BY user_id",
+          format: 'JSONEachRow',
+        })
+      ).json<Record<string, string | number>>();
       expect(ev).toEqual([
         { project_id: 'pa', user_id: 'alice', n: 3 },
         { project_id: 'pc', user_id: 'carol', n: 4 },

@@ -31,7 +31,15 @@ beforeAll(async () => {
       })
     ).status,
   ).toBe(200);
-  const tr = await m('InsertTreatment', { name: 'T', description: 'growth', treatmentTypeName: 'card', lastModifiedBy: 'setup', startTimestamp: new Date(Date.now() - 3_600_000).toISOString(), content: content('v0'), shouldPublish: true });
+  const tr = await m('InsertTreatment', {
+    name: 'T',
+    description: 'growth',
+    treatmentTypeName: 'card',
+    lastModifiedBy: 'setup',
+    startTimestamp: new Date(Date.now() - 3_600_000).toISOString(),
+    content: content('v0'),
+    shouldPublish: true,
+  });
   expect(tr.body).toHaveProperty('treatment');
   treatmentId = tr.body.treatment.treatmentId;
 }, 120_000);
@@ -128,7 +136,9 @@ describe('markers and profiles at steady state', () => {
     const queueAfter = await queueFootprint();
     expect(queueAfter.jobs).toBe(0);
     const leftPerRequest = (queueAfter.bytes - queueBefore.bytes) / USERS;
-    console.log(`QUEUE after completion: ${queueAfter.jobs} jobs kept, ${leftPerRequest.toFixed(1)} bytes/request left (event stream ${queueAfter.streamEntries} entries, ${queueAfter.streamBytes} bytes) for requests of ~${JSON.stringify({ userId: users[0], events: Array(EVENTS_PER_USER).fill({ eventName: 'purchase', clientEventTimestamp: new Date().toISOString(), insertId: 'x'.repeat(40) }) }).length} bytes`);
+    console.log(
+      `QUEUE after completion: ${queueAfter.jobs} jobs kept, ${leftPerRequest.toFixed(1)} bytes/request left (event stream ${queueAfter.streamEntries} entries, ${queueAfter.streamBytes} bytes) for requests of ~${JSON.stringify({ userId: users[0], events: Array(EVENTS_PER_USER).fill({ eventName: 'purchase', clientEventTimestamp: new Date().toISOString(), insertId: 'x'.repeat(40) }) }).length} bytes`,
+    );
     expect(leftPerRequest).toBeLessThan(400);
     expect(queueAfter.streamEntries).toBeLessThanOrEqual(10_000 + 1000);
     const jobMarkers = await serviceKeys('u:*:job:*');
@@ -143,7 +153,9 @@ describe('markers and profiles at steady state', () => {
     const perEvent = markerBytes / (USERS * EVENTS_PER_USER);
     const perUser = profileBytes / USERS;
     const perRequest = jobMarkers.length ? (await memoryOf(jobMarkers)) / jobMarkers.length : 0;
-    console.log(`MEMORY USAGE (SAMPLES 0): insertId markers ${perEvent.toFixed(1)} bytes/event (${USERS} day sets of ${EVENTS_PER_USER}), profile ${perUser.toFixed(1)} bytes/user (1 property), job marker ${perRequest.toFixed(1)} bytes/request for ${MARKER_GRACE_SECONDS} s after completion`);
+    console.log(
+      `MEMORY USAGE (SAMPLES 0): insertId markers ${perEvent.toFixed(1)} bytes/event (${USERS} day sets of ${EVENTS_PER_USER}), profile ${perUser.toFixed(1)} bytes/user (1 property), job marker ${perRequest.toFixed(1)} bytes/request for ${MARKER_GRACE_SECONDS} s after completion`,
+    );
     // intset of 64-bit markers: 8 bytes each plus the key's own overhead shared by the day's events
     expect(perEvent).toBeLessThan(24);
     expect(perUser).toBeLessThan(200);
@@ -181,7 +193,15 @@ describe('interactions', () => {
   const interaction = (surface: string, i: number) =>
     s.post(
       '/v1/LogTreatmentInteraction',
-      { projectId: keys.projectId, userId: `iu-${i % 10}`, treatmentTrackingId: `${treatmentId}_r${i}`, treatmentId, surface, interactionType: i % 3 === 0 ? 'CLICKED' : 'VIEWED', interactionTimeMicros: String(Date.now() * 1000) },
+      {
+        projectId: keys.projectId,
+        userId: `iu-${i % 10}`,
+        treatmentTrackingId: `${treatmentId}_r${i}`,
+        treatmentId,
+        surface,
+        interactionType: i % 3 === 0 ? 'CLICKED' : 'VIEWED',
+        interactionTimeMicros: String(Date.now() * 1000),
+      },
       { 'x-api-key': keys.delivery },
     );
 
@@ -213,10 +233,19 @@ describe('interactions', () => {
 describe('change log', () => {
   it('an entry stays small after 200 edits of one treatment, and a huge one is capped with a flag', async () => {
     for (let i = 1; i <= 200; i++) {
-      const r = await s.post('/v1/UpdateTreatment', { projectId: keys.projectId, treatmentId, lastModifiedBy: 'editor', content: content(`version ${i} ${'y'.repeat(200)}`) }, { 'x-api-key': keys.management });
+      const r = await s.post(
+        '/v1/UpdateTreatment',
+        { projectId: keys.projectId, treatmentId, lastModifiedBy: 'editor', content: content(`version ${i} ${'y'.repeat(200)}`) },
+        { 'x-api-key': keys.management },
+      );
       expect(r.status).toBe(200);
     }
-    const changes = (await s.admin('ListChanges', { projectId: keys.projectId, pageSize: 200 })).body.changes as { operation: string; before: unknown; after: unknown; truncated?: boolean }[];
+    const changes = (await s.admin('ListChanges', { projectId: keys.projectId, pageSize: 200 })).body.changes as {
+      operation: string;
+      before: unknown;
+      after: unknown;
+      truncated?: boolean;
+    }[];
     const updates = changes.filter((c) => c.operation === 'UpdateTreatment');
     expect(updates).toHaveLength(200);
     const size = (c: { before: unknown; after: unknown }) => JSON.stringify(c.before).length + JSON.stringify(c.after).length;
@@ -227,7 +256,11 @@ describe('change log', () => {
     expect(size(newest)).toBeLessThan(4096);
     expect((newest.after as { versions: unknown[] }).versions).toHaveLength(1);
 
-    const big = await s.post('/v1/UpdateTreatment', { projectId: keys.projectId, treatmentId, lastModifiedBy: 'editor', content: content('w'.repeat(60_000)) }, { 'x-api-key': keys.management });
+    const big = await s.post(
+      '/v1/UpdateTreatment',
+      { projectId: keys.projectId, treatmentId, lastModifiedBy: 'editor', content: content('w'.repeat(60_000)) },
+      { 'x-api-key': keys.management },
+    );
     expect(big.status).toBe(200);
     const [last] = (await s.admin('ListChanges', { projectId: keys.projectId, pageSize: 1 })).body.changes;
     expect(last.truncated).toBe(true);

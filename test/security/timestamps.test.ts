@@ -31,8 +31,14 @@ beforeAll(async () => {
   t = await createTestApp();
   k = await createProjectWithKeys(t);
   await ok('InsertSurface', { name: 'home' });
-  await ok('InsertTreatmentType', { treatmentTypeName: 'banner', lastModifiedBy: 't', surfaces: [{ surfaceName: 'home' }], contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }] });
-  timestampFieldId = (await ok('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'signup', latestTimestampAggregation: {} } }] })).dataFields[0].dataFieldId;
+  await ok('InsertTreatmentType', {
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 't',
+    surfaces: [{ surfaceName: 'home' }],
+    contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+  });
+  timestampFieldId = (await ok('GetDataFields', { dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'signup', latestTimestampAggregation: {} } }] }))
+    .dataFields[0].dataFieldId;
   const inserted = await ok('InsertTreatment', {
     name: 'x',
     description: 'd',
@@ -65,7 +71,14 @@ function expectUnparsable(r: { status: number; body: any }, field: string): void
 }
 
 describe('impossible dates are 400 on every path', () => {
-  const impossible = ['2026-02-30T00:00:00Z', '2025-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-06-15T24:00:00Z', '2026-06-15T23:59:60Z', '2026-06-15T12:00:00+24:00'];
+  const impossible = [
+    '2026-02-30T00:00:00Z',
+    '2025-02-29T12:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-06-15T24:00:00Z',
+    '2026-06-15T23:59:60Z',
+    '2026-06-15T12:00:00+24:00',
+  ];
 
   it.each(impossible)('LogEvents clientEventTimestamp %s (it was rolled over to March)', async (ts) => {
     expectUnparsable(await logEvents([event({ clientEventTimestamp: ts })]), 'events[0].clientEventTimestamp');
@@ -81,7 +94,14 @@ describe('impossible dates are 400 on every path', () => {
   });
 
   it.each(impossible)('InsertTreatment startTimestamp and endTimestamp %s', async (ts) => {
-    const body = { projectId: k.projectId, name: 'y', description: 'd', treatmentTypeName: 'banner', lastModifiedBy: 't', content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] } };
+    const body = {
+      projectId: k.projectId,
+      name: 'y',
+      description: 'd',
+      treatmentTypeName: 'banner',
+      lastModifiedBy: 't',
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    };
     expect400(await call(t, 'InsertTreatment', k.management, { ...body, startTimestamp: ts }), 'startTimestamp');
     expect400(await call(t, 'InsertTreatment', k.management, { ...body, startTimestamp: '2026-01-01T00:00:00Z', endTimestamp: ts }), 'endTimestamp');
     expect400(await call(t, 'UpdateTreatment', k.management, { projectId: k.projectId, treatmentId, lastModifiedBy: 't', endTimestamp: ts }), 'endTimestamp');
@@ -102,14 +122,27 @@ describe('impossible dates are 400 on every path', () => {
   });
 
   it.each(impossible)('GetTreatments contextual attribute timestampValue %s', async (ts) => {
-    const r = await call(t, 'GetTreatments', k.delivery, { projectId: k.projectId, userId: 'u', surfaces: [{ surface: 'home' }], contextualAttributes: [{ key: 'signup', timestampValue: ts }] });
+    const r = await call(t, 'GetTreatments', k.delivery, {
+      projectId: k.projectId,
+      userId: 'u',
+      surfaces: [{ surface: 'home' }],
+      contextualAttributes: [{ key: 'signup', timestampValue: ts }],
+    });
     expect400(r, 'contextualAttributes[0].timestampValue');
   });
 
   it.each(impossible)('GetDataFields property filter timestampValue %s', async (ts) => {
     const r = await call(t, 'GetDataFields', k.management, {
       projectId: k.projectId,
-      dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { at: { timestampValue: ts } }, dailyCountAggregation: { windowName: 'LAST_7D' } } }],
+      dataFieldParams: [
+        {
+          eventDataFieldParams: {
+            eventSchemaName: 'purchase',
+            propertyValueByPropertyName: { at: { timestampValue: ts } },
+            dailyCountAggregation: { windowName: 'LAST_7D' },
+          },
+        },
+      ],
     });
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(JSON.stringify(r.body.error.details)).toMatch(/timestampValue/);
@@ -145,7 +178,9 @@ describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h]', 
 
   it('one request spread over 1,000 months is refused whole, at once, with every field named', async () => {
     const url = await listen(t.app);
-    const events = Array.from({ length: 1000 }, (_, i) => event({ clientEventTimestamp: iso(Date.UTC(1900 + Math.floor(i / 12), i % 12, 15)), insertId: `m${i}` }));
+    const events = Array.from({ length: 1000 }, (_, i) =>
+      event({ clientEventTimestamp: iso(Date.UTC(1900 + Math.floor(i / 12), i % 12, 15)), insertId: `m${i}` }),
+    );
     const body = JSON.stringify({ projectId: k.projectId, userId: 'u', events });
     const r = await attack(url, '/v1/LogEvents', body, { 'x-api-key': k.logEvents });
     expectRejectedWithoutStall(r, 400, 'events[999].clientEventTimestamp');
@@ -153,15 +188,16 @@ describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h]', 
   });
 
   it('LogTreatmentInteraction interactionTimeMicros: inside accepted, outside 400', async () => {
-    const interaction = (ms: number | string) => call(t, 'LogTreatmentInteraction', k.delivery, {
-      projectId: k.projectId,
-      userId: 'u',
-      treatmentId,
-      treatmentTrackingId: `${treatmentId}_r1`,
-      surface: 'home',
-      interactionType: 'VIEWED',
-      interactionTimeMicros: typeof ms === 'string' ? ms : String(BigInt(ms) * 1000n),
-    });
+    const interaction = (ms: number | string) =>
+      call(t, 'LogTreatmentInteraction', k.delivery, {
+        projectId: k.projectId,
+        userId: 'u',
+        treatmentId,
+        treatmentTrackingId: `${treatmentId}_r1`,
+        surface: 'home',
+        interactionType: 'VIEWED',
+        interactionTimeMicros: typeof ms === 'string' ? ms : String(BigInt(ms) * 1000n),
+      });
     const now = Date.now();
     expect((await interaction(now)).status).toBe(200);
     expect((await interaction(now - 399 * DAY)).status).toBe(200);
@@ -174,7 +210,8 @@ describe('partition-key times lie within [now − RETENTION_DAYS, now + 24 h]', 
     const short = await createTestApp({ RETENTION_DAYS: '30' });
     try {
       const keys = await createProjectWithKeys(short);
-      const send = (ms: number) => call(short, 'LogEvents', keys.logEvents, { projectId: keys.projectId, userId: 'u', events: [event({ clientEventTimestamp: iso(ms) })] });
+      const send = (ms: number) =>
+        call(short, 'LogEvents', keys.logEvents, { projectId: keys.projectId, userId: 'u', events: [event({ clientEventTimestamp: iso(ms) })] });
       expect((await send(Date.now() - 29 * DAY)).status).toBe(200);
       const r = await send(Date.now() - 31 * DAY);
       expect400(r, 'events[0].clientEventTimestamp');

@@ -34,13 +34,21 @@ const keyFor = (permissions: readonly Permission[]): string =>
 
 /** POSTs the JSON text as given (JSON.stringify writes a lone surrogate as its escape). */
 async function send(path: string, text: string | Uint8Array, headers: Record<string, string>): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${s.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof text === 'string' ? text : new Uint8Array(text) });
+  const res = await fetch(`${s.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof text === 'string' ? text : new Uint8Array(text),
+  });
   return { status: res.status, body: await res.json() };
 }
 
 const operations = [
   ...v1Operations.map((op) => ({ name: op.operation, path: `/v1/${op.operation}`, headers: () => ({ 'x-api-key': keyFor(op.permissions) }) })),
-  ...adminOperations.map((op) => ({ name: `admin ${op.operation}`, path: `/admin/v1/${op.operation}`, headers: () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }) })),
+  ...adminOperations.map((op) => ({
+    name: `admin ${op.operation}`,
+    path: `/admin/v1/${op.operation}`,
+    headers: () => ({ authorization: `Bearer ${ADMIN_TOKEN}` }),
+  })),
 ];
 
 async function queuedJobs(): Promise<number> {
@@ -57,7 +65,11 @@ describe('unpaired surrogates', () => {
     ] as const) {
       const r = await send(op.path, JSON.stringify(body), op.headers());
       expect(r.status, `${op.name} ${JSON.stringify(r.body)}`).toBe(400);
-      expect(r.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ field, description: expect.stringMatching(/unpaired UTF-16 surrogate/) }] });
+      expect(r.body.error).toMatchObject({
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        details: [{ field, description: expect.stringMatching(/unpaired UTF-16 surrogate/) }],
+      });
     }
   });
 
@@ -67,7 +79,10 @@ describe('unpaired surrogates', () => {
     for (const [body, field] of [
       [{ userId: 'sur\ud800', events: [event] }, 'userId'],
       [{ userId: 'u', events: [event, { ...event, eventName: 'e\udfff' }] }, 'events[1].eventName'],
-      [{ userId: 'u', events: [{ ...event, eventProperties: { p: { stringValue: `${'x'.repeat(500_000)}\ud83d` } } }] }, 'events[0].eventProperties.p.stringValue'],
+      [
+        { userId: 'u', events: [{ ...event, eventProperties: { p: { stringValue: `${'x'.repeat(500_000)}\ud83d` } } }] },
+        'events[0].eventProperties.p.stringValue',
+      ],
       [{ userId: 'u', events: [{ ...event, preLoginTempUserId: '\udc00\ud800' }] }, 'events[0].preLoginTempUserId'],
     ] as const) {
       const r = await send('/v1/LogEvents', JSON.stringify({ projectId: keys.projectId, ...body }), { 'x-api-key': keys.logEvents });
@@ -75,16 +90,34 @@ describe('unpaired surrogates', () => {
       expect(r.body.error.details[0].field).toBe(field);
     }
     expect(await queuedJobs()).toBe(before);
-    const fine = await send('/v1/LogEvents', JSON.stringify({ projectId: keys.projectId, userId: 'ユーザー😀', events: [{ ...event, eventProperties: { p: { stringValue: '𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \\ud800 as text' } } }] }), { 'x-api-key': keys.logEvents });
+    const fine = await send(
+      '/v1/LogEvents',
+      JSON.stringify({
+        projectId: keys.projectId,
+        userId: 'ユーザー😀',
+        events: [{ ...event, eventProperties: { p: { stringValue: '𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \\ud800 as text' } } }],
+      }),
+      { 'x-api-key': keys.logEvents },
+    );
     expect(fine.status).toBe(200);
   });
 
   it('bytes that are not UTF-8 (a surrogate encoded on its own) arrive as U+FFFD: stored, never a dead letter', async () => {
     const userId = 'raw-bytes';
-    const text = Buffer.from(JSON.stringify({ projectId: keys.projectId, userId, events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString(), insertId: 'raw-1', eventProperties: { p: { stringValue: 'ABC' } } }] }));
+    const text = Buffer.from(
+      JSON.stringify({
+        projectId: keys.projectId,
+        userId,
+        events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString(), insertId: 'raw-1', eventProperties: { p: { stringValue: 'ABC' } } }],
+      }),
+    );
     text.set([0xed, 0xa0, 0x80], text.indexOf('ABC'));
     expect((await send('/v1/LogEvents', text, { 'x-api-key': keys.logEvents })).status).toBe(200);
-    const stored = async () => s.clickhouse.query<{ p: string }>('SELECT event_properties AS p FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', { p: keys.projectId, u: userId });
+    const stored = async () =>
+      s.clickhouse.query<{ p: string }>('SELECT event_properties AS p FROM events FINAL WHERE project_id = {p:String} AND user_id = {u:String}', {
+        p: keys.projectId,
+        u: userId,
+      });
     await waitUntil(async () => (await stored()).length === 1, 30_000, 100);
     expect((await stored())[0].p).toContain('\ufffd');
     expect((await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters).toEqual([]);
@@ -105,7 +138,8 @@ describe('dead letters are bounded', () => {
     const ids: string[] = [];
     const { eventsQueue } = s.ctx.ingestion.ingest;
     for (let i = 0; i < 5; i++) ids.push((await eventsQueue.add('events', job(i), { ...INGEST_JOB_OPTIONS, jobId: `poison-${i}-${Date.now()}` })).id!);
-    const letters = async () => ((await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters as any[]).filter((l) => ids.includes(l.messageId));
+    const letters = async () =>
+      ((await s.admin('ListDeadLetters', { projectId: keys.projectId })).body.deadLetters as any[]).filter((l) => ids.includes(l.messageId));
     await waitUntil(async () => (await letters()).length === 5, 60_000, 200);
     for (const l of await letters()) {
       expect(l.source).toBe('log_events');

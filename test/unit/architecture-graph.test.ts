@@ -43,9 +43,21 @@ function consoleGraph(): Map<string, Set<string>> {
 
 describe('architecture: chains of imports', () => {
   it('the circle finder finds a circle (the checks below are not vacuous)', () => {
-    const circle = new Map([['a', new Set(['b'])], ['b', new Set(['c'])], ['c', new Set(['a'])], ['d', new Set(['a'])]]);
+    const circle = new Map([
+      ['a', new Set(['b'])],
+      ['b', new Set(['c'])],
+      ['c', new Set(['a'])],
+      ['d', new Set(['a'])],
+    ]);
     expect(findCycle(circle)).toEqual(['a', 'b', 'c', 'a']);
-    expect(findCycle(new Map([['a', new Set(['b'])], ['b', new Set<string>()]]))).toBeUndefined();
+    expect(
+      findCycle(
+        new Map([
+          ['a', new Set(['b'])],
+          ['b', new Set<string>()],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 
   it('no circle between the rooms of shared/ (run-time and type imports)', () => {
@@ -62,7 +74,9 @@ describe('architecture: chains of imports', () => {
   });
 
   it("a pure file and a room's index.ts load no adapter through any chain of run-time imports", () => {
-    const pure = FILES.filter((f) => roomOf(f) && !/\.(store|queue|cache|service|codec|presenter|schemas|warehouse)\.ts$/.test(f) && !/\/create-[^/]+\.ts$/.test(f));
+    const pure = FILES.filter(
+      (f) => roomOf(f) && !/\.(store|queue|cache|service|codec|presenter|schemas|warehouse)\.ts$/.test(f) && !/\/create-[^/]+\.ts$/.test(f),
+    );
     expect(pure.filter((f) => f.endsWith('/index.ts')).length).toBe(ROOMS.length);
     expect(pure.length).toBeGreaterThan(40);
     // the same search does find a chain where there is one: a factory builds adapters

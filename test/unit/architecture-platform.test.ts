@@ -61,7 +61,7 @@ function usersOf(): Map<string, Set<string>> {
 }
 
 describe('architecture: the platform knows no feature', () => {
-  it('finds the sources, the rooms, the platform\'s imports and the Lua scripts (the checks below are not vacuous)', () => {
+  it("finds the sources, the rooms, the platform's imports and the Lua scripts (the checks below are not vacuous)", () => {
     expect(SOURCES.length).toBeGreaterThan(100);
     expect(FEATURE_ROOMS).toEqual(expect.arrayContaining(['delivery', 'impact', 'ingestion', 'profiles', 'aggregation']));
     const platform = SOURCES.filter((f) => f.startsWith(PLATFORM));

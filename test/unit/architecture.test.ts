@@ -56,7 +56,11 @@ describe('architecture', () => {
   it('shared/ never imports api/ or workers/', () => {
     const shared = FILES.filter((f) => f.startsWith('shared/'));
     expect(shared.flatMap((f) => GRAPH.get(f)!).filter((i) => i.target).length).toBeGreaterThan(200);
-    const bad = shared.flatMap((f) => GRAPH.get(f)!.filter((i) => i.target && /^(api|workers)\//.test(i.target)).map((i) => `${f} -> ${i.target}`));
+    const bad = shared.flatMap((f) =>
+      GRAPH.get(f)!
+        .filter((i) => i.target && /^(api|workers)\//.test(i.target))
+        .map((i) => `${f} -> ${i.target}`),
+    );
     expect(bad).toEqual([]);
   });
 
@@ -110,7 +114,11 @@ describe('architecture', () => {
   it('the client (client/src) runs on its own: it imports only its own files, and no package', () => {
     const client = sources('client/src');
     expect(client).toContain('client/src/index.ts');
-    const bad = client.flatMap((f) => importsOf(f).filter((i) => !i.target?.startsWith('client/src/')).map((i) => `${f} -> ${i.target ?? i.spec}`));
+    const bad = client.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => !i.target?.startsWith('client/src/'))
+        .map((i) => `${f} -> ${i.target ?? i.spec}`),
+    );
     expect(bad).toEqual([]);
   });
 

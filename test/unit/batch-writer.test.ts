@@ -7,8 +7,14 @@ describe('ClickhouseBatchWriter', () => {
   it('flushes a table after its own delay, the others after the default one; a full buffer at once', async () => {
     const inserts: { table: string; rows: number; at: number }[] = [];
     const started = performance.now();
-    const warehouse = { insertLines: async (table: string, lines: readonly string[]) => void inserts.push({ table, rows: lines.length, at: performance.now() - started }) };
-    const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), { maxRows: 5, maxDelayMs: 20, maxDelayMsByTable: { decisions: 200 } });
+    const warehouse = {
+      insertLines: async (table: string, lines: readonly string[]) => void inserts.push({ table, rows: lines.length, at: performance.now() - started }),
+    };
+    const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
+      maxRows: 5,
+      maxDelayMs: 20,
+      maxDelayMsByTable: { decisions: 200 },
+    });
     const events = writer.write('events', ['a', 'b']);
     const decisions = writer.write('decisions', ['x']);
     await events;
@@ -16,11 +22,18 @@ describe('ClickhouseBatchWriter', () => {
     expect(inserts[0].at).toBeLessThan(150);
     await writer.write('decisions', ['y', 'z', 'w', 'v']); // five rows: flushed at once with the first
     await decisions;
-    expect(inserts.map((i) => [i.table, i.rows])).toEqual([['events', 2], ['decisions', 5]]);
+    expect(inserts.map((i) => [i.table, i.rows])).toEqual([
+      ['events', 2],
+      ['decisions', 5],
+    ]);
     const late = writer.write('decisions', ['u']);
     await new Promise((r) => setTimeout(r, 60));
     expect(inserts).toHaveLength(2); // still waiting for its 200 ms
     await late;
-    expect(inserts.map((i) => [i.table, i.rows])).toEqual([['events', 2], ['decisions', 5], ['decisions', 1]]);
+    expect(inserts.map((i) => [i.table, i.rows])).toEqual([
+      ['events', 2],
+      ['decisions', 5],
+      ['decisions', 1],
+    ]);
   });
 });

@@ -12,12 +12,24 @@ describe('snake_case input', () => {
   it('rewrites nested objects and arrays but keeps the customer’s property names', () => {
     const body = {
       project_id: 'p',
-      events: [{ event_name: 'e', event_properties: { Some_Prop: { long_value: '5' }, plain: { stringValue: 'x' } }, user_properties: { first_name: { string_value: 'Ann' } } }],
+      events: [
+        {
+          event_name: 'e',
+          event_properties: { Some_Prop: { long_value: '5' }, plain: { stringValue: 'x' } },
+          user_properties: { first_name: { string_value: 'Ann' } },
+        },
+      ],
       data_field_params: [{ event_data_field_params: { property_value_by_property_name: { order_type: { string_value: 'gift' } } } }],
     };
     expect(camelizeKeys(body)).toEqual({
       projectId: 'p',
-      events: [{ eventName: 'e', eventProperties: { Some_Prop: { longValue: '5' }, plain: { stringValue: 'x' } }, userProperties: { first_name: { stringValue: 'Ann' } } }],
+      events: [
+        {
+          eventName: 'e',
+          eventProperties: { Some_Prop: { longValue: '5' }, plain: { stringValue: 'x' } },
+          userProperties: { first_name: { stringValue: 'Ann' } },
+        },
+      ],
       dataFieldParams: [{ eventDataFieldParams: { propertyValueByPropertyName: { order_type: { stringValue: 'gift' } } } }],
     });
   });
@@ -34,8 +46,10 @@ describe('snake_case input', () => {
     expect(body).toEqual(copy);
   });
 
-  it('with the schemas\' field names, stops at the first unknown name past the limit', () => {
-    const known = schemaFieldNames([{ type: 'object', properties: { projectId: { type: 'string' }, events: { type: 'array', items: { type: 'object', properties: { eventName: {} } } } } }]);
+  it("with the schemas' field names, stops at the first unknown name past the limit", () => {
+    const known = schemaFieldNames([
+      { type: 'object', properties: { projectId: { type: 'string' }, events: { type: 'array', items: { type: 'object', properties: { eventName: {} } } } } },
+    ]);
     expect([...known].sort()).toEqual(['eventName', 'events', 'projectId']);
     const few = Object.fromEntries(Array.from({ length: MAX_UNKNOWN_FIELDS }, (_, i) => [`x_${i}`, 1]));
     expect(camelizeKeys({ project_id: 'p', ...few }, known)).toMatchObject({ projectId: 'p', x0: 1 });

@@ -82,7 +82,10 @@ describe('the client wire types', () => {
 
   it('list the operations a management key may call', async () => {
     const { MANAGEMENT_OPERATIONS } = await import('../../client/src/wire.generated.js');
-    const expected = v1Operations.filter((o) => o.permissions.includes('TREATMENT_MANAGEMENT')).map((o) => o.operation).sort();
+    const expected = v1Operations
+      .filter((o) => o.permissions.includes('TREATMENT_MANAGEMENT'))
+      .map((o) => o.operation)
+      .sort();
     expect([...MANAGEMENT_OPERATIONS].sort()).toEqual(expected);
     expect(MANAGEMENT_OPERATIONS).not.toContain('LogEvents');
   });

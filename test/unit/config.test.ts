@@ -125,7 +125,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.5, 10.1.0.0/16,::1,fd00::/8,loopback' }).trustProxy).toEqual(['10.0.0.5', '10.1.0.0/16', '::1', 'fd00::/8', 'loopback']);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.5, 10.1.0.0/16,::1,fd00::/8,loopback' }).trustProxy).toEqual([
+      '10.0.0.5',
+      '10.1.0.0/16',
+      '::1',
+      'fd00::/8',
+      'loopback',
+    ]);
   });
 
   it('never echoes a rejected ADMIN_TOKEN (a secret) in the message', () => {
@@ -192,7 +198,16 @@ describe('loadConfig', () => {
       { host: 'redis-1.internal', port: 7001 },
       { host: '::1', port: 7002 },
     ]);
-    for (const bad of ['10.0.0.1', 'host:0', 'host:70000', 'redis://h:7000', ',', 'h:7000,h', 'a b:7000', Array.from({ length: 65 }, (_, i) => `h:${i + 1}`).join(',')]) {
+    for (const bad of [
+      '10.0.0.1',
+      'host:0',
+      'host:70000',
+      'redis://h:7000',
+      ',',
+      'h:7000,h',
+      'a b:7000',
+      Array.from({ length: 65 }, (_, i) => `h:${i + 1}`).join(','),
+    ]) {
       const err = configErrorOf({ REDIS_CLUSTER_NODES: bad });
       expect(err.variable).toBe('REDIS_CLUSTER_NODES');
       expect(err.message).toContain('host:port');
@@ -208,7 +223,18 @@ describe('loadConfig', () => {
       'http://localhost:3000',
       'https://xn--bcher-kva.example',
     ]);
-    for (const bad of ['shop.example', 'https://shop.example/', 'https://shop.example/app', 'https://shop.example?x=1', 'ftp://shop.example', 'https://user@shop.example', '*,https://a.example', 'https://a.example,,https://b.example', 'https://exa mple.com', 'null']) {
+    for (const bad of [
+      'shop.example',
+      'https://shop.example/',
+      'https://shop.example/app',
+      'https://shop.example?x=1',
+      'ftp://shop.example',
+      'https://user@shop.example',
+      '*,https://a.example',
+      'https://a.example,,https://b.example',
+      'https://exa mple.com',
+      'null',
+    ]) {
       const err = configErrorOf({ CORS_ORIGINS: bad });
       expect(err.variable, bad).toBe('CORS_ORIGINS');
       expect(err.message).toContain('CORS_ORIGINS');

@@ -8,7 +8,41 @@ import type { DataFieldType } from '../../shared/aggregation/index.js';
 // The console checks a rule's value as it is typed: it must agree with the service,
 // which has the last word, on which conditions fit a type and which values are accepted.
 const TYPES = Object.keys(CONDITIONS_BY_TYPE) as DataFieldType[];
-const VALUES = ['', ' ', '3', '-7', '+2', '3.5', '1e3', 'abc', 'true', 'FALSE', '86400', '86400s', '1,2,3', '[1,2]', '["a","b"]', 'a, b', '[]', ',', 'gold', '[1,"x"]', '2.5,3', '.5', '5.', '-1', '1s', 'Infinity', '2026-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01', '[true,false]', '"a,b"', '[a, b]', '[{"a":1}]'];
+const VALUES = [
+  '',
+  ' ',
+  '3',
+  '-7',
+  '+2',
+  '3.5',
+  '1e3',
+  'abc',
+  'true',
+  'FALSE',
+  '86400',
+  '86400s',
+  '1,2,3',
+  '[1,2]',
+  '["a","b"]',
+  'a, b',
+  '[]',
+  ',',
+  'gold',
+  '[1,"x"]',
+  '2.5,3',
+  '.5',
+  '5.',
+  '-1',
+  '1s',
+  'Infinity',
+  '2026-01-01T00:00:00Z',
+  '2026-02-30T00:00:00Z',
+  '2026-01-01',
+  '[true,false]',
+  '"a,b"',
+  '[a, b]',
+  '[{"a":1}]',
+];
 
 describe('the console rule builder', () => {
   it('offers exactly the conditions the service allows for each data field type', () => {

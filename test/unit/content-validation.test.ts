@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  validateContent,
-  validateRemovedSurfaces,
-  validateRules,
-  type ConditionFitCheck,
-} from '../../shared/treatments/content-validation.js';
+import { validateContent, validateRemovedSurfaces, validateRules, type ConditionFitCheck } from '../../shared/treatments/content-validation.js';
 import type { Content, ContentField, EligibilityRule } from '../../shared/treatments/index.js';
 import type { DataFieldType } from '../../shared/aggregation/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
@@ -78,9 +73,7 @@ describe('validateContent', () => {
 
   it('rejects a per-language field among the language-agnostic fields', () => {
     const { problems } = validateContent(content([], [f('link'), f('title')]), type);
-    expect(problems).toEqual([
-      { field: 'content.languageAgnosticContentFields[1].fieldName', description: expect.stringContaining('contentByLanguage') },
-    ]);
+    expect(problems).toEqual([{ field: 'content.languageAgnosticContentFields[1].fieldName', description: expect.stringContaining('contentByLanguage') }]);
   });
 
   it('rejects a field given twice in one list but allows it once per language', () => {

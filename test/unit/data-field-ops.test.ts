@@ -41,7 +41,9 @@ describe('eventOps', () => {
 
   it('with a property filter, counts only events whose properties equal every given value', () => {
     const f = field('5', ev({ propertyValueByPropertyName: { plan: { stringValue: 'pro' }, seats: { longValue: '3' } } }));
-    expect(eventOps([f], event({ eventProperties: { plan: { stringValue: 'pro' }, seats: { longValue: '3' }, other: { booleanValue: true } } }))).toHaveLength(1);
+    expect(eventOps([f], event({ eventProperties: { plan: { stringValue: 'pro' }, seats: { longValue: '3' }, other: { booleanValue: true } } }))).toHaveLength(
+      1,
+    );
     expect(eventOps([f], event({ eventProperties: { plan: { stringValue: 'pro' } } }))).toEqual([]);
     expect(eventOps([f], event({ eventProperties: { plan: { stringValue: 'Pro' }, seats: { longValue: '3' } } }))).toEqual([]);
     expect(eventOps([f], event({ eventProperties: { plan: { stringValue: 'pro' }, seats: { doubleValue: 3 } } }))).toEqual([]);
@@ -75,7 +77,8 @@ describe('interactionOps', () => {
     receivedAt: TS,
     ...j,
   });
-  const tr = (extra: object, agg: object = LAST_7D) => ({ treatmentDataFieldParams: { treatmentInteractionType: 'CLICKED', ...agg, ...extra } }) as DataFieldParams;
+  const tr = (extra: object, agg: object = LAST_7D) =>
+    ({ treatmentDataFieldParams: { treatmentInteractionType: 'CLICKED', ...agg, ...extra } }) as DataFieldParams;
 
   it('counts interactions of the field’s type on the UTC day of the interaction', () => {
     expect(interactionOps([field('1', tr({}))], job())).toEqual([['inc', 'dc:1:20260311', 1]]);
@@ -83,7 +86,13 @@ describe('interactionOps', () => {
   });
 
   it('honours the treatmentId and surface scopes (surfaceId is the surface name)', () => {
-    const fields = [field('1', tr({ treatmentId: '11' })), field('2', tr({ treatmentId: '12' })), field('3', tr({ surfaceName: 'home' })), field('4', tr({ surfaceId: 'home' })), field('5', tr({ surfaceName: 'inbox' }))];
+    const fields = [
+      field('1', tr({ treatmentId: '11' })),
+      field('2', tr({ treatmentId: '12' })),
+      field('3', tr({ surfaceName: 'home' })),
+      field('4', tr({ surfaceId: 'home' })),
+      field('5', tr({ surfaceName: 'inbox' })),
+    ];
     expect(interactionOps(fields, job()).map((op) => op[1])).toEqual(['dc:1:20260311', 'dc:3:20260311', 'dc:4:20260311']);
   });
 

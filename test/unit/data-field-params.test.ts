@@ -76,7 +76,13 @@ describe('normalizeDataFieldParams: idempotency key', () => {
       { eventDataFieldParams: { ...event.eventDataFieldParams!, propertyValueByPropertyName: { sku: { stringValue: 'a1' }, qty: { doubleValue: 5 } } } },
       { eventDataFieldParams: { ...event.eventDataFieldParams!, dailyCountAggregation: { windowName: 'LAST_8D' } } },
       { eventDataFieldParams: { ...event.eventDataFieldParams!, eventSchemaName: 'refund' } },
-      { eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: event.eventDataFieldParams!.propertyValueByPropertyName, latestTimestampAggregation: {} } },
+      {
+        eventDataFieldParams: {
+          eventSchemaName: 'purchase',
+          propertyValueByPropertyName: event.eventDataFieldParams!.propertyValueByPropertyName,
+          latestTimestampAggregation: {},
+        },
+      },
       { eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } },
     ];
     const keys = new Set([key(event), ...variants.map(key)]);
@@ -93,10 +99,12 @@ describe('normalizeDataFieldParams: idempotency key', () => {
   });
 
   it('treats treatmentId 12 and "12" alike, and timestamps of one instant alike', () => {
-    const t = (treatmentId: number | string) => key({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId, daysSinceLastTimestampAggregation: {} } });
+    const t = (treatmentId: number | string) =>
+      key({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId, daysSinceLastTimestampAggregation: {} } });
     expect(t(12)).toBe(t('12'));
     expect(t(12)).not.toBe(t(13));
-    const ts = (timestampValue: string) => key({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { at: { timestampValue } }, firstTimestampAggregation: {} } });
+    const ts = (timestampValue: string) =>
+      key({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { at: { timestampValue } }, firstTimestampAggregation: {} } });
     expect(ts('2024-05-01T12:00:00+02:00')).toBe(ts('2024-05-01T10:00:00.000Z'));
     expect(ts('2024-05-01T12:00:00+02:00')).not.toBe(ts('2024-05-01T12:00:00Z'));
   });
@@ -105,7 +113,11 @@ describe('normalizeDataFieldParams: idempotency key', () => {
     const n = normalizeDataFieldParams(event, 'dataFieldParams[0]');
     expect(n.kind).toBe('event');
     expect(n.canonical).toEqual({
-      eventDataFieldParams: { eventSchemaName: 'purchase', propertyValueByPropertyName: { sku: { stringValue: 'a1' }, qty: { longValue: '5' } }, dailyCountAggregation: { windowName: 'LAST_7D' } },
+      eventDataFieldParams: {
+        eventSchemaName: 'purchase',
+        propertyValueByPropertyName: { sku: { stringValue: 'a1' }, qty: { longValue: '5' } },
+        dailyCountAggregation: { windowName: 'LAST_7D' },
+      },
     });
     expect(n.echo).toEqual(n.canonical);
     expect(event.eventDataFieldParams!.propertyValueByPropertyName!.qty).toEqual({ longValue: 5 });
@@ -124,24 +136,36 @@ describe('normalizeDataFieldParams: errors name the field', () => {
 
   it('requires exactly one member', () => {
     expect(field({})).toBe('dataFieldParams[3]');
-    expect(field({ userAttributeDataFieldParams: { propertyName: 'a' }, eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {} } })).toBe('dataFieldParams[3]');
+    expect(field({ userAttributeDataFieldParams: { propertyName: 'a' }, eventDataFieldParams: { eventSchemaName: 'e', firstTimestampAggregation: {} } })).toBe(
+      'dataFieldParams[3]',
+    );
   });
 
   it('requires exactly one aggregation', () => {
     expect(field({ eventDataFieldParams: { eventSchemaName: 'e' } })).toBe('dataFieldParams[3].eventDataFieldParams');
-    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', firstTimestampAggregation: {}, latestTimestampAggregation: {} } })).toBe('dataFieldParams[3].treatmentDataFieldParams');
+    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', firstTimestampAggregation: {}, latestTimestampAggregation: {} } })).toBe(
+      'dataFieldParams[3].treatmentDataFieldParams',
+    );
   });
 
   it('checks the window, the scope, property values and names', () => {
-    expect(field({ eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName: 'LAST_400D' } } })).toBe('dataFieldParams[3].eventDataFieldParams.dailyCountAggregation.windowName');
-    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId: '1', surfaceName: 's', firstTimestampAggregation: {} } })).toBe('dataFieldParams[3].treatmentDataFieldParams');
-    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'LIKED', firstTimestampAggregation: {} } })).toBe('dataFieldParams[3].treatmentDataFieldParams.treatmentInteractionType');
-    expect(field({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { p: { stringValue: 'a', longValue: 1 } }, firstTimestampAggregation: {} } })).toBe(
-      'dataFieldParams[3].eventDataFieldParams.propertyValueByPropertyName.p',
+    expect(field({ eventDataFieldParams: { eventSchemaName: 'e', dailyCountAggregation: { windowName: 'LAST_400D' } } })).toBe(
+      'dataFieldParams[3].eventDataFieldParams.dailyCountAggregation.windowName',
     );
-    expect(field({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { p: { longValue: 2 ** 60 } }, firstTimestampAggregation: {} } })).toBe(
-      'dataFieldParams[3].eventDataFieldParams.propertyValueByPropertyName.p.longValue',
+    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'VIEWED', treatmentId: '1', surfaceName: 's', firstTimestampAggregation: {} } })).toBe(
+      'dataFieldParams[3].treatmentDataFieldParams',
     );
+    expect(field({ treatmentDataFieldParams: { treatmentInteractionType: 'LIKED', firstTimestampAggregation: {} } })).toBe(
+      'dataFieldParams[3].treatmentDataFieldParams.treatmentInteractionType',
+    );
+    expect(
+      field({
+        eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { p: { stringValue: 'a', longValue: 1 } }, firstTimestampAggregation: {} },
+      }),
+    ).toBe('dataFieldParams[3].eventDataFieldParams.propertyValueByPropertyName.p');
+    expect(
+      field({ eventDataFieldParams: { eventSchemaName: 'e', propertyValueByPropertyName: { p: { longValue: 2 ** 60 } }, firstTimestampAggregation: {} } }),
+    ).toBe('dataFieldParams[3].eventDataFieldParams.propertyValueByPropertyName.p.longValue');
     expect(field({ userAttributeDataFieldParams: { propertyName: 'UserTier' } })).toBe('dataFieldParams[3].userAttributeDataFieldParams.propertyName');
   });
 });

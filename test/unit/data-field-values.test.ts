@@ -79,7 +79,13 @@ describe('computeDataFieldValue: timestamps and days since', () => {
 });
 
 describe('computeDataFieldValue: user properties', () => {
-  const named = (name: string, type: DataFieldType): DataFieldRecord => ({ dataFieldId: '9', projectId: 'p', name, dataFieldType: type, createTime: '2026-01-01T00:00:00Z' });
+  const named = (name: string, type: DataFieldType): DataFieldRecord => ({
+    dataFieldId: '9',
+    projectId: 'p',
+    name,
+    dataFieldType: type,
+    createTime: '2026-01-01T00:00:00Z',
+  });
 
   it('converts the stored property to the field’s registered type', () => {
     const p = profile({}, { age: { longValue: '42' }, vip: { booleanValue: true }, plan: { stringValue: 'pro' } });

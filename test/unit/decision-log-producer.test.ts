@@ -25,7 +25,13 @@ const rec = (i: number, decisions = 1): DecisionRecord => ({
   userId: `u${i}`,
   responseId: `r${i}`,
   decideTimeMs: 1_700_000_000_000,
-  decisions: Array.from({ length: decisions }, (_, d) => ({ treatmentId: String(d + 1), versionNumber: 1, surface: 's', rank: d + 1, outcome: 'RETURNED' as const })),
+  decisions: Array.from({ length: decisions }, (_, d) => ({
+    treatmentId: String(d + 1),
+    versionNumber: 1,
+    surface: 's',
+    rank: d + 1,
+    outcome: 'RETURNED' as const,
+  })),
 });
 const turn = () => new Promise((r) => setImmediate(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,7 +62,16 @@ describe('DecisionLogProducer', () => {
     expect(calls.flat().map((j) => j.data.packed.length)).toEqual([2, 2, 1]);
     expect(new Set(calls.flat().map((j) => j.opts.jobId)).size).toBe(3);
     // packed positionally: [projectId, userId, responseId, decideTimeMs, [[treatmentId, version, surface, rank, outcome]]]
-    expect(calls[0][0].data.packed[0]).toEqual(['p', 'u0', 'r0', 1_700_000_000_000, [['1', 1, 's', 1, 'RETURNED'], ['2', 1, 's', 2, 'RETURNED']]]);
+    expect(calls[0][0].data.packed[0]).toEqual([
+      'p',
+      'u0',
+      'r0',
+      1_700_000_000_000,
+      [
+        ['1', 1, 's', 1, 'RETURNED'],
+        ['2', 1, 's', 2, 'RETURNED'],
+      ],
+    ]);
     p.record(rec(7));
     await p.close();
     expect(calls.flat().map((j) => j.data.packed.length)).toEqual([2, 2, 1, 1]); // close sends what is pending
@@ -65,7 +80,12 @@ describe('DecisionLogProducer', () => {
   it('drops (and counts) new records while the decisions queue holds its limit (ClickHouse down)', async () => {
     const { queue, calls } = fakeQueue(0, 10_000);
     let dropped = 0;
-    const p = new DecisionLogProducer(queue, log, { maxBacklog: 5_000, backlogPollMs: 5, lingerMs: 1, onMetric: (name, n) => (name === 'decisionsDropped' ? (dropped += n) : 0) });
+    const p = new DecisionLogProducer(queue, log, {
+      maxBacklog: 5_000,
+      backlogPollMs: 5,
+      lingerMs: 1,
+      onMetric: (name, n) => (name === 'decisionsDropped' ? (dropped += n) : 0),
+    });
     p.record(rec(1)); // before the first poll: accepted
     await sleep(30);
     for (let i = 0; i < 20; i++) p.record(rec(i));
@@ -88,7 +108,12 @@ describe('DecisionLogProducer', () => {
   it('drops (and counts) records beyond maxPending instead of growing without bound', async () => {
     const { queue } = fakeQueue(1_000_000);
     let dropped = 0;
-    const p = new DecisionLogProducer(queue, log, { maxPending: 10, retryDelayMs: 60_000, backlogPollMs: 0, onMetric: (name, n) => (name === 'decisionsDropped' ? (dropped += n) : 0) });
+    const p = new DecisionLogProducer(queue, log, {
+      maxPending: 10,
+      retryDelayMs: 60_000,
+      backlogPollMs: 0,
+      onMetric: (name, n) => (name === 'decisionsDropped' ? (dropped += n) : 0),
+    });
     for (let i = 0; i < 25; i++) p.record(rec(i));
     expect(dropped).toBe(15);
     await p.close();

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileCatalogPlan, type CatalogPlan } from '../../shared/delivery/catalog-plan.js';
 import { holdoutBucket, selectTreatments, type DeliveryRequest } from '../../shared/delivery/index.js';
-import { applyUpdate, deleteTreatment, treatmentStatus, type Content, type TreatmentRecord, type TreatmentVersionRecord } from '../../shared/treatments/index.js';
+import {
+  applyUpdate,
+  deleteTreatment,
+  treatmentStatus,
+  type Content,
+  type TreatmentRecord,
+  type TreatmentVersionRecord,
+} from '../../shared/treatments/index.js';
 import type { TreatmentType } from '../../shared/catalog/index.js';
 import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 import { fixed, HOUR, iso, NOW, PROJECT, SURFACES, version } from '../helpers/delivery-plan.js';
@@ -49,7 +56,6 @@ function plan(treatments: TreatmentRecord[], extra: { globalHoldoutPercentage?: 
   return compileCatalogPlan({ projectId: PROJECT, treatments, types: [BANNER], surfaces: SURFACES, dataFields: [], ...extra });
 }
 
-
 const NO_PROFILE: StoredProfile = { userProperties: {}, fields: {} };
 
 function run(p: CatalogPlan, r: Partial<DeliveryRequest> = {}, opts: { profile?: StoredProfile; now?: number; scores?: Record<string, number> } = {}) {
@@ -71,7 +77,15 @@ function bucketOf(key: string): number {
 
 describe('decisions', () => {
   it('lists one RETURNED decision per returned treatment with its rank and served version', () => {
-    const p = plan([treatment('1'), treatment('2', { versionsIn: [{ publishTime: iso(NOW - 3 * HOUR), endTimestamp: iso(NOW - HOUR) }, { publishTime: iso(NOW - HOUR), startTimestamp: iso(NOW - HOUR) }] })]);
+    const p = plan([
+      treatment('1'),
+      treatment('2', {
+        versionsIn: [
+          { publishTime: iso(NOW - 3 * HOUR), endTimestamp: iso(NOW - HOUR) },
+          { publishTime: iso(NOW - HOUR), startTimestamp: iso(NOW - HOUR) },
+        ],
+      }),
+    ]);
     const r = run(p, { surfaces: [{ surface: 'home', maximumTreatmentCount: 2 }] }, { scores: { '2': 1 } });
     expect(r.decisions).toEqual([
       { treatmentId: '2', versionNumber: 2, surface: 'home', rank: 1, outcome: 'RETURNED' },
@@ -86,7 +100,13 @@ describe('decisions', () => {
 
 describe('holdouts', () => {
   it('buckets by the first 4 bytes of SHA-256, mod 10,000 (fixed vectors)', () => {
-    for (const [key, bucket] of [['p1:1:u1', 5270], ['p1:global:u1', 3502], ['p1:1:alice', 1864], ['p1:global:bob', 6074], ['p1:1:ü', 5962]] as const) {
+    for (const [key, bucket] of [
+      ['p1:1:u1', 5270],
+      ['p1:global:u1', 3502],
+      ['p1:1:alice', 1864],
+      ['p1:global:bob', 6074],
+      ['p1:1:ü', 5962],
+    ] as const) {
       expect(holdoutBucket(key)).toBe(bucket);
       expect(bucketOf(key)).toBe(bucket);
     }
@@ -154,7 +174,9 @@ describe('holdouts', () => {
 
 describe('QA users', () => {
   const draft = { publishTime: undefined };
-  const rules = { eligibilityRules: [{ dataFieldId: '99', condition: 'EQUALS' as const, rhsValue: 'x', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' as const }] };
+  const rules = {
+    eligibilityRules: [{ dataFieldId: '99', condition: 'EQUALS' as const, rhsValue: 'x', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' as const }],
+  };
 
   it('gives a QA user the newest version, a DRAFT, at rank 1, logged QA; nobody else gets it', () => {
     const p = plan([treatment('5', { qaUserIds: ['qa1'], versionsIn: [{}, { ...draft, content: content('new') }] }), treatment('1')]);
@@ -193,10 +215,18 @@ describe('QA users', () => {
     expect(deleted.versions.map((v) => v.publishTime === undefined)).toEqual([false, true]);
     expect(treatmentStatus(deleted, NOW)).toBe('ARCHIVED');
     // ran out by time, then edited
-    const ended = applyUpdate(treatment('2', { qaUserIds: ['qa'], versionsIn: [{ endTimestamp: iso(NOW - HOUR) }] }), { lastModifiedBy: 't', content: content('after end') }, NOW - HOUR / 2).treatment;
+    const ended = applyUpdate(
+      treatment('2', { qaUserIds: ['qa'], versionsIn: [{ endTimestamp: iso(NOW - HOUR) }] }),
+      { lastModifiedBy: 't', content: content('after end') },
+      NOW - HOUR / 2,
+    ).treatment;
     expect(treatmentStatus(ended, NOW)).toBe('ARCHIVED');
     // a draft added to a LIVE treatment is still served to QA users (the control)
-    const edited = applyUpdate(treatment('3', { qaUserIds: ['qa'] }), { lastModifiedBy: 't', content: content('draft of a live one') }, NOW - HOUR / 2).treatment;
+    const edited = applyUpdate(
+      treatment('3', { qaUserIds: ['qa'] }),
+      { lastModifiedBy: 't', content: content('draft of a live one') },
+      NOW - HOUR / 2,
+    ).treatment;
     const p = plan([deleted, ended, edited]);
     const r = run(p, { userId: 'qa', surfaces: [{ surface: 'home', maximumTreatmentCount: 5 }] });
     expect(r.response.userTreatments!.map((u) => [u.treatmentId, u.treatmentContent])).toEqual([['3', JSON.stringify({ title: 'draft of a live one' })]]);
@@ -207,7 +237,13 @@ describe('QA users', () => {
   it('ignores rules, holdouts, caps and mutual exclusion for QA users; respects surfaces and removed surfaces', () => {
     const p = plan(
       [
-        treatment('1', { qaUserIds: ['qa'], holdoutPercentage: 100, mutualExclusionGroupId: 'g', frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'VIEWED' }, versionsIn: [{ ...rules, removedSurfaces: ['inbox'] }] }),
+        treatment('1', {
+          qaUserIds: ['qa'],
+          holdoutPercentage: 100,
+          mutualExclusionGroupId: 'g',
+          frequencyCap: { maxCount: 1, windowName: 'LAST_1D', countOf: 'VIEWED' },
+          versionsIn: [{ ...rules, removedSurfaces: ['inbox'] }],
+        }),
         treatment('2', { qaUserIds: ['qa'], mutualExclusionGroupId: 'g' }),
       ],
       { globalHoldoutPercentage: 100 },
@@ -225,12 +261,20 @@ describe('QA users', () => {
 
 describe('fallback', () => {
   it('fills a surface only when nothing else would be returned there; obeys its own dates; logged RETURNED', () => {
-    const p = plan([treatment('1', { isFallback: true }), treatment('2', { versionsIn: [{ removedSurfaces: ['inbox'] }] }), treatment('3', { isFallback: true, versionsIn: [{ startTimestamp: iso(NOW + HOUR) }] })]);
+    const p = plan([
+      treatment('1', { isFallback: true }),
+      treatment('2', { versionsIn: [{ removedSurfaces: ['inbox'] }] }),
+      treatment('3', { isFallback: true, versionsIn: [{ startTimestamp: iso(NOW + HOUR) }] }),
+    ]);
     const r = run(p, { surfaces: [{ surface: 'home' }, { surface: 'inbox' }] }, { scores: { '1': 5 } });
     expect(r.response.userTreatments!.map((u) => `${u.surface}:${u.treatmentId}:${u.rank}`)).toEqual(['home:2:1', 'inbox:1:1']);
     expect(r.decisions.map((d) => d.outcome)).toEqual(['RETURNED', 'RETURNED']);
     // later: treatment 3 is live too, and on an empty surface the fallbacks are ranked among themselves
-    expect(run(p, { surfaces: [{ surface: 'inbox', maximumTreatmentCount: 3 }] }, { now: NOW + 2 * HOUR, scores: { '3': 1 } }).response.userTreatments!.map((u) => u.treatmentId)).toEqual(['3', '1']);
+    expect(
+      run(p, { surfaces: [{ surface: 'inbox', maximumTreatmentCount: 3 }] }, { now: NOW + 2 * HOUR, scores: { '3': 1 } }).response.userTreatments!.map(
+        (u) => u.treatmentId,
+      ),
+    ).toEqual(['3', '1']);
   });
 
   it('is never held out, and fills the place a held-out treatment left empty', () => {
@@ -245,9 +289,17 @@ describe('fallback', () => {
 
   it('explains fallback and FALLBACK_NOT_NEEDED', () => {
     const p = plan([treatment('1', { isFallback: true }), treatment('2')]);
-    expect(runExplain(p).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({ returned: false, reasons: ['FALLBACK_NOT_NEEDED'], outcome: 'not returned' });
+    expect(runExplain(p).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({
+      returned: false,
+      reasons: ['FALLBACK_NOT_NEEDED'],
+      outcome: 'not returned',
+    });
     const alone = plan([treatment('1', { isFallback: true }), treatment('2', { paused: true })]);
-    expect(runExplain(alone).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({ returned: true, rank: '1', outcome: 'fallback' });
+    expect(runExplain(alone).explanation!.surfaces[0]!.treatments.find((x) => x.treatmentId === '1')).toMatchObject({
+      returned: true,
+      rank: '1',
+      outcome: 'fallback',
+    });
   });
 });
 
@@ -288,7 +340,17 @@ describe('frequency caps', () => {
 describe('VIEWED cap counters (interactions path)', () => {
   it('adds one to the day of the interaction, only for VIEWED of a treatment with a VIEWED cap', async () => {
     const { viewCapOps } = await import('../../workers/delivery/cap-counters.js');
-    const job = (interactionType: string, treatmentId = '7') => ({ kind: 'interaction' as const, projectId: PROJECT, userId: 'u', treatmentId, treatmentTrackingId: `${treatmentId}_r`, surface: 'home', interactionType, interactionTimeMicros: String(NOW * 1000), receivedAt: NOW });
+    const job = (interactionType: string, treatmentId = '7') => ({
+      kind: 'interaction' as const,
+      projectId: PROJECT,
+      userId: 'u',
+      treatmentId,
+      treatmentTrackingId: `${treatmentId}_r`,
+      surface: 'home',
+      interactionType,
+      interactionTimeMicros: String(NOW * 1000),
+      receivedAt: NOW,
+    });
     const capped = new Set(['7']);
     expect(viewCapOps(capped, job('VIEWED'))).toEqual([['inc', `cap:v:7:${Math.floor(NOW / 86_400_000)}`, 1]]);
     expect(viewCapOps(capped, job('CLICKED'))).toEqual([]);

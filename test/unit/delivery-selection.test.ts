@@ -47,7 +47,11 @@ describe('treatment counts per surface', () => {
   });
 
   it('lets a surface’s own maximum override the top-level one (int64 strings accepted)', () => {
-    expect(returned(three, { maximumTreatmentCount: 1, surfaces: [{ surface: 'home', maximumTreatmentCount: '3' }] }, { ranking })).toEqual(['home:2', 'home:3', 'home:1']);
+    expect(returned(three, { maximumTreatmentCount: 1, surfaces: [{ surface: 'home', maximumTreatmentCount: '3' }] }, { ranking })).toEqual([
+      'home:2',
+      'home:3',
+      'home:1',
+    ]);
     expect(returned(three, { maximumTreatmentCount: 3, surfaces: [{ surface: 'home', maximumTreatmentCount: 0 }] }, { ranking })).toEqual([]);
   });
 
@@ -84,7 +88,10 @@ describe('once per response and mutual exclusion', () => {
     const p = plan([treatment('1', '1', { group: 'g' }), treatment('2', '1', { group: 'g' }), treatment('3')]);
     const ranking = fixed({ '1': 0.3, '2': 0.8, '3': 0.1 });
     expect(returned(p, { surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }] }, { ranking })).toEqual(['home:2', 'home:3']);
-    expect(explained(p, 'home', '1', { surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }] }, { ranking })).toMatchObject({ reasons: ['MUTUAL_EXCLUSION'], blockedBy: '2' });
+    expect(explained(p, 'home', '1', { surfaces: [{ surface: 'home', maximumTreatmentCount: 3 }] }, { ranking })).toMatchObject({
+      reasons: ['MUTUAL_EXCLUSION'],
+      blockedBy: '2',
+    });
   });
 
   it('keeps a group taken on an earlier surface taken on later ones', () => {
@@ -144,7 +151,9 @@ describe('status: only LIVE treatments are served', () => {
     const records = [
       treatment('1', '1', { paused: true }),
       treatment('2', '1', { versions: [{ publishTime: undefined }] }),
-      treatment('3', '1', { versions: [{ startTimestamp: iso(NOW + HOUR) }, { publishTime: iso(NOW), startTimestamp: iso(NOW - HOUR), endTimestamp: iso(NOW + 3 * HOUR) }] }),
+      treatment('3', '1', {
+        versions: [{ startTimestamp: iso(NOW + HOUR) }, { publishTime: iso(NOW), startTimestamp: iso(NOW - HOUR), endTimestamp: iso(NOW + 3 * HOUR) }],
+      }),
       treatment('4', '1', { versions: [{ endTimestamp: iso(NOW - HOUR) }, { publishTime: undefined }] }),
       treatment('5', '1', { versions: [{ publishTime: iso(NOW), startTimestamp: iso(NOW + HOUR), endTimestamp: iso(NOW - HOUR) }] }),
       treatment('6', '1', { versions: [] }),

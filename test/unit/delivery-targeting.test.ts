@@ -55,7 +55,21 @@ describe('language', () => {
   });
 
   it('serves a type without per-language fields in every language, labelled with the request’s tag', () => {
-    const q = plan([treatment('9', '3', { versions: [{ content: { contentByLanguage: [], languageAgnosticContentFields: [{ fieldName: 'title', stringValue: 'Any' }, { fieldName: 'link', stringValue: 'l' }] } }] })]);
+    const q = plan([
+      treatment('9', '3', {
+        versions: [
+          {
+            content: {
+              contentByLanguage: [],
+              languageAgnosticContentFields: [
+                { fieldName: 'title', stringValue: 'Any' },
+                { fieldName: 'link', stringValue: 'l' },
+              ],
+            },
+          },
+        ],
+      }),
+    ]);
     const u = run(q, { languageCode: 'ja-jp' }).response.userTreatments![0];
     expect(u.contentLanguageCode).toBe('ja-JP');
     expect(JSON.parse(u.treatmentContent)).toEqual({ title: 'Any', link: 'l' });
@@ -67,14 +81,27 @@ describe('language', () => {
 });
 
 describe('placeholders', () => {
-  const p = plan([treatment('1', '1', { versions: [{ content: content({ en: 'Hi {{first_name|friend}}, {{ plan }} {{missing}}!' }, 'https://x/{{user_code}}') }] })]);
-  const contentOf = (r: Partial<DeliveryRequest>, profile: StoredProfile = NO_PROFILE) => JSON.parse(run(p, r, { profile }).response.userTreatments![0].treatmentContent);
+  const p = plan([
+    treatment('1', '1', { versions: [{ content: content({ en: 'Hi {{first_name|friend}}, {{ plan }} {{missing}}!' }, 'https://x/{{user_code}}') }] }),
+  ]);
+  const contentOf = (r: Partial<DeliveryRequest>, profile: StoredProfile = NO_PROFILE) =>
+    JSON.parse(run(p, r, { profile }).response.userTreatments![0].treatmentContent);
 
   it('fills contextual attributes first, then stored user properties, then the fallback or nothing', () => {
-    const profile: StoredProfile = { userProperties: { first_name: { stringValue: 'Ada' }, plan: { stringValue: 'gold' }, user_code: { longValue: '42' } }, fields: {} };
+    const profile: StoredProfile = {
+      userProperties: { first_name: { stringValue: 'Ada' }, plan: { stringValue: 'gold' }, user_code: { longValue: '42' } },
+      fields: {},
+    };
     expect(contentOf({ contextualAttributes: [{ key: 'plan', stringValue: 'trial' }] }, profile)).toEqual({ link: 'https://x/42', title: 'Hi Ada, trial !' });
     expect(contentOf({})).toEqual({ link: 'https://x/', title: 'Hi friend,  !' });
-    expect(contentOf({ contextualAttributes: [{ key: 'first_name', integerValue: 7 }, { key: 'plan', boolValue: 1 }] })).toMatchObject({ title: 'Hi 7, true !' });
+    expect(
+      contentOf({
+        contextualAttributes: [
+          { key: 'first_name', integerValue: 7 },
+          { key: 'plan', boolValue: 1 },
+        ],
+      }),
+    ).toMatchObject({ title: 'Hi 7, true !' });
   });
 
   it('needs the profile only when a servable treatment has rules or placeholders', () => {
@@ -117,7 +144,11 @@ describe('eligibility rules', () => {
   it('treats a rule whose data field is gone as missing data', () => {
     const q = plan([treatment('3', '1', { versions: [{ eligibilityRules: [rule('999', 'EQUALS', 'x')] }] })]);
     expect(returned(q)).toEqual([]);
-    expect(explained(q, 'home', '3').rules[0]).toMatchObject({ dataFieldId: '999', source: 'missing', outcome: { result: false, reason: 'MISSING_INELIGIBLE' } });
+    expect(explained(q, 'home', '3').rules[0]).toMatchObject({
+      dataFieldId: '999',
+      source: 'missing',
+      outcome: { result: false, reason: 'MISSING_INELIGIBLE' },
+    });
   });
 
   it('makes a contextual attribute of the wrong type fail its rule', () => {
@@ -125,7 +156,10 @@ describe('eligibility rules', () => {
     // text that is no number is not compared as text against an INTEGER field's rhs
     const notEighteen = plan([treatment('4', '1', { versions: [{ eligibilityRules: [rule('10', 'NOT_EQUALS', '18')] }] })]);
     expect(returned(notEighteen, { contextualAttributes: [{ key: 'age', stringValue: 'abc' }] })).toEqual([]);
-    expect(explained(notEighteen, 'home', '4', { contextualAttributes: [{ key: 'age', stringValue: 'abc' }] }).rules[0].outcome).toEqual({ result: false, reason: 'TYPE_MISMATCH' });
+    expect(explained(notEighteen, 'home', '4', { contextualAttributes: [{ key: 'age', stringValue: 'abc' }] }).rules[0].outcome).toEqual({
+      result: false,
+      reason: 'TYPE_MISMATCH',
+    });
     expect(returned(notEighteen, { contextualAttributes: [{ key: 'age', integerValue: 20 }] })).toEqual(['home:4']);
   });
 
@@ -133,8 +167,26 @@ describe('eligibility rules', () => {
     const e = explained(p, 'home', '1', { contextualAttributes: [{ key: 'tier', stringValue: 'silver' }] }, { profile: profile('30') });
     expect(e.reasons).toEqual(['RULE_NOT_MET']);
     expect(e.rules).toEqual([
-      { dataFieldId: '10', dataFieldName: 'age', condition: 'GREATER_THAN_OR_EQUALS', rhsValue: '18', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE', value: '30', source: 'profile', outcome: { result: true, reason: 'MATCHED' } },
-      { dataFieldId: '11', dataFieldName: 'tier', condition: 'EQUALS', rhsValue: 'gold', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE', value: 'silver', source: 'contextualAttribute', outcome: { result: false, reason: 'NOT_MATCHED' } },
+      {
+        dataFieldId: '10',
+        dataFieldName: 'age',
+        condition: 'GREATER_THAN_OR_EQUALS',
+        rhsValue: '18',
+        dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE',
+        value: '30',
+        source: 'profile',
+        outcome: { result: true, reason: 'MATCHED' },
+      },
+      {
+        dataFieldId: '11',
+        dataFieldName: 'tier',
+        condition: 'EQUALS',
+        rhsValue: 'gold',
+        dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE',
+        value: 'silver',
+        source: 'contextualAttribute',
+        outcome: { result: false, reason: 'NOT_MATCHED' },
+      },
     ]);
     const missing = explained(p, 'home', '1', {}, { profile: profile('30') }).rules[1];
     expect(missing).toMatchObject({ source: 'missing', outcome: { result: false, reason: 'MISSING_INELIGIBLE' } });
@@ -146,7 +198,16 @@ describe('contextual attributes', () => {
   const p = plan([treatment('1')]);
 
   it('rejects a duplicate key with 400', () => {
-    expect(badRequest(() => run(p, { contextualAttributes: [{ key: 'a', stringValue: 'x' }, { key: 'a', stringValue: 'y' }] }))).toEqual(['contextualAttributes[1].key']);
+    expect(
+      badRequest(() =>
+        run(p, {
+          contextualAttributes: [
+            { key: 'a', stringValue: 'x' },
+            { key: 'a', stringValue: 'y' },
+          ],
+        }),
+      ),
+    ).toEqual(['contextualAttributes[1].key']);
   });
 
   it('rejects an attribute without a value or with two values', () => {
@@ -161,7 +222,14 @@ describe('contextual attributes', () => {
   });
 
   it('keeps keys that are not data field names (for placeholders) without affecting rules', () => {
-    expect(returned(p, { contextualAttributes: [{ key: 'screen', stringValue: 'x' }, { key: 'when', timestampMicrosValue: '1718452800000000' }] })).toEqual(['home:1']);
+    expect(
+      returned(p, {
+        contextualAttributes: [
+          { key: 'screen', stringValue: 'x' },
+          { key: 'when', timestampMicrosValue: '1718452800000000' },
+        ],
+      }),
+    ).toEqual(['home:1']);
   });
 });
 

@@ -70,9 +70,14 @@ describe('compose.yaml', () => {
     expect(known.size).toBeGreaterThan(15);
     for (const [name, s] of appServices) {
       const env = s.environment ?? {};
-      expect(Object.keys(env).filter((k) => !known.has(k)), name).toEqual([]);
+      expect(
+        Object.keys(env).filter((k) => !known.has(k)),
+        name,
+      ).toEqual([]);
       for (const k of ['REDIS_URL', 'CLICKHOUSE_URL', 'ADMIN_TOKEN', 'ROLE', 'HOST', 'OPS_HOST', 'OPS_PORT']) expect(env, `${name}: ${k}`).toHaveProperty(k);
-      const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, interpolate(String(v), { ADMIN_TOKEN: 'a-token-of-32-characters-at-least' })]));
+      const resolved = Object.fromEntries(
+        Object.entries(env).map(([k, v]) => [k, interpolate(String(v), { ADMIN_TOKEN: 'a-token-of-32-characters-at-least' })]),
+      );
       const config = loadConfig(resolved);
       expect(config.host).toBe('0.0.0.0');
       expect(config.opsHost).toBe('0.0.0.0');
@@ -85,7 +90,11 @@ describe('compose.yaml', () => {
   });
 
   it('pins the ClickHouse server release of the engine the SQL is tested on (the chdb package)', () => {
-    const engine = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('chdb').query('SELECT version()', 'TSV')))"], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const engine = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('chdb').query('SELECT version()', 'TSV')))"], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     const version = engine.stdout.trim();
     expect(version, engine.stderr).toMatch(/^\d+\.\d+\.\d+/);
     const [major, minor] = version.split('.');
@@ -109,7 +118,7 @@ describe('compose.yaml', () => {
     for (const [name, s] of appServices) expect(Number(/^(\d+)s$/.exec(s.stop_grace_period ?? '')?.[1]) * 1000, name).toBeGreaterThan(serverDeadline);
   });
 
-  it('every app container is healthy only when its ops listener\'s /readyz answers 200', () => {
+  it("every app container is healthy only when its ops listener's /readyz answers 200", () => {
     for (const [name, s] of appServices) {
       const test = s.healthcheck!.test.join(' ');
       expect(test, name).toContain(`http://127.0.0.1:${s.environment!.OPS_PORT}/readyz`);
@@ -136,7 +145,7 @@ describe('Dockerfile', () => {
     expect(existsSync(join(ROOT, 'tsconfig.build.json'))).toBe(true);
   });
 
-  it('both stages run Node 24 (the current LTS), a version package.json\'s engines accept', () => {
+  it("both stages run Node 24 (the current LTS), a version package.json's engines accept", () => {
     expect(stages.map((st) => st.split('\n')[0])).toEqual(['node:24-bookworm-slim AS build', 'node:24-bookworm-slim AS runtime']);
     expect(satisfiesEngines('24.11.0')).toBe(true);
   });
@@ -154,7 +163,7 @@ describe('Dockerfile', () => {
     expect(() => healthcheckTargets(loadConfig({ ...env, OPS_PORT: '0' }))).toThrow(/OPS_PORT/);
   });
 
-  it('says how long a stop needs: --stop-timeout 30 beyond the supervisor\'s stop deadline, here and in docs/operations.md', () => {
+  it("says how long a stop needs: --stop-timeout 30 beyond the supervisor's stop deadline, here and in docs/operations.md", () => {
     const deadline = Number(/STOP_DEADLINE_MS = ([\d_]+)/.exec(read('api/supervisor.ts'))![1].replace(/_/g, ''));
     expect(deadline).toBeLessThan(30_000);
     expect(docker).toContain('--stop-timeout 30');
@@ -188,15 +197,22 @@ describe('Dockerfile', () => {
     expect((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.build).toContain('npm run build:lua');
     // dist/ (the console's build included) comes from the build stage, the rest from the context
     const copied = ['dist', ...[...runtime.matchAll(/^COPY (?!--from)(\S+) \.\/(\S+)$/gm)].map((m) => m[2])];
-    for (const p of readAtRunTime) expect(copied.some((c) => p.startsWith(c)), p).toBe(true);
+    for (const p of readAtRunTime)
+      expect(
+        copied.some((c) => p.startsWith(c)),
+        p,
+      ).toBe(true);
     for (const c of copied.filter((c) => c !== 'dist')) expect(existsSync(join(ROOT, c)), c).toBe(true);
   });
 
   it('.dockerignore keeps node_modules, dist and local data out of the build context', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
     for (const p of ['node_modules', 'dist', 'data', '.git']) expect(ignored).toContain(p);
     // and nothing the image needs
-    for (const p of ['api', 'workers', 'shared', 'infra', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) expect(ignored).not.toContain(p);
+    for (const p of ['api', 'workers', 'shared', 'infra', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+      expect(ignored).not.toContain(p);
   });
 });
 
@@ -224,7 +240,7 @@ function satisfiesEngines(version: string): boolean {
 }
 
 describe('Node versions', () => {
-  it('engines accepts the LTS lines we test on (20.19+, 22, 24) and this machine\'s Node', () => {
+  it("engines accepts the LTS lines we test on (20.19+, 22, 24) and this machine's Node", () => {
     expect(engines).toBe('^20.19 || ^22 || ^24');
     expect(satisfiesEngines(process.version)).toBe(true);
     expect(satisfiesEngines('20.18.0')).toBe(false);
@@ -238,7 +254,8 @@ describe('Node versions', () => {
   });
 });
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)|\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bcreateRequire\([^)]*\)\(\s*['"]([^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)|\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bcreateRequire\([^)]*\)\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** The packages the files under `dirs` load (type-only imports do not load anything), with a file of each. */
 function packagesImported(dirs: string[], skip: (file: string) => boolean = () => false): Map<string, string> {
@@ -285,7 +302,9 @@ describe('dependencies', () => {
   });
 
   it('package-lock.json matches package.json and installs one copy of each bull-board package', () => {
-    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }> };
+    const lock = JSON.parse(read('package-lock.json')) as {
+      packages: Record<string, { version: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }>;
+    };
     expect(lock.packages[''].dependencies).toEqual(pkg.dependencies);
     expect(lock.packages[''].devDependencies).toEqual(pkg.devDependencies);
     for (const name of ['@bull-board/api', '@bull-board/ui', '@bull-board/fastify']) {

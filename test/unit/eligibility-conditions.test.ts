@@ -8,9 +8,21 @@ import { NOW_MS, int, dbl, str, bool, ts, ints, dbls, strs, rule, evaluate } fro
 /** Which conditions fit which data types, evaluateRule with the field type, and missing data. */
 // Written out independently of the implementation's table, so a change there is caught here.
 const ALL_CONDITIONS: Condition[] = [
-  'UNSPECIFIED_CONDITION', 'LESS_THAN', 'LESS_THAN_OR_EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'EQUALS',
-  'NOT_EQUALS', 'IS_AFTER_CURRENT_TIMESTAMP_MINUS', 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS', 'CONTAINS', 'ANY_OF',
-  'DOES_NOT_CONTAIN', 'NOT_ANY_OF', 'CONTAINS_ANY_OF', 'DOES_NOT_CONTAIN_ANY_OF',
+  'UNSPECIFIED_CONDITION',
+  'LESS_THAN',
+  'LESS_THAN_OR_EQUALS',
+  'GREATER_THAN',
+  'GREATER_THAN_OR_EQUALS',
+  'EQUALS',
+  'NOT_EQUALS',
+  'IS_AFTER_CURRENT_TIMESTAMP_MINUS',
+  'IS_BEFORE_CURRENT_TIMESTAMP_MINUS',
+  'CONTAINS',
+  'ANY_OF',
+  'DOES_NOT_CONTAIN',
+  'NOT_ANY_OF',
+  'CONTAINS_ANY_OF',
+  'DOES_NOT_CONTAIN_ANY_OF',
 ];
 const CMP = ['LESS_THAN', 'LESS_THAN_OR_EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'EQUALS', 'NOT_EQUALS'];
 const REL = ['IS_AFTER_CURRENT_TIMESTAMP_MINUS', 'IS_BEFORE_CURRENT_TIMESTAMP_MINUS'];

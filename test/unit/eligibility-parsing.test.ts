@@ -102,7 +102,10 @@ describe('ruleValueFromContextualAttribute', () => {
     [{ key: 'k', timestampValue: '2024-06-15T11:00:00Z' }, ts('2024-06-15T11:00:00Z')],
     [{ key: 'k', timestampValue: 'noon' }, undefined],
     [{ key: 'k', timestampMicrosValue: 1718449200000000 }, ts('2024-06-15T11:00:00Z')],
-    [{ key: 'k', timestampMicrosValue: '1718449200000500' }, { kind: 'timestamp', valueMs: 1718449200000.5 }],
+    [
+      { key: 'k', timestampMicrosValue: '1718449200000500' },
+      { kind: 'timestamp', valueMs: 1718449200000.5 },
+    ],
     [{ key: 'k' }, undefined],
   ])('natural kind of %j', (attr, expected) => {
     expect(ruleValueFromContextualAttribute(attr as { key: string })).toEqual(expected);
@@ -135,5 +138,4 @@ describe('ruleValueFromContextualAttribute', () => {
     const bad = ruleValueFromContextualAttribute({ key: 'age', stringValue: '9 years' }, 'INTEGER');
     expect(evaluateRule(adult, bad, NOW_MS, 'INTEGER')).toEqual({ result: false, reason: 'TYPE_MISMATCH' });
   });
-
 });

@@ -15,7 +15,7 @@ const MAX = Date.UTC(2300, 0, 1) - 1;
 describe('timestamp and day formatting of the ingest path', () => {
   it('formats epoch milliseconds exactly as the ISO string would, from 1900 to 2299', () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const samples = [MIN, MAX, 0, -1, 1, 999, 1000, 86_399_999, 86_400_000, -86_400_000, Date.UTC(2024, 1, 29, 23, 59, 59, 999)];
     for (let i = 0; i < 20_000; i++) samples.push(Math.floor(MIN + rnd() * (MAX - MIN)));
     // alternate far-apart and same-day values so the day cache is both hit and missed
@@ -34,7 +34,14 @@ describe('timestamp and day formatting of the ingest path', () => {
   });
 
   it('gives the UTC day of each instant, however the calls alternate between days', () => {
-    const instants = [Date.UTC(2024, 2, 10, 23, 59, 59, 999), Date.UTC(2024, 2, 11), Date.UTC(2024, 2, 10), Date.UTC(1969, 11, 31, 12), Date.UTC(1900, 0, 1), Date.UTC(2299, 11, 31, 23)];
+    const instants = [
+      Date.UTC(2024, 2, 10, 23, 59, 59, 999),
+      Date.UTC(2024, 2, 11),
+      Date.UTC(2024, 2, 10),
+      Date.UTC(1969, 11, 31, 12),
+      Date.UTC(1900, 0, 1),
+      Date.UTC(2299, 11, 31, 23),
+    ];
     expect(instants.map(utcDay)).toEqual(['20240310', '20240311', '20240310', '19691231', '19000101', '22991231']);
     expect(instants.map(utcDay)).toEqual(['20240310', '20240311', '20240310', '19691231', '19000101', '22991231']);
   });
@@ -43,7 +50,13 @@ describe('timestamp and day formatting of the ingest path', () => {
 describe('event row lines', () => {
   it('serialise the same values, in the same column order, as the row object', () => {
     const owner = { projectId: 'p', userId: 'u"1' };
-    const e = { eventName: 'buy', insertId: 'i-1', country: 'FR', eventProperties: { note: { stringValue: 'a "quoted"\nline' } }, userProperties: { tier: { stringValue: 'gold' } } };
+    const e = {
+      eventName: 'buy',
+      insertId: 'i-1',
+      country: 'FR',
+      eventProperties: { note: { stringValue: 'a "quoted"\nline' } },
+      userProperties: { tier: { stringValue: 'gold' } },
+    };
     const args = [owner, e, Date.UTC(2024, 0, 2, 3, 4, 5, 6), undefined, 'i:i-1', '2024-01-02 03:04:06.000', 'api'] as const;
     const line = eventRowLine(...args);
     expect(line).toBe(rowLine('events', toEventRow(...args)));
@@ -56,13 +69,21 @@ describe('event row lines', () => {
 
   it('write {} for absent property maps and empty strings for absent attributes', () => {
     const row = toEventRow({ projectId: 'p', userId: 'u' }, { eventName: 'x' }, 0, 5, 'j:1:0', '1970-01-01 00:00:00.000', 'pubsub');
-    expect(row).toMatchObject({ insert_id: '', event_properties: '{}', user_properties: '{}', city: '', server_received_ts: '1970-01-01 00:00:00.005', source: 'pubsub' });
+    expect(row).toMatchObject({
+      insert_id: '',
+      event_properties: '{}',
+      user_properties: '{}',
+      city: '',
+      server_received_ts: '1970-01-01 00:00:00.005',
+      source: 'pubsub',
+    });
   });
 });
 
 describe('normalizeEvents', () => {
   const now = acceptedTimes(Date.UTC(2024, 5, 1), 400);
-  const one = (longValue: string | number) => normalizeEvents([{ eventName: 'e', clientEventTimestamp: '2024-06-01T00:00:00Z', eventProperties: { n: { longValue } } }], now)[0].eventProperties!.n;
+  const one = (longValue: string | number) =>
+    normalizeEvents([{ eventName: 'e', clientEventTimestamp: '2024-06-01T00:00:00Z', eventProperties: { n: { longValue } } }], now)[0].eventProperties!.n;
 
   it('writes every int64 in canonical decimal form, short or long, string or number', () => {
     expect(one('007')).toEqual({ longValue: '7' });

@@ -14,12 +14,9 @@ describe('canonicalizeLanguageTag', () => {
     expect(canonicalizeLanguageTag(tag)).toBe(canonical);
   });
 
-  it.each(['', 'en_US', ' en', 'en ', 'en--us', 'toolongsubtag', 'x-private', '123', 'e'])(
-    'rejects %j as not well-formed',
-    (tag) => {
-      expect(canonicalizeLanguageTag(tag)).toBeNull();
-    },
-  );
+  it.each(['', 'en_US', ' en', 'en ', 'en--us', 'toolongsubtag', 'x-private', '123', 'e'])('rejects %j as not well-formed', (tag) => {
+    expect(canonicalizeLanguageTag(tag)).toBeNull();
+  });
 
   it('is idempotent on canonical tags', () => {
     for (const tag of ['en', 'en-GB', 'zh-Hant-TW']) expect(canonicalizeLanguageTag(tag)).toBe(tag);

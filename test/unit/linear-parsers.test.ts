@@ -11,7 +11,6 @@ import { costGrowth, LINEAR_LIMIT } from '../helpers/complexity.js';
 const OLD_SNAKE = /_+([a-zA-Z0-9])/g;
 const OLD_PLACEHOLDER = String.raw`\{\{\s*([^{}|\s][^{}|]*?)\s*(?:\|([^{}]*))?\}\}`;
 
-
 describe('snakeToCamel', () => {
   it('matches the former regular expression on any key', () => {
     const key = fc.array(fc.constantFrom('_', '_', 'a', 'B', '9', '-', ' ', 'é', '$'), { maxLength: 20 }).map((a) => a.join(''));
@@ -59,9 +58,18 @@ describe('placeholder scanner', () => {
   });
 
   it('is linear on the inputs that made the regular expression quadratic', () => {
-    const attacks: ((n: number) => string)[] = [(n) => `{{a${' '.repeat(n)}`, (n) => `{{${' a'.repeat(n / 2)}`, (n) => '{{'.repeat(n / 2), (n) => `{{a|${' '.repeat(n)}`, (n) => '{{a}'.repeat(n / 4)];
+    const attacks: ((n: number) => string)[] = [
+      (n) => `{{a${' '.repeat(n)}`,
+      (n) => `{{${' a'.repeat(n / 2)}`,
+      (n) => '{{'.repeat(n / 2),
+      (n) => `{{a|${' '.repeat(n)}`,
+      (n) => '{{a}'.repeat(n / 4),
+    ];
     for (const make of attacks) {
-      expect(costGrowth(make, (value) => renderContent([{ fieldName: 'f', stringValue: value }], () => 'x'), 10_000, 1_000_000), make(8)).toBeLessThan(LINEAR_LIMIT);
+      expect(
+        costGrowth(make, (value) => renderContent([{ fieldName: 'f', stringValue: value }], () => 'x'), 10_000, 1_000_000),
+        make(8),
+      ).toBeLessThan(LINEAR_LIMIT);
       expect(costGrowth(make, placeholderNames, 10_000, 1_000_000), make(8)).toBeLessThan(LINEAR_LIMIT);
     }
   });
@@ -100,7 +108,9 @@ describe('well-formed Unicode in the raw body', () => {
 
   it('names the value, the key or the item that holds an unpaired surrogate, escaped or raw', () => {
     expect(field(JSON.stringify({ projectId: 'p', userId: 'sur\ud800' }))).toBe('userId');
-    expect(field(JSON.stringify({ userId: 'u', events: [{ eventName: 'e', eventProperties: { x: { stringValue: '\udc00tail' } } }] }))).toBe('events[0].eventProperties.x.stringValue');
+    expect(field(JSON.stringify({ userId: 'u', events: [{ eventName: 'e', eventProperties: { x: { stringValue: '\udc00tail' } } }] }))).toBe(
+      'events[0].eventProperties.x.stringValue',
+    );
     expect(field(JSON.stringify({ events: [{ userProperties: { ['k\udbff']: { stringValue: 'v' } } }] }))).toBe('events[0].userProperties.k\\udbff');
     expect(field(JSON.stringify({ surfaces: ['a', 'b', 'c\ud83d'] }))).toBe('surfaces[2]');
     expect(field(JSON.stringify('\ud800'))).toBe('(body)');
@@ -132,19 +142,23 @@ describe('well-formed Unicode in the raw body', () => {
 
   it('agrees with the parsed strings on any generated text', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom('\ud800', '\udc00', '\\', '"', '𝔘')), { maxLength: 8 }), (parts) => {
-        const body = { values: parts, [parts.join('')]: 1 };
-        const text = JSON.stringify(body);
-        const wellFormed = parts.every((p) => p.isWellFormed()) && parts.join('').isWellFormed();
-        expect(jsonTextShapeError(text) === undefined, text).toBe(wellFormed);
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom('\ud800', '\udc00', '\\', '"', '𝔘')), { maxLength: 8 }),
+        (parts) => {
+          const body = { values: parts, [parts.join('')]: 1 };
+          const text = JSON.stringify(body);
+          const wellFormed = parts.every((p) => p.isWellFormed()) && parts.join('').isWellFormed();
+          expect(jsonTextShapeError(text) === undefined, text).toBe(wellFormed);
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('costs one native search on a body without escapes, linear time with many', () => {
     const plain = (n: number) => JSON.stringify({ userId: 'u', events: Array.from({ length: n }, (_, i) => ({ eventName: `e${i}`, x: 'é'.repeat(20) })) });
-    const escapes = (n: number) => JSON.stringify({ userId: 'u', values: Array.from({ length: n }, () => '\ud835\udd18\u0001'.repeat(10)) }).replace(/𝔘/g, '\\ud835\\udd18');
+    const escapes = (n: number) =>
+      JSON.stringify({ userId: 'u', values: Array.from({ length: n }, () => '\ud835\udd18\u0001'.repeat(10)) }).replace(/𝔘/g, '\\ud835\\udd18');
     expect(costGrowth(plain, (t) => unpairedSurrogateAt(t), 100, 10_000)).toBeLessThan(LINEAR_LIMIT);
     expect(costGrowth(escapes, (t) => unpairedSurrogateAt(t), 100, 10_000)).toBeLessThan(LINEAR_LIMIT);
   });

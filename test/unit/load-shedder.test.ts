@@ -6,7 +6,14 @@ import { corsPolicy } from '../../api/http/cors.js';
 
 /** A response that records what was written; 'close' is emitted by `finish()`. */
 function fakeRes() {
-  const res = new EventEmitter() as EventEmitter & { status?: number; headers?: Record<string, unknown>; body?: string; writeHead: (s: number, h: Record<string, unknown>) => unknown; end: (b: string) => void; finish(): void };
+  const res = new EventEmitter() as EventEmitter & {
+    status?: number;
+    headers?: Record<string, unknown>;
+    body?: string;
+    writeHead: (s: number, h: Record<string, unknown>) => unknown;
+    end: (b: string) => void;
+    finish(): void;
+  };
   res.writeHead = (s, h) => {
     res.status = s;
     res.headers = h;
@@ -36,7 +43,8 @@ describe('LoadShedder', () => {
     expect(refused.headers?.['retry-after']).toBe('1');
     expect(JSON.parse(refused.body!)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
     expect(stats.shed).toBe(1);
-    for (const path of ['/healthz', '/readyz', '/v1/InsertTreatment', '/admin/v1/GetQueueStats', '/console/']) guard(req(path), fakeRes() as unknown as ServerResponse);
+    for (const path of ['/healthz', '/readyz', '/v1/InsertTreatment', '/admin/v1/GetQueueStats', '/console/'])
+      guard(req(path), fakeRes() as unknown as ServerResponse);
     expect(handled).toEqual(['/v1/GetTreatments', '/v1/LogEvents', '/healthz', '/readyz', '/v1/InsertTreatment', '/admin/v1/GetQueueStats', '/console/']);
     open[0].finish();
     guard(req('/v1/GetTreatments'), fakeRes() as unknown as ServerResponse);
@@ -55,7 +63,11 @@ describe('LoadShedder', () => {
     const fromPage = fakeRes();
     guard(req('/v1/LogEvents', 'POST', { origin: 'https://shop.example' }), fromPage as unknown as ServerResponse);
     expect(fromPage.status).toBe(503);
-    expect(fromPage.headers).toMatchObject({ 'retry-after': '1', 'access-control-allow-origin': 'https://shop.example', 'access-control-expose-headers': 'retry-after, x-request-id' });
+    expect(fromPage.headers).toMatchObject({
+      'retry-after': '1',
+      'access-control-allow-origin': 'https://shop.example',
+      'access-control-expose-headers': 'retry-after, x-request-id',
+    });
     const fromElsewhere = fakeRes();
     guard(req('/v1/LogEvents', 'POST', { origin: 'https://evil.example' }), fromElsewhere as unknown as ServerResponse);
     expect(fromElsewhere.status).toBe(503);

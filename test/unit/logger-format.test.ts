@@ -8,7 +8,8 @@ import { createLogger, prettyDestination, prettyWanted } from '../../shared/plat
  * service). The terminal case runs a real process under a pseudo-terminal (`script`).
  */
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SNIPPET = "import('./shared/platform/logger.ts').then(({ createLogger }) => { const log = createLogger('info'); log.info({ user: 'u1', password: 'hunter2' }, 'hello there'); log.fatal('last words'); process.exit(3); })";
+const SNIPPET =
+  "import('./shared/platform/logger.ts').then(({ createLogger }) => { const log = createLogger('info'); log.info({ user: 'u1', password: 'hunter2' }, 'hello there'); log.fatal('last words'); process.exit(3); })";
 
 describe('the log format', () => {
   it('is pretty only when standard output is a terminal', () => {
@@ -33,7 +34,10 @@ describe('the log format', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', SNIPPET], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(3);
     const lines = r.stdout.trim().split('\n');
-    expect(lines.map((l) => /^\{"level":\d+,.*"msg":"([^"]+)"\}$/.exec(l)?.[1]), r.stdout).toEqual(['hello there', 'last words']);
+    expect(
+      lines.map((l) => /^\{"level":\d+,.*"msg":"([^"]+)"\}$/.exec(l)?.[1]),
+      r.stdout,
+    ).toEqual(['hello there', 'last words']);
     const first = JSON.parse(lines[0]) as Record<string, unknown>;
     expect(first).toMatchObject({ user: 'u1', password: '[redacted]' });
   });

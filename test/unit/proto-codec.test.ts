@@ -1,12 +1,7 @@
 import protobuf from 'protobufjs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import {
-  createProtoCodec,
-  ProtoDecodeError,
-  type LogEventsJson,
-  type UserAttributeJson,
-} from '../../shared/ingestion/proto.codec.js';
+import { createProtoCodec, ProtoDecodeError, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
 
 const codec = createProtoCodec();
 
@@ -56,11 +51,7 @@ describe('proto codec: LogEventsRequest', () => {
     const out = roundTrip({
       projectId: 'p1',
       userId: 'u1',
-      events: [
-        { ...baseEvent, insertId: 'ins-1' },
-        { ...baseEvent },
-        { ...baseEvent, insertId: '' },
-      ],
+      events: [{ ...baseEvent, insertId: 'ins-1' }, { ...baseEvent }, { ...baseEvent, insertId: '' }],
     });
     expect(out.events[0].insertId).toBe('ins-1');
     expect(out.events[1]).not.toHaveProperty('insertId');
@@ -95,13 +86,21 @@ describe('proto codec: LogEventsRequest', () => {
   });
 
   it('rejects an event without client_event_timestamp, naming the field', () => {
-    const buf = rawLogEvents.encode(rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'ok', clientEventTimestamp: { seconds: 1 } }, { eventName: 'x' }] })).finish();
+    const buf = rawLogEvents
+      .encode(rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'ok', clientEventTimestamp: { seconds: 1 } }, { eventName: 'x' }] }))
+      .finish();
     expect(() => codec.decodeLogEventsRequest(buf)).toThrow(/events\[1\]\.client_event_timestamp is missing/);
   });
 
   it('rejects a PropertyValue with no member set', () => {
     const buf = rawLogEvents
-      .encode(rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'x', clientEventTimestamp: { seconds: 1 }, eventProperties: { k: {} } }] }))
+      .encode(
+        rawLogEvents.fromObject({
+          projectId: 'p',
+          userId: 'u',
+          events: [{ eventName: 'x', clientEventTimestamp: { seconds: 1 }, eventProperties: { k: {} } }],
+        }),
+      )
       .finish();
     expect(() => codec.decodeLogEventsRequest(buf)).toThrow(ProtoDecodeError);
     expect(() => codec.decodeLogEventsRequest(buf)).toThrow(/event_properties\["k"\] has no value set/);
@@ -109,7 +108,13 @@ describe('proto codec: LogEventsRequest', () => {
 
   it('rejects a non-finite double, which the JSON shape cannot carry', () => {
     const buf = rawLogEvents
-      .encode(rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'x', clientEventTimestamp: { seconds: 1 }, eventProperties: { k: { doubleValue: NaN } } }] }))
+      .encode(
+        rawLogEvents.fromObject({
+          projectId: 'p',
+          userId: 'u',
+          events: [{ eventName: 'x', clientEventTimestamp: { seconds: 1 }, eventProperties: { k: { doubleValue: NaN } } }],
+        }),
+      )
       .finish();
     expect(() => codec.decodeLogEventsRequest(buf)).toThrow(/double_value is not a finite number/);
   });
@@ -132,7 +137,9 @@ describe('proto codec: LogEventsRequest', () => {
 
   it('rejects a Timestamp outside the RFC 3339 range', () => {
     const buf = rawLogEvents
-      .encode(rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'x', clientEventTimestamp: { seconds: '999999999999', nanos: 0 } }] }))
+      .encode(
+        rawLogEvents.fromObject({ projectId: 'p', userId: 'u', events: [{ eventName: 'x', clientEventTimestamp: { seconds: '999999999999', nanos: 0 } }] }),
+      )
       .finish();
     expect(() => codec.decodeLogEventsRequest(buf)).toThrow(ProtoDecodeError);
   });

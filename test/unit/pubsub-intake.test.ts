@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { createProtoCodec, type LogEventsJson, type UserAttributeJson } from '../../shared/ingestion/proto.codec.js';
 import { pubSubClientOptions, subscriptionPath } from '../../shared/platform/pubsub/pubsub.js';
 import { checkTopicPath } from '../../shared/platform/pubsub/pubsub.js';
-import { DATA_TYPE_HANDLERS, messageOutcome, pubsubJobId, type IncomingMessage, type MessageOutcome, type ParseContext } from '../../workers/ingestion/pubsub-intake.js';
+import {
+  DATA_TYPE_HANDLERS,
+  messageOutcome,
+  pubsubJobId,
+  type IncomingMessage,
+  type MessageOutcome,
+  type ParseContext,
+} from '../../workers/ingestion/pubsub-intake.js';
 
 const codec = createProtoCodec();
 const rawSchema = protobuf.loadSync(fileURLToPath(new URL('../../shared/ingestion/proto/tds/v1/events.proto', import.meta.url)));
@@ -48,7 +55,13 @@ describe('message → job', () => {
       projectId: 'shop',
       userId: 'u1',
       events: [
-        { ...purchase, insertId: 'ins-1', eventProperties: { amount: { longValue: '9007199254740993' } }, userProperties: { plan: { stringValue: 'gold' } }, country: 'DE' },
+        {
+          ...purchase,
+          insertId: 'ins-1',
+          eventProperties: { amount: { longValue: '9007199254740993' } },
+          userProperties: { plan: { stringValue: 'gold' } },
+          country: 'DE',
+        },
         { eventName: 'view', clientEventTimestamp: '2024-05-06T08:00:00+02:00', serverReceivedTimestamp: '2024-05-06T06:00:01Z' },
       ],
     });
@@ -63,7 +76,14 @@ describe('message → job', () => {
         origin: { source: 'pubsub', messageId: '1001' },
         receivedAt: NOW,
         events: [
-          { eventName: 'purchase', clientEventTs: Date.parse(purchase.clientEventTimestamp), insertId: 'ins-1', eventProperties: { amount: { longValue: '9007199254740993' } }, userProperties: { plan: { stringValue: 'gold' } }, country: 'DE' },
+          {
+            eventName: 'purchase',
+            clientEventTs: Date.parse(purchase.clientEventTimestamp),
+            insertId: 'ins-1',
+            eventProperties: { amount: { longValue: '9007199254740993' } },
+            userProperties: { plan: { stringValue: 'gold' } },
+            country: 'DE',
+          },
           { eventName: 'view', clientEventTs: Date.parse('2024-05-06T06:00:00Z'), serverReceivedTs: Date.parse('2024-05-06T06:00:01Z') },
         ],
       },
@@ -71,11 +91,26 @@ describe('message → job', () => {
   });
 
   it('maps UserAttribute to a userAttributes job; an unset project_id means the topic’s project', () => {
-    const out = messageOutcome(userAttribute({ userId: 'u1', userProperties: { plan: { stringValue: 'gold' }, seen: { timestampValue: '2024-05-01T00:00:00.500Z' } }, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx);
+    const out = messageOutcome(
+      userAttribute({
+        userId: 'u1',
+        userProperties: { plan: { stringValue: 'gold' }, seen: { timestampValue: '2024-05-01T00:00:00.500Z' } },
+        updateTimestamp: '2024-05-06T10:00:00Z',
+      }),
+      ctx,
+    );
     expect(out).toEqual({
       kind: 'queue',
       jobId: 'ps-shop-2002',
-      job: { kind: 'userAttributes', projectId: 'shop', userId: 'u1', userProperties: { plan: { stringValue: 'gold' }, seen: { timestampValue: '2024-05-01T00:00:00.500Z' } }, updateTs: Date.parse('2024-05-06T10:00:00Z'), messageId: '2002', receivedAt: NOW },
+      job: {
+        kind: 'userAttributes',
+        projectId: 'shop',
+        userId: 'u1',
+        userProperties: { plan: { stringValue: 'gold' }, seen: { timestampValue: '2024-05-01T00:00:00.500Z' } },
+        updateTs: Date.parse('2024-05-06T10:00:00Z'),
+        messageId: '2002',
+        receivedAt: NOW,
+      },
     });
   });
 
@@ -101,7 +136,9 @@ describe('dead-letter reasons', () => {
   });
 
   it('an unknown data_type (matching is exact)', () => {
-    expect(deadLetterReason(messageOutcome({ ...valid, dataType: 'eventdata' }, ctx))).toBe('unknown data_type "eventdata"; expected EventData or UserAttribute');
+    expect(deadLetterReason(messageOutcome({ ...valid, dataType: 'eventdata' }, ctx))).toBe(
+      'unknown data_type "eventdata"; expected EventData or UserAttribute',
+    );
   });
 
   it('bytes that are not a protobuf of the named type', () => {
@@ -129,7 +166,17 @@ describe('dead-letter reasons', () => {
   });
 
   it('a refused payload that could be decoded names its users (DeleteUserData finds its dead letter)', () => {
-    const out = messageOutcome(eventData({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, preLoginTempUserId: 't1' }, { ...purchase, eventName: '' }] }), ctx);
+    const out = messageOutcome(
+      eventData({
+        projectId: 'shop',
+        userId: 'u1',
+        events: [
+          { ...purchase, preLoginTempUserId: 't1' },
+          { ...purchase, eventName: '' },
+        ],
+      }),
+      ctx,
+    );
     expect(out).toMatchObject({ kind: 'dead_letter', userIds: ['u1', 't1'] });
     const other = messageOutcome(userAttribute({ projectId: 'other', userId: 'u2', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx);
     expect(other).toMatchObject({ kind: 'dead_letter', userIds: ['u2'] });
@@ -138,8 +185,12 @@ describe('dead-letter reasons', () => {
   });
 
   it('a payload naming another project than the source’s', () => {
-    expect(deadLetterReason(messageOutcome(eventData({ projectId: 'other', userId: 'u1', events: [purchase] }), ctx))).toBe('the payload names project "other", but the topic belongs to project "shop"');
-    expect(deadLetterReason(messageOutcome(userAttribute({ projectId: 'other', userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx))).toMatch(/names project "other"/);
+    expect(deadLetterReason(messageOutcome(eventData({ projectId: 'other', userId: 'u1', events: [purchase] }), ctx))).toBe(
+      'the payload names project "other", but the topic belongs to project "shop"',
+    );
+    expect(
+      deadLetterReason(messageOutcome(userAttribute({ projectId: 'other', userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' }), ctx)),
+    ).toMatch(/names project "other"/);
   });
 
   it('EventData that fails the LogEvents validation, with the field paths of the HTTP API', () => {
@@ -147,9 +198,15 @@ describe('dead-letter reasons', () => {
     expect(reason({ projectId: '', userId: 'u1', events: [purchase] })).toMatch(/^invalid EventData: projectId: /);
     expect(reason({ projectId: 'shop', userId: '', events: [purchase] })).toMatch(/^invalid EventData: userId: /);
     expect(reason({ projectId: 'shop', userId: 'u1', events: [] })).toMatch(/^invalid EventData: events: /);
-    expect(reason({ projectId: 'shop', userId: 'u1', events: [purchase, { ...purchase, eventName: '' }] })).toMatch(/^invalid EventData: events\[1\]\.eventName: /);
-    expect(reason({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, clientEventTimestamp: '2024-05-07T12:00:01Z' }] })).toMatch(/events\[0\]\.clientEventTimestamp: more than 24 hours in the future/);
-    expect(reason({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, clientEventTimestamp: '1850-01-01T00:00:00Z' }] })).toMatch(/more than 400 days in the past/);
+    expect(reason({ projectId: 'shop', userId: 'u1', events: [purchase, { ...purchase, eventName: '' }] })).toMatch(
+      /^invalid EventData: events\[1\]\.eventName: /,
+    );
+    expect(reason({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, clientEventTimestamp: '2024-05-07T12:00:01Z' }] })).toMatch(
+      /events\[0\]\.clientEventTimestamp: more than 24 hours in the future/,
+    );
+    expect(reason({ projectId: 'shop', userId: 'u1', events: [{ ...purchase, clientEventTimestamp: '1850-01-01T00:00:00Z' }] })).toMatch(
+      /more than 400 days in the past/,
+    );
   });
 
   it('an EventData event without a client timestamp', () => {
@@ -161,7 +218,9 @@ describe('dead-letter reasons', () => {
   it('a UserAttribute without a user, or updated more than 24 h in the future', () => {
     const reason = (json: UserAttributeJson) => deadLetterReason(messageOutcome(userAttribute(json), ctx));
     expect(reason({ userId: '', userProperties: {}, updateTimestamp: '2024-05-06T10:00:00Z' })).toMatch(/^invalid UserAttribute: userId: /);
-    expect(reason({ userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-07T12:00:01Z' })).toBe('invalid UserAttribute: updateTimestamp: more than 24 hours in the future');
+    expect(reason({ userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-07T12:00:01Z' })).toBe(
+      'invalid UserAttribute: updateTimestamp: more than 24 hours in the future',
+    );
     expect(messageOutcome(userAttribute({ userId: 'u1', userProperties: {}, updateTimestamp: '2024-05-07T12:00:00Z' }), ctx).kind).toBe('queue');
   });
 
@@ -175,7 +234,14 @@ describe('sources and the client', () => {
   it('accepts only full topic paths', () => {
     expect(() => checkTopicPath('projects/customer-1/topics/events')).not.toThrow();
     expect(() => checkTopicPath('projects/example.com:proj/topics/ev.ents-1')).not.toThrow();
-    for (const bad of ['events', 'projects/p/topics/', 'projects//topics/events', 'projects/p/subscriptions/events', 'projects/p/topics/1events', 'projects/p/topics/events/x']) {
+    for (const bad of [
+      'events',
+      'projects/p/topics/',
+      'projects//topics/events',
+      'projects/p/subscriptions/events',
+      'projects/p/topics/1events',
+      'projects/p/topics/events/x',
+    ]) {
       expect(() => checkTopicPath(bad), bad).toThrow(/projects\/<project>\/topics\/<topic>/);
     }
   });
@@ -185,7 +251,12 @@ describe('sources and the client', () => {
   });
 
   it('builds emulator options from PUBSUB_EMULATOR_HOST that never look for cloud credentials', () => {
-    expect(pubSubClientOptions({ pubsubProjectId: 'tds-local', pubsubEmulatorHost: '127.0.0.1:8085' })).toEqual({ projectId: 'tds-local', apiEndpoint: '127.0.0.1:8085', emulatorMode: true, universeDomain: 'googleapis.com' });
+    expect(pubSubClientOptions({ pubsubProjectId: 'tds-local', pubsubEmulatorHost: '127.0.0.1:8085' })).toEqual({
+      projectId: 'tds-local',
+      apiEndpoint: '127.0.0.1:8085',
+      emulatorMode: true,
+      universeDomain: 'googleapis.com',
+    });
     expect(pubSubClientOptions({ pubsubProjectId: 'tds-prod', pubsubEmulatorHost: undefined })).toEqual({ projectId: 'tds-prod' });
   });
 });

@@ -60,7 +60,9 @@ describe('resolveRequestUser', () => {
 
   it('takes the merged user from the profile read when a candidate needs the profile (no second read)', async () => {
     const { users, reads } = lookup({ [T]: U }, { [U]: { userProperties: {}, fields: {}, mergedFrom: [T] } });
-    const p = plan([{ ...treatment('1', '1', { versions: [{ eligibilityRules: [rule('11', 'EQUALS', 'gold', 'EVALUATE_TO_ELIGIBLE')] }] }), holdoutPercentage: 10 }]);
+    const p = plan([
+      { ...treatment('1', '1', { versions: [{ eligibilityRules: [rule('11', 'EQUALS', 'gold', 'EVALUATE_TO_ELIGIBLE')] }] }), holdoutPercentage: 10 },
+    ]);
     const d = await decide(p, T, users);
     expect(reads).toEqual([`get:${T}`]);
     expect(d.userId).toBe(U);

@@ -87,6 +87,15 @@ describe('parseRfc3339 (the one parser)', () => {
     const fraction = (n: number) => `2024-06-15T11:00:00.${'1'.repeat(n)}Z`;
     expect(parseRfc3339(fraction(1_000_000))).toBeUndefined();
     // a hundredfold longer input: about 1× for a parser that refuses it at once, 100× for one that scans it
-    expect(growth(fraction, (text) => { for (let i = 0; i < 1000; i++) parseRfc3339(text); }, 10_000, 1_000_000)).toBeLessThan(CONSTANT_LIMIT);
+    expect(
+      growth(
+        fraction,
+        (text) => {
+          for (let i = 0; i < 1000; i++) parseRfc3339(text);
+        },
+        10_000,
+        1_000_000,
+      ),
+    ).toBeLessThan(CONSTANT_LIMIT);
   });
 });

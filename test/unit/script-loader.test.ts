@@ -43,7 +43,9 @@ describe('Lua scripts', () => {
 
   it('refuses a call with another number of keys than the script declares, before anything is sent', async () => {
     const unused = {} as Redis;
-    await expect(redisScript(pathToFileURL(join(ROOT, 'shared/delivery/apply-ranking-2.lua'))).run(unused, ['only-one'], [])).rejects.toThrow(/takes 2 keys, got 1/);
+    await expect(redisScript(pathToFileURL(join(ROOT, 'shared/delivery/apply-ranking-2.lua'))).run(unused, ['only-one'], [])).rejects.toThrow(
+      /takes 2 keys, got 1/,
+    );
   });
 
   it('no Lua lives in TypeScript strings: scripts are files, loaded by the one loader', () => {

@@ -8,9 +8,10 @@ import { loadConfig } from '../../shared/platform/config.js';
  * `workers`/`scheduler`, everything for `all` or no `ROLE`. The ops ports stay where they are
  * whatever the role: the background process on OPS_PORT, API process i on OPS_PORT + i.
  */
-const children = (env: Record<string, string>) => childSpecs(loadConfig({ ADMIN_TOKEN: 'a-token-of-32-characters-at-least', ...env })).map((c) => `${c.name} ${c.env.ROLE} ${c.env.OPS_PORT}`);
+const children = (env: Record<string, string>) =>
+  childSpecs(loadConfig({ ADMIN_TOKEN: 'a-token-of-32-characters-at-least', ...env })).map((c) => `${c.name} ${c.env.ROLE} ${c.env.OPS_PORT}`);
 
-describe('the supervisor\'s children by ROLE', () => {
+describe("the supervisor's children by ROLE", () => {
   it('no ROLE or all: the background process (workers and scheduler) and API_PROCESSES API processes', () => {
     expect(children({})).toEqual(['background workers,scheduler 9464', 'api-1 api 9465']);
     expect(children({ ROLE: 'all', API_PROCESSES: '2' })).toEqual(['background workers,scheduler 9464', 'api-1 api 9465', 'api-2 api 9466']);

@@ -3,7 +3,8 @@ import { loadTargetActionCatalog, type TargetActionSources } from '../../workers
 import { eventTimesByTreatment } from '../../workers/delivery/target-action-conversions.js';
 import type { TreatmentRecord, TreatmentVersionRecord } from '../../shared/treatments/index.js';
 
-const version = (versionNumber: number, targetActionEventId?: string) => ({ versionNumber, ...(targetActionEventId ? { targetActionEventId } : {}) }) as TreatmentVersionRecord;
+const version = (versionNumber: number, targetActionEventId?: string) =>
+  ({ versionNumber, ...(targetActionEventId ? { targetActionEventId } : {}) }) as TreatmentVersionRecord;
 const treatment = (treatmentId: string, versions: TreatmentVersionRecord[]) => ({ treatmentId, versions }) as TreatmentRecord;
 
 const sources: TargetActionSources = {

@@ -3,7 +3,6 @@ import { statsViewFromHash, type ArmStats, type RankingPolicy } from '../../shar
 import { greedy, posterior, sampleBeta, thompsonSampling } from '../../shared/delivery/ranking/thompson-sampling.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
-
 const ctx = (treatmentId: string) => ({ projectId: 'p', surface: 'home', treatmentId, userId: 'u' });
 
 /** Share of `draws` requests in which arm `a` outscores arm `b`. */

@@ -117,10 +117,7 @@ describe('servedVersion', () => {
   });
 
   it('picks the most recently published of several LIVE versions, not the highest number', () => {
-    const t = treatment([
-      version(1, { publishTime: at(T0 - HOUR) }),
-      version(2, { publishTime: at(T0 - 3 * HOUR) }),
-    ]);
+    const t = treatment([version(1, { publishTime: at(T0 - HOUR) }), version(2, { publishTime: at(T0 - 3 * HOUR) })]);
     expect(servedVersion(t, T0)?.versionNumber).toBe(1);
   });
 });

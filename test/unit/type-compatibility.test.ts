@@ -27,7 +27,10 @@ function version(n: number, title: string, extra: Partial<TreatmentVersionRecord
     versionNumber: n,
     startTimestamp: '2026-01-01T00:00:00Z',
     tags: [],
-    content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: title }] }], languageAgnosticContentFields: [{ fieldName: 'link', stringValue: 'https://x' }] },
+    content: {
+      contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: title }] }],
+      languageAgnosticContentFields: [{ fieldName: 'link', stringValue: 'https://x' }],
+    },
     eligibilityRules: [],
     removedSurfaces: [],
     createTime: '2026-01-01T00:00:00Z',
@@ -37,7 +40,20 @@ function version(n: number, title: string, extra: Partial<TreatmentVersionRecord
 }
 
 function treatment(id: string, versions: TreatmentVersionRecord[], extra: Partial<TreatmentRecord> = {}): TreatmentRecord {
-  return { treatmentId: id, projectId: 'p', name: `t${id}`, description: '', treatmentTypeId: '1', paused: false, lastModifiedBy: 'a', lastModifiedTimestamp: '', modificationSource: 'API', createTime: '', versions, ...extra };
+  return {
+    treatmentId: id,
+    projectId: 'p',
+    name: `t${id}`,
+    description: '',
+    treatmentTypeId: '1',
+    paused: false,
+    lastModifiedBy: 'a',
+    lastModifiedTimestamp: '',
+    modificationSource: 'API',
+    createTime: '',
+    versions,
+    ...extra,
+  };
 }
 
 const published = { publishTime: '2026-01-01T00:00:00Z' };
@@ -49,14 +65,21 @@ const withFields = (title: Partial<TreatmentType['contentFieldTypes'][number]>, 
 
 describe('typeChangeConflicts', () => {
   it('no treatment of the type, or an unchanged type: nothing to report', () => {
-    expect(typeChangeConflicts(type, withFields({ maximumLengthAllowed: 1 }, false), [treatment('9', [version(1, 'long title')], { treatmentTypeId: '2' })], NOW)).toEqual([]);
+    expect(
+      typeChangeConflicts(type, withFields({ maximumLengthAllowed: 1 }, false), [treatment('9', [version(1, 'long title')], { treatmentTypeId: '2' })], NOW),
+    ).toEqual([]);
     expect(typeChangeConflicts(type, type, [treatment('1', [version(1, 'x'.repeat(50), published)])], NOW)).toEqual([]);
   });
 
   it('one detail per treatment, field and problem, listing the versions and the longest value', () => {
     const t = treatment('7', [version(1, 'x'.repeat(30), archived), version(2, 'x'.repeat(20), published), version(3, 'x'.repeat(25))]);
     const details = typeChangeConflicts(type, withFields({ maximumLengthAllowed: 10 }), [t], NOW);
-    expect(details).toEqual([{ field: 'contentFieldTypes[0].maximumLengthAllowed', description: 'treatment 7 ("t7") stores a 30-character value in "title" (versions 1, 2, 3), longer than 10' }]);
+    expect(details).toEqual([
+      {
+        field: 'contentFieldTypes[0].maximumLengthAllowed',
+        description: 'treatment 7 ("t7") stores a 30-character value in "title" (versions 1, 2, 3), longer than 10',
+      },
+    ]);
   });
 
   it('a removed field and a per-language flip are reported on their own paths', () => {
@@ -79,7 +102,12 @@ describe('typeChangeConflicts', () => {
     const holding = treatment('1', [version(1, 'a', { ...archived }), version(2, 'a', published)]);
     const removing = treatment('2', [version(1, 'a', { ...archived }), version(2, 'a', { ...published, removedSurfaces: ['inbox'] })]);
     const details = typeChangeConflicts(type, after, [holding, removing], NOW, 'clearSurfaces');
-    expect(details).toEqual([{ field: 'clearSurfaces', description: expect.stringMatching(/^surface "inbox" would be removed but treatment 1 \("t1"\) is delivered on it \(version 2\)/) }]);
+    expect(details).toEqual([
+      {
+        field: 'clearSurfaces',
+        description: expect.stringMatching(/^surface "inbox" would be removed but treatment 1 \("t1"\) is delivered on it \(version 2\)/),
+      },
+    ]);
   });
 });
 
@@ -88,7 +116,17 @@ describe('surfaceDataFieldParams', () => {
     const entries = surfaceDataFieldParams('home');
     expect(entries).toHaveLength(9);
     expect(new Set(entries.map((e) => e.key)).size).toBe(9);
-    const again = normalizeDataFieldParams({ treatmentDataFieldParams: { surfaceName: 'home', treatmentInteractionType: 'CLICKED', isDistinctInteraction: false, daysSinceLastTimestampAggregation: {} } }, 'x');
+    const again = normalizeDataFieldParams(
+      {
+        treatmentDataFieldParams: {
+          surfaceName: 'home',
+          treatmentInteractionType: 'CLICKED',
+          isDistinctInteraction: false,
+          daysSinceLastTimestampAggregation: {},
+        },
+      },
+      'x',
+    );
     expect(entries.map((e) => e.key)).toContain(again.key);
   });
 });

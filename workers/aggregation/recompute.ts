@@ -228,15 +228,30 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
   // A new field's backfill skips the scan for stale entries: it has none but what the incremental
   // path wrote since its creation, and the window sums ignore days outside the window anyway.
   const id = run.target.field.dataFieldId;
-  const fields = { dailyCountPrefix: dailyCountPrefix(id), distinctMarkerPrefix: distinctMarkerPrefix(id), field: run.kind === 'ft' ? firstTsKey(id) : latestTsKey(id) };
-  const spec = { ...fields, kind: run.kind, today: clock.today, rangeStart: clock.rangeStart, scan: !run.newField, ttl: deps.profileTtlSeconds ?? 400 * 86_400 };
+  const fields = {
+    dailyCountPrefix: dailyCountPrefix(id),
+    distinctMarkerPrefix: distinctMarkerPrefix(id),
+    field: run.kind === 'ft' ? firstTsKey(id) : latestTsKey(id),
+  };
+  const spec = {
+    ...fields,
+    kind: run.kind,
+    today: clock.today,
+    rangeStart: clock.rangeStart,
+    scan: !run.newField,
+    ttl: deps.profileTtlSeconds ?? 400 * 86_400,
+  };
   if (isCluster(deps.redis)) {
     // On a Redis Cluster each user's profile is in its own slot (`{<project>:<user>}`) and a script
     // may touch one slot only: one call per user, all in flight at once (ioredis sends each to its node).
     await Promise.all(users.map((u) => WRITE.run(deps.redis, [deps.keys.profile(run.projectId, u.userId)], writeArgs(spec, run.kind, [u]))));
     return;
   }
-  await WRITE.run(deps.redis, users.map((u) => deps.keys.profile(run.projectId, u.userId)), writeArgs(spec, run.kind, users));
+  await WRITE.run(
+    deps.redis,
+    users.map((u) => deps.keys.profile(run.projectId, u.userId)),
+    writeArgs(spec, run.kind, users),
+  );
 }
 
 interface FieldRun {
@@ -295,7 +310,9 @@ async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string
 export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
   const sizes = { pageUsers: opts.pageUsers ?? 10_000, batchUsers: opts.batchUsers ?? 1000 };
   const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
-  const cursor: RecomputeCursor = opts.resumeFrom ? { ...opts.resumeFrom } : { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
+  const cursor: RecomputeCursor = opts.resumeFrom
+    ? { ...opts.resumeFrom }
+    : { dataFieldIds: targets.map((t) => t.field.dataFieldId), fieldIndex: 0, afterUserId: '', usersUpdated: 0 };
   const log = deps.log.child({ projectId: req.projectId });
   if (opts.resumeFrom) log.info({ cursor }, 'recompute resumed');
   for (; cursor.fieldIndex < targets.length; cursor.fieldIndex++, cursor.afterUserId = '') {
@@ -309,7 +326,16 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     let fieldUsers = 0;
     // a field whose interaction type counts nothing (UNSPECIFIED) has no rows to read
     if (src !== undefined) {
-      const run: FieldRun = { projectId: req.projectId, target, src, kind: kindOf(target), newField: req.newFields === true, startedAt, deletions, deletedUsers };
+      const run: FieldRun = {
+        projectId: req.projectId,
+        target,
+        src,
+        kind: kindOf(target),
+        newField: req.newFields === true,
+        startedAt,
+        deletions,
+        deletedUsers,
+      };
       // The next page is read from ClickHouse while this one is written to Redis.
       const bounds = new PageBounds(deps, run, sizes.pageUsers);
       let reading = fetchPage(deps, run, cursor.afterUserId, bounds);
@@ -327,7 +353,10 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
         if (page % 5 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
       }
     }
-    log.info({ dataFieldId, users: fieldUsers, ms: Math.round(performance.now() - started), field: cursor.fieldIndex + 1, fields: targets.length }, 'data field recomputed');
+    log.info(
+      { dataFieldId, users: fieldUsers, ms: Math.round(performance.now() - started), field: cursor.fieldIndex + 1, fields: targets.length },
+      'data field recomputed',
+    );
   }
   await opts.onCheckpoint?.({ ...cursor }, { done: targets.length, total: targets.length, usersUpdated: cursor.usersUpdated });
   return { dataFieldsRecomputed: targets.length, usersUpdated: cursor.usersUpdated };

@@ -54,7 +54,10 @@ export function watchRedisRestarts(o: RedisRestartWatchOptions): RedisRestartWat
     const seen = await o.connection.hgetall(o.key);
     const restarted = [...current].filter(([node, id]) => seen[node] !== undefined && seen[node] !== id);
     if (restarted.length > 0) {
-      o.log.warn({ nodes: restarted.map(([node]) => node) }, 'Redis restarted (its run_id changed): the profiles are recomputed from ClickHouse, in case it lost its last writes, once the jobs queued before the restart are done');
+      o.log.warn(
+        { nodes: restarted.map(([node]) => node) },
+        'Redis restarted (its run_id changed): the profiles are recomputed from ClickHouse, in case it lost its last writes, once the jobs queued before the restart are done',
+      );
       await o.settle?.(() => closed);
       // A watch closed meanwhile records nothing: the next start checks (and recomputes) again.
       if (closed) return false;
@@ -99,8 +102,16 @@ const PENDING_SETS = ['delayed', 'prioritized'];
  * retry updates the profiles would count them twice (today keeps the larger count, finished days
  * take ClickHouse's), so the restart's recompute waits for them. Reads job ids only (no payloads).
  */
-export async function ingestBacklogSettled(connection: Redis, redisPrefix: string, log: Logger, stopped: () => boolean, opts: { timeoutMs?: number; pollMs?: number } = {}): Promise<void> {
-  const queues = INGEST_QUEUES.map((name) => new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true }));
+export async function ingestBacklogSettled(
+  connection: Redis,
+  redisPrefix: string,
+  log: Logger,
+  stopped: () => boolean,
+  opts: { timeoutMs?: number; pollMs?: number } = {},
+): Promise<void> {
+  const queues = INGEST_QUEUES.map(
+    (name) => new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true }),
+  );
   for (const q of queues) q.on('error', () => undefined);
   const pending = async (): Promise<Set<string>> => {
     const ids = new Set<string>();

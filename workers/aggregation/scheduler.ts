@@ -174,7 +174,9 @@ async function pollBackfills(o: AggregationWorkerOptions, queue: Queue): Promise
   let enqueued = 0;
   for (const from of ['0', '>']) {
     for (let round = 0; round < 10; round++) {
-      const entries = streamEntries(await o.connection.call('XREADGROUP', 'GROUP', BACKFILL_GROUP, BACKFILL_CONSUMER, 'COUNT', BACKFILL_READ_COUNT, 'STREAMS', stream, from));
+      const entries = streamEntries(
+        await o.connection.call('XREADGROUP', 'GROUP', BACKFILL_GROUP, BACKFILL_CONSUMER, 'COUNT', BACKFILL_READ_COUNT, 'STREAMS', stream, from),
+      );
       for (const [, fields] of entries) {
         const f = Object.fromEntries(chunkPairs(fields ?? []));
         if (!f.projectId || !f.dataFieldId) continue;
@@ -214,14 +216,27 @@ async function fanOut(o: AggregationWorkerOptions, queue: Queue, reason: Aggrega
   return projects.length;
 }
 
-async function runRecompute(o: AggregationWorkerOptions, job: Job<AggregationQueueJob>, data: RecomputeJobData & { projectId: string }): Promise<RecomputeResult> {
+async function runRecompute(
+  o: AggregationWorkerOptions,
+  job: Job<AggregationQueueJob>,
+  data: RecomputeJobData & { projectId: string },
+): Promise<RecomputeResult> {
   const m = o.metrics;
   // users already counted by an earlier attempt of this job are not counted again
   let usersSeen = data.cursor?.usersUpdated ?? 0;
   m?.aggregationRunning(data.reason, 1);
   try {
     return await recomputeDataFields(
-      { warehouse: o.warehouse, redis: o.connection, keys: o.keys, dataFields: o.dataFields, deletions: o.deletions, log: o.log.child({ jobId: job.id, reason: data.reason }), now: o.now, profileTtlSeconds: o.profileTtlSeconds },
+      {
+        warehouse: o.warehouse,
+        redis: o.connection,
+        keys: o.keys,
+        dataFields: o.dataFields,
+        deletions: o.deletions,
+        log: o.log.child({ jobId: job.id, reason: data.reason }),
+        now: o.now,
+        profileTtlSeconds: o.profileTtlSeconds,
+      },
       { projectId: data.projectId, dataFieldIds: data.dataFieldIds, newFields: data.reason === 'backfill' },
       {
         resumeFrom: data.cursor,
@@ -258,7 +273,9 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
     { connection: o.connection, prefix, concurrency: 1 },
   );
   if (o.metrics) instrumentWorker(worker, o.metrics);
-  worker.on('failed', (job, err) => o.log.warn({ jobId: job?.id, name: job?.name, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'aggregation job failed'));
+  worker.on('failed', (job, err) =>
+    o.log.warn({ jobId: job?.id, name: job?.name, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'aggregation job failed'),
+  );
   // A new field starts its backfill within ~50 ms instead of at the next 1-second poll, which
   // stays as the safety net (a missed nudge, an outage). Concurrent polls are harmless: the
   // backfill job id is per field, and entries are acknowledged only after their job was added.
@@ -278,7 +295,9 @@ export function startAggregationWorker(o: AggregationWorkerOptions): Aggregation
     close: (graceMs = 10_000) => {
       unsubscribe?.();
       clearTimeout(nudge);
-      closing ??= closeWorkers([worker], graceMs, o.log).then(() => settlesWithin(queue.close(), 1000)).then(() => undefined);
+      closing ??= closeWorkers([worker], graceMs, o.log)
+        .then(() => settlesWithin(queue.close(), 1000))
+        .then(() => undefined);
       return closing;
     },
   };

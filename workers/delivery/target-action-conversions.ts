@@ -71,7 +71,13 @@ export function conversionId(userId: string, c: ConversionClaim): string {
   return `ta:${userId}:${c.treatmentId}:${c.viewMs}:${c.surface}`;
 }
 
-async function countConversions(deps: TargetActionDeps, catalog: TargetActionCatalog, projectId: string, userId: string, times: Map<string, number[]>): Promise<void> {
+async function countConversions(
+  deps: TargetActionDeps,
+  catalog: TargetActionCatalog,
+  projectId: string,
+  userId: string,
+  times: Map<string, number[]>,
+): Promise<void> {
   const claims = await deps.views.claim(projectId, userId, times);
   if (claims.length === 0) return;
   const ids = claims.map((c) => conversionId(userId, c));
@@ -79,7 +85,13 @@ async function countConversions(deps: TargetActionDeps, catalog: TargetActionCat
     claims.map((c, i) => (catalog.surfaces.has(c.surface) ? deps.ranking.apply(projectId, ids[i], [[actionsField(c.surface, c.treatmentId), 1]]) : undefined)),
   );
   await deps.views.finish(projectId, userId, claims);
-  await deps.profiles.expireJobMarkers([], ids.map((id) => deps.ranking.markerKey(projectId, id)), deps.markerGraceSeconds).catch((err: unknown) => {
-    deps.log?.warn({ err, projectId }, 'conversion markers not shortened; they expire on their own');
-  });
+  await deps.profiles
+    .expireJobMarkers(
+      [],
+      ids.map((id) => deps.ranking.markerKey(projectId, id)),
+      deps.markerGraceSeconds,
+    )
+    .catch((err: unknown) => {
+      deps.log?.warn({ err, projectId }, 'conversion markers not shortened; they expire on their own');
+    });
 }

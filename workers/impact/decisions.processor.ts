@@ -39,12 +39,18 @@ const NO_CAPS: ReadonlySet<string> = new Set();
 export async function processDecisionsJob(job: Job<DecisionsJob>, deps: DecisionsProcessorDeps): Promise<number> {
   const all = decisionRecordsOf(job.data);
   if (all === undefined) throw new UnrecoverableError('malformed decisions job payload');
-  const dropped = await acceptedBeforeDeletion(deps.erased, all.map((r) => ({ projectId: r.projectId, userId: r.userId, receivedAt: r.decideTimeMs })));
+  const dropped = await acceptedBeforeDeletion(
+    deps.erased,
+    all.map((r) => ({ projectId: r.projectId, userId: r.userId, receivedAt: r.decideTimeMs })),
+  );
   const records = all.filter((_, i) => !dropped[i]);
   if (records.length === 0) return 0;
   await readdressToMergedUsers(records, job.id!, deps.profiles);
   const ingest = toClickhouseDateTime64(deps.now());
-  await deps.writer.write('decisions', records.flatMap((r) => decisionLines(r, ingest)));
+  await deps.writer.write(
+    'decisions',
+    records.flatMap((r) => decisionLines(r, ingest)),
+  );
   const units = await applyCapCounters(job.id!, records, ingest, deps);
   if (units.length > 0) {
     // the job is done with these markers once it completes; a duplicate execution still finds them for the grace
@@ -72,7 +78,12 @@ async function applyCapCounters(jobId: string, records: DecisionRecord[], ingest
   return Promise.all(
     [...byUser.values()].map(async (u): Promise<AppliedUnit> => {
       // merged since the records were re-addressed: their rows go to the user too, before the marker commits there
-      const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) => deps.writer.write('decisions', u.records.flatMap((r) => decisionLines({ ...r, userId: to }, ingest))));
+      const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) =>
+        deps.writer.write(
+          'decisions',
+          u.records.flatMap((r) => decisionLines({ ...r, userId: to }, ingest)),
+        ),
+      );
       return { projectId: u.projectId, userId, id: jobId };
     }),
   );
@@ -87,7 +98,8 @@ async function applyCapCounters(jobId: string, records: DecisionRecord[], ingest
  */
 async function readdressToMergedUsers(records: DecisionRecord[], jobId: string, profiles: ProfileStore): Promise<void> {
   const users = new Map<string, AppliedUnit>();
-  for (const r of records) if (r.userResolved !== true) users.set(JSON.stringify([r.projectId, r.userId]), { projectId: r.projectId, userId: r.userId, id: jobId });
+  for (const r of records)
+    if (r.userResolved !== true) users.set(JSON.stringify([r.projectId, r.userId]), { projectId: r.projectId, userId: r.userId, id: jobId });
   if (users.size === 0) return;
   const keys = [...users.keys()];
   const resolved = await profiles.resolveUnits([...users.values()]);

@@ -25,7 +25,12 @@ export interface DeadLetterEntry {
 }
 
 /** The payload type a job source's dead letters carry. */
-const JOB_DATA_TYPES: Readonly<Record<DeadLetterSource, string>> = { log_events: 'EventData', log_treatment_interaction: 'Interaction', decision_log: 'Decisions', pubsub: '' };
+const JOB_DATA_TYPES: Readonly<Record<DeadLetterSource, string>> = {
+  log_events: 'EventData',
+  log_treatment_interaction: 'Interaction',
+  decision_log: 'Decisions',
+  pubsub: '',
+};
 
 /** Reasons and data types are for operators; a payload full of errors must not make a huge row. */
 const MAX_REASON_CHARS = 4000;
@@ -94,7 +99,8 @@ export function namedUsers(data: unknown): string[] {
     }
     // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
     const packed = (v as { kind?: unknown; packed?: unknown }).kind === 'decisions' ? (v as { packed?: unknown }).packed : undefined;
-    if (Array.isArray(packed)) for (const r of packed) if (Array.isArray(r) && typeof r[1] === 'string' && r[1] !== '' && found.size < MAX_DEAD_LETTER_USERS) found.add(r[1]);
+    if (Array.isArray(packed))
+      for (const r of packed) if (Array.isArray(r) && typeof r[1] === 'string' && r[1] !== '' && found.size < MAX_DEAD_LETTER_USERS) found.add(r[1]);
     for (const [k, child] of Object.entries(v)) {
       if (USER_MEMBERS.has(k) && typeof child === 'string' && child !== '') found.add(child);
       else walk(child, depth + 1);

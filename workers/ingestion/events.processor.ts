@@ -35,13 +35,17 @@ export interface ErasedUsers {
  * Which of these requests were accepted before their user was deleted (they must not bring
  * the user's rows or profile back). One round trip for all of them; none without deletions.
  */
-export async function acceptedBeforeDeletion(erased: ErasedUsers | undefined, refs: readonly { projectId: string; userId: string; receivedAt: number }[]): Promise<boolean[]> {
+export async function acceptedBeforeDeletion(
+  erased: ErasedUsers | undefined,
+  refs: readonly { projectId: string; userId: string; receivedAt: number }[],
+): Promise<boolean[]> {
   if (!erased || refs.length === 0) return refs.map(() => false);
   const at = await erased.deletedAt(refs);
   return refs.map((r, i) => at[i] !== undefined && r.receivedAt <= at[i]!);
 }
 
-const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number => (typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0));
+const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number =>
+  typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0);
 
 /** Row lines of an events request; events without insertId are keyed by its id or message. */
 export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
@@ -125,14 +129,22 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
   // (each step repeatable: a retry of this job merges once), before this job's own effects.
   if (deps.identity) {
     const temps = new Set<string>();
-    for (const e of data.events) if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
+    for (const e of data.events)
+      if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
     for (const t of temps) await deps.identity.merge(data.projectId, t, data.userId);
   }
   await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
-  const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({ dedupId: dedupIdOf(data, e, i), ts: e.clientEventTs, userProperties: e.userProperties, ops: ops[i] }));
+  const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({
+    dedupId: dedupIdOf(data, e, i),
+    ts: e.clientEventTs,
+    userProperties: e.userProperties,
+    ops: ops[i],
+  }));
   // the user was merged into another one since the job started: its rows go there too
-  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) => deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())));
+  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) =>
+    deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())),
+  );
   data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
   return appliedOutcome(applied);
@@ -146,7 +158,9 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
  */
 async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsProcessorDeps, job: Job): Promise<JobOutcome> {
   if (!Array.isArray(data.requests)) return deadLetter('malformed job payload: requests must be a list');
-  const units = data.requests.map((r, i) => (isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined));
+  const units = data.requests.map((r, i) =>
+    isUserJob(r) ? { projectId: r.projectId, userId: r.userId, id: `${jobId}.${i}`, receivedAt: receivedAtOf(r, job) } : undefined,
+  );
   const present = units.filter((u) => u !== undefined);
   // Ids merged into another user stand for that user; a request accepted before its
   // user's deletion is skipped like one applied before
@@ -175,7 +189,11 @@ async function processBatch(data: EventsBatchJob, jobId: string, deps: EventsPro
 }
 
 async function processUserAttributes(data: UserAttributesJob, jobId: string, deps: EventsProcessorDeps): Promise<JobOutcome> {
-  const row = toUserAttributeUpdateRow({ projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() }, `m:${data.messageId}`, { source: 'pubsub', ingestMs: deps.now() });
+  const row = toUserAttributeUpdateRow(
+    { projectId: data.projectId, userId: data.userId, userProperties: data.userProperties, updateTimestamp: new Date(data.updateTs).toISOString() },
+    `m:${data.messageId}`,
+    { source: 'pubsub', ingestMs: deps.now() },
+  );
   await deps.writer.write('user_attribute_updates', [rowLine('user_attribute_updates', row)]);
   return appliedOutcome(await deps.profiles.applyEvents(data.projectId, data.userId, jobId, [{ ts: data.updateTs, userProperties: data.userProperties }]));
 }

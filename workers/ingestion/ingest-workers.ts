@@ -100,7 +100,11 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
   // Decisions wait for their insert longer than events: only their own readability (within a
   // second) waits on it, whereas an event's profile update, which delivery reads, follows its insert.
-  const writer = new ClickhouseBatchWriter(o.warehouse, o.log, { isPermanent: (e) => classifyClickhouseError(e) === 'permanent', onInsert: o.metrics?.observeInsert, maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS } });
+  const writer = new ClickhouseBatchWriter(o.warehouse, o.log, {
+    isPermanent: (e) => classifyClickhouseError(e) === 'permanent',
+    onInsert: o.metrics?.observeInsert,
+    maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS },
+  });
   const common = {
     connection: o.connection,
     prefix: bullPrefix(o.redisPrefix, o.connection),
@@ -118,7 +122,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const deadLetters = o.deadLetters ?? new DeadLetterSink(o.warehouse, o.now);
   const eventDeps = {
     ...deps,
-    identity: o.identityMerge === false ? undefined : identityMerger({ warehouse: o.warehouse, profiles: o.profiles, log: o.log, onRefused: () => o.onMetric?.('identityMergesRefused', 1) }),
+    identity:
+      o.identityMerge === false
+        ? undefined
+        : identityMerger({ warehouse: o.warehouse, profiles: o.profiles, log: o.log, onRefused: () => o.onMetric?.('identityMergesRefused', 1) }),
     opsFor: o.eventOps,
     // applied = events new to this user; the rest were duplicates by insertId
     onApplied: (applied: number, total: number) => {
@@ -182,14 +189,20 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
       // An interaction waiting for its decision is expected to retry a few times: not a warning
-      o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn']({ jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message }, 'job failed; will retry with backoff');
+      o.log[err.name === 'DecisionNotYetStored' ? 'debug' : 'warn'](
+        { jobId: job.id, queue: source, attemptsMade: job.attemptsMade, errMessage: err.message },
+        'job failed; will retry with backoff',
+      );
       return;
     }
     const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;
     try {
       if (stalledOut && !inIsolation) {
         const n = await isolate(job, source, requests);
-        o.log.error({ jobId: job.id, queue: source, stalls: job.stalledCounter, isolated: n }, 'a job was held by workers that died; retried alone to tell the job that kills its worker from the ones that died with it');
+        o.log.error(
+          { jobId: job.id, queue: source, stalls: job.stalledCounter, isolated: n },
+          'a job was held by workers that died; retried alone to tell the job that kills its worker from the ones that died with it',
+        );
         return;
       }
       const reason = stalledOut
@@ -199,7 +212,13 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       // A merged job holds requests of many projects: each is a dead letter of its own project.
       const letters = requests
         ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
-        : [{ projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? decisionsProject(data as DecisionsJob | undefined)), messageId: String(job.id), payload: data }];
+        : [
+            {
+              projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? decisionsProject(data as DecisionsJob | undefined)),
+              messageId: String(job.id),
+              payload: data,
+            },
+          ];
       for (const l of letters) await deadLetters.store({ ...l, source, reason });
       o.onMetric?.('deadLetters', letters.length);
     } catch (e) {
@@ -218,7 +237,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   // cut expires with JOB_MARKER_TTL_SECONDS.
   const graceSeconds = markerGraceSeconds(o.lockMs);
   const dropMarkers = (job: Job, units: AppliedUnit[], extra: string[] = []) => {
-    o.profiles.expireJobMarkers(units, extra, graceSeconds).catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
+    o.profiles
+      .expireJobMarkers(units, extra, graceSeconds)
+      .catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
   };
   const interactionDone = (job: Job, data: InteractionJob) => {
     const unit = interactionUnit(data, job.id!);

@@ -49,10 +49,16 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
       const what = `treatmentTrackingId "${d.treatmentTrackingId}" (treatment "${d.treatmentId}", response "${responseId}")`;
       return deadLetter(`no decision for ${what} in the decision log within ${Math.round(waitMs / 1000)} s: userId and surface cannot be resolved`);
     }
-    throw new DecisionNotYetStored(`decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`);
+    throw new DecisionNotYetStored(
+      `decision of treatmentTrackingId "${d.treatmentTrackingId}" not in the decision log yet; retried until ${Math.round(waitMs / 1000)} s after receipt`,
+    );
   }
   // a decision made for a pre-login id merged into the given user agrees with that user
-  if (typeof d.userId === 'string' && d.userId !== found.userId && (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))) {
+  if (
+    typeof d.userId === 'string' &&
+    d.userId !== found.userId &&
+    (await deps.profiles.canonicalUser(d.projectId, found.userId)) !== (await deps.profiles.canonicalUser(d.projectId, d.userId))
+  ) {
     return deadLetter(`userId "${d.userId}" disagrees with the decision of treatmentTrackingId "${d.treatmentTrackingId}" (made for another user)`);
   }
   if (typeof d.surface === 'string' && !found.surfaces.includes(d.surface)) {
@@ -83,7 +89,12 @@ export async function processInteractionJob(job: Job<InteractionJob>, deps: Inte
 /** The job's steps, each answering an outcome or passing the interaction on: its shape, its user and surface, its admission, its effects. */
 async function interactionJobOutcome(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<JobOutcome> {
   let d = job.data;
-  const wellFormed = d && typeof d.projectId === 'string' && typeof d.treatmentTrackingId === 'string' && typeof d.treatmentId === 'string' && typeof d.interactionTimeMicros === 'string';
+  const wellFormed =
+    d &&
+    typeof d.projectId === 'string' &&
+    typeof d.treatmentTrackingId === 'string' &&
+    typeof d.treatmentId === 'string' &&
+    typeof d.interactionTimeMicros === 'string';
   if (!wellFormed) return deadLetter('malformed interaction job payload');
   if (d.resolve === true || typeof d.userId !== 'string' || typeof d.surface !== 'string') {
     const resolved = await resolveInteraction(d, deps);

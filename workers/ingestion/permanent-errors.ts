@@ -6,7 +6,25 @@ import { classifyClickhouseError } from '../../shared/platform/warehouse/clickho
  * (noeviction), failing over, or the credentials/ACL are being fixed by an operator. Jobs keep
  * retrying through them like through a connection error.
  */
-const TRANSIENT_REPLY_CODES: ReadonlySet<string> = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'OOM', 'NOREPLICAS', 'MISCONF', 'NOAUTH', 'NOPERM', 'WRONGPASS', 'MOVED', 'ASK', 'NOSCRIPT', 'UNBLOCKED', 'EXECABORT']);
+const TRANSIENT_REPLY_CODES: ReadonlySet<string> = new Set([
+  'LOADING',
+  'BUSY',
+  'TRYAGAIN',
+  'CLUSTERDOWN',
+  'MASTERDOWN',
+  'READONLY',
+  'OOM',
+  'NOREPLICAS',
+  'MISCONF',
+  'NOAUTH',
+  'NOPERM',
+  'WRONGPASS',
+  'MOVED',
+  'ASK',
+  'NOSCRIPT',
+  'UNBLOCKED',
+  'EXECABORT',
+]);
 const TRANSIENT_INSIDE = /\b(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|NOREPLICAS|MISCONF)\b|max number of clients|killed by user/;
 
 /**

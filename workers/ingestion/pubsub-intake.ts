@@ -100,7 +100,17 @@ export class PubSubIntake {
     private readonly deps: PubSubIntakeDeps,
     opts: PubSubIntakeOptions = {},
   ) {
-    this.opts = { reconcileEveryMs: 30_000, retryAfterErrorMs: 5_000, maxMessages: 1000, maxBytes: 64 * 1024 * 1024, closeTimeoutMs: 10_000, pubsubTimeoutMs: 10_000, backlogNackDelayMs: 1000, retentionDays: 400, ...opts };
+    this.opts = {
+      reconcileEveryMs: 30_000,
+      retryAfterErrorMs: 5_000,
+      maxMessages: 1000,
+      maxBytes: 64 * 1024 * 1024,
+      closeTimeoutMs: 10_000,
+      pubsubTimeoutMs: 10_000,
+      backlogNackDelayMs: 1000,
+      retentionDays: 400,
+      ...opts,
+    };
   }
 
   /** Resolves after the first reconcile; a source that cannot be subscribed yet is retried later. */
@@ -202,10 +212,24 @@ export class PubSubIntake {
     let outcome: MessageOutcome;
     try {
       const nowMs = this.deps.now();
-      outcome = messageOutcome({ messageId: message.id, dataType: message.attributes?.data_type, data: message.data }, { sourceProjectId: projectId, codec: this.deps.codec, nowMs, retentionDays: this.opts.retentionDays });
-      if (outcome.kind === 'queue') await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
+      outcome = messageOutcome(
+        { messageId: message.id, dataType: message.attributes?.data_type, data: message.data },
+        { sourceProjectId: projectId, codec: this.deps.codec, nowMs, retentionDays: this.opts.retentionDays },
+      );
+      if (outcome.kind === 'queue')
+        await this.deps.events.enqueue(outcome.job, { jobId: outcome.jobId, weight: outcome.job.kind === 'events' ? outcome.job.events.length : 1 });
       // the sink keeps the payload's beginning, its size and hash
-      else await this.deps.deadLetters.store({ projectId, messageId: message.id, source: 'pubsub', reason: outcome.reason, receiveMs: nowMs, dataType: message.attributes?.data_type, payload: message.data, userIds: outcome.userIds ?? [] });
+      else
+        await this.deps.deadLetters.store({
+          projectId,
+          messageId: message.id,
+          source: 'pubsub',
+          reason: outcome.reason,
+          receiveMs: nowMs,
+          dataType: message.attributes?.data_type,
+          payload: message.data,
+          userIds: outcome.userIds ?? [],
+        });
     } catch (err) {
       // Not durable yet (Redis or ClickHouse down): it must come back, never be acked.
       log[isRedisUnavailable(err) ? 'debug' : 'warn']({ err }, 'Pub/Sub message not stored; nacked for redelivery');
@@ -258,7 +282,11 @@ function settle(message: Message, how: 'ack' | 'nack'): void {
 export type PubSubIntakeWiring = Pick<Platform, 'config' | 'redis' | 'keys' | 'now' | 'bus' | 'log' | 'metrics'> & Ingestion;
 
 /** Wiring for the workers role: the process's stores, queue producer and ClickHouse client. */
-export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: PubSubIntakeDeps['deadLetters'], opts: PubSubIntakeOptions = {}): Promise<PubSubIntake> {
+export async function startPubSubIntake(
+  ctx: PubSubIntakeWiring,
+  deadLetters: PubSubIntakeDeps['deadLetters'],
+  opts: PubSubIntakeOptions = {},
+): Promise<PubSubIntake> {
   const intake = new PubSubIntake(
     {
       pubsub: await createPubSub(ctx.config),
@@ -277,4 +305,3 @@ export async function startPubSubIntake(ctx: PubSubIntakeWiring, deadLetters: Pu
   await intake.start();
   return intake;
 }
-

@@ -70,7 +70,6 @@ function otherProject(named: string, ctx: ParseContext): string {
   return `the payload names project "${named}", but the topic belongs to project "${ctx.sourceProjectId}"`;
 }
 
-
 function decodeFailure(dataType: string, err: unknown): ParseResult {
   if (err instanceof ProtoDecodeError) return { ok: false, reason: `undecodable ${dataType}: ${err.reason}` };
   throw err;
@@ -101,7 +100,17 @@ const eventData: DataTypeHandler = {
       if (err instanceof InvalidArgumentError) return refuse(`invalid EventData: ${err.message}`);
       throw err;
     }
-    return { ok: true, job: { kind: 'events', projectId: ctx.sourceProjectId, userId: body.userId, events, origin: { source: 'pubsub', messageId: message.messageId }, receivedAt: ctx.nowMs } };
+    return {
+      ok: true,
+      job: {
+        kind: 'events',
+        projectId: ctx.sourceProjectId,
+        userId: body.userId,
+        events,
+        origin: { source: 'pubsub', messageId: message.messageId },
+        receivedAt: ctx.nowMs,
+      },
+    };
   },
 };
 
@@ -127,7 +136,18 @@ const userAttribute: DataTypeHandler = {
     // (last-write-wins), and the time is the row's partition key.
     const updateTs = acceptedTimestamp(body.updateTimestamp, 'updateTimestamp', acceptedTimes(ctx.nowMs, ctx.retentionDays), details) ?? 0;
     if (details.length > 0) return refuse(`invalid UserAttribute: ${details.map((d) => `${d.field}: ${d.description}`).join('; ')}`);
-    return { ok: true, job: { kind: 'userAttributes', projectId: ctx.sourceProjectId, userId: body.userId, userProperties, updateTs, messageId: message.messageId, receivedAt: ctx.nowMs } };
+    return {
+      ok: true,
+      job: {
+        kind: 'userAttributes',
+        projectId: ctx.sourceProjectId,
+        userId: body.userId,
+        userProperties,
+        updateTs,
+        messageId: message.messageId,
+        receivedAt: ctx.nowMs,
+      },
+    };
   },
 };
 
@@ -145,7 +165,8 @@ export function pubsubJobId(projectId: string, messageId: string): string {
 
 /** Decides what becomes of a message; throws only on a bug (the message is then nacked). */
 export function messageOutcome(message: IncomingMessage, ctx: ParseContext, handlers: readonly DataTypeHandler[] = DATA_TYPE_HANDLERS): MessageOutcome {
-  if (message.data.byteLength > MAX_MESSAGE_BYTES) return { kind: 'dead_letter', reason: `message of ${message.data.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes (1 MiB); not read` };
+  if (message.data.byteLength > MAX_MESSAGE_BYTES)
+    return { kind: 'dead_letter', reason: `message of ${message.data.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes (1 MiB); not read` };
   const known = handlers.map((h) => h.dataType).join(' or ');
   if (message.dataType === undefined || message.dataType === '') return { kind: 'dead_letter', reason: `missing data_type attribute; expected ${known}` };
   const handler = handlers.find((h) => h.dataType === message.dataType);

@@ -60,9 +60,17 @@ export function identityMerger(deps: {
       if (userId === tempUserId) return void done.set(memo, true);
       const claim = await deps.profiles.claimAlias(projectId, tempUserId, userId);
       if ('refused' in claim) {
-        refuse(claim.refused, { projectId, tempUserId, userId }, 'identity merge refused: the pre-login id is a signed-in user of its own; the event is stored under the user without a merge');
+        refuse(
+          claim.refused,
+          { projectId, tempUserId, userId },
+          'identity merge refused: the pre-login id is a signed-in user of its own; the event is stored under the user without a merge',
+        );
       } else if (claim.owner !== userId) {
-        refuse('merged-into-another-user', { projectId, tempUserId, userId, mergedInto: claim.owner }, 'identity merge conflict: the pre-login id was merged into another user first; not merged again');
+        refuse(
+          'merged-into-another-user',
+          { projectId, tempUserId, userId, mergedInto: claim.owner },
+          'identity merge conflict: the pre-login id was merged into another user first; not merged again',
+        );
       } else if (claim.pending) {
         await userData.copyUserRows(projectId, tempUserId, userId);
         const merged = await deps.profiles.mergeProfile(projectId, tempUserId, userId);

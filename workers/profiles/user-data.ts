@@ -48,11 +48,21 @@ export function startUserDeletionWorker(o: UserDeletionWorkerOptions): Worker<Us
       const jobs = await o.queues.eraseQueuedJobs({ projectId, userIds: new Set(userIds), deletedAtMs });
       await o.store.finished(projectId, userIds, deletedAtMs);
       // no user id in logs: the job id names the deletion
-      o.log.info({ jobId: job.id, projectId, mergedIds: mergedIds.length, queuedJobs: jobs, ms: Math.round(performance.now() - started) }, 'user data deleted from clickhouse and the queues');
+      o.log.info(
+        { jobId: job.id, projectId, mergedIds: mergedIds.length, queuedJobs: jobs, ms: Math.round(performance.now() - started) },
+        'user data deleted from clickhouse and the queues',
+      );
     },
-    { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection), concurrency: 2, settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) } },
+    {
+      connection: o.connection,
+      prefix: bullPrefix(o.redisPrefix, o.connection),
+      concurrency: 2,
+      settings: { backoffStrategy: (attemptsMade: number) => cappedExponentialBackoff(attemptsMade) },
+    },
   );
-  worker.on('failed', (job, err) => o.log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'user deletion failed; will retry'));
+  worker.on('failed', (job, err) =>
+    o.log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, errMessage: err.message }, 'user deletion failed; will retry'),
+  );
   worker.on('error', queueErrorLogger(o.log, 'user deletion worker error'));
   if (o.metrics) instrumentWorker(worker, o.metrics);
   return worker;

@@ -19,7 +19,11 @@ const PAGES = [
 ] as const;
 
 function currentPath(): string[] {
-  return window.location.pathname.replace(/^\/console\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  return window.location.pathname
+    .replace(/^\/console\/?/, '')
+    .split('/')
+    .filter(Boolean)
+    .map(decodeURIComponent);
 }
 
 export function App() {
@@ -45,7 +49,15 @@ export function App() {
   const slug = pages.some((p) => p.slug === path[0]) ? path[0] : pages[0].slug;
   const title = session ? pages.find((p) => p.slug === slug)!.title : 'Sign in';
   useTitle(title);
-  if (!session) return <SignIn onSignedIn={(s) => { setSession(s); navigate(s.mode === 'admin' ? 'projects' : 'treatments'); }} />;
+  if (!session)
+    return (
+      <SignIn
+        onSignedIn={(s) => {
+          setSession(s);
+          navigate(s.mode === 'admin' ? 'projects' : 'treatments');
+        }}
+      />
+    );
 
   const props: PageProps = { session, setSession, path: path.slice(1), navigate };
   return (
@@ -74,7 +86,13 @@ export function App() {
           </ul>
         </nav>
         <div className="who">
-          {session.mode === 'admin' ? <ProjectPicker session={session} setSession={setSession} /> : <span>Project <strong>{session.projectId}</strong></span>}
+          {session.mode === 'admin' ? (
+            <ProjectPicker session={session} setSession={setSession} />
+          ) : (
+            <span>
+              Project <strong>{session.projectId}</strong>
+            </span>
+          )}
           <span className="operator" title="Changes are recorded under this name">
             {session.operator} ({session.mode === 'admin' ? 'admin' : 'management key'})
           </span>
@@ -135,7 +153,8 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
   const [operator, setOperator] = useState('');
   const [projectId, setProjectId] = useState('');
   const action = useAction(async () => {
-    if (!operator.trim()) throw new ApiError(0, 'INVALID_ARGUMENT', 'enter your name: it is recorded with every change', [{ field: 'operator', description: 'required' }]);
+    if (!operator.trim())
+      throw new ApiError(0, 'INVALID_ARGUMENT', 'enter your name: it is recorded with every change', [{ field: 'operator', description: 'required' }]);
     const s: Session = { mode, secret: secret.trim(), operator: operator.trim(), projectId: projectId.trim(), projectKeys: {} };
     if (mode === 'admin') {
       const { projects } = await admin<{ projects: { projectId: string }[] }>(s, 'ListProjects', {});
@@ -164,8 +183,13 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
             <input type="radio" name="mode" checked={mode === 'admin'} onChange={() => setMode('admin')} /> the admin token (every project)
           </label>
         </fieldset>
-        <Field label={mode === 'admin' ? 'Admin token' : 'API key'} hint="Kept in this tab's session storage only, forgotten when the tab closes or you sign out.">
-          {(id, d) => <input id={id} aria-describedby={d} type="password" autoComplete="off" required value={secret} onChange={(e) => setSecret(e.target.value)} />}
+        <Field
+          label={mode === 'admin' ? 'Admin token' : 'API key'}
+          hint="Kept in this tab's session storage only, forgotten when the tab closes or you sign out."
+        >
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="password" autoComplete="off" required value={secret} onChange={(e) => setSecret(e.target.value)} />
+          )}
         </Field>
         <Field label={mode === 'admin' ? 'Project (optional)' : 'Project id'} name="projectId" error={action.error}>
           {(id, d) => <input id={id} aria-describedby={d} value={projectId} required={mode === 'key'} onChange={(e) => setProjectId(e.target.value)} />}

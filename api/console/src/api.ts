@@ -114,9 +114,7 @@ async function managementKey(session: Session, onSession?: (s: Session) => void)
 export async function signOut(session: Session): Promise<void> {
   if (session.mode === 'admin') {
     const keys = loadSession()?.projectKeys ?? session.projectKeys;
-    await Promise.all(
-      Object.entries(keys).map(([projectId, k]) => admin(session, 'RevokeApiKey', { projectId, keyId: k.keyId }).catch(() => undefined)),
-    );
+    await Promise.all(Object.entries(keys).map(([projectId, k]) => admin(session, 'RevokeApiKey', { projectId, keyId: k.keyId }).catch(() => undefined)));
   }
   saveSession(null);
 }

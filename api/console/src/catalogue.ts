@@ -1,7 +1,13 @@
 // Shapes of the catalogue as the API returns them (the client's wire types, generated from the
 // service's own schemas), and how the console names them.
 import { conditionFitsType, conditionsFor, rhsProblem, type Condition, type DataFieldType } from '../../../shared/rules/index.js';
-import type { GetAllDataFieldsResponse, GetAllSurfacesResponse, GetAllTreatmentTypesResponse, GetEventSchemasResponse, GetMutualExclusionGroupsResponse } from '../../../client/src/wire.generated.js';
+import type {
+  GetAllDataFieldsResponse,
+  GetAllSurfacesResponse,
+  GetAllTreatmentTypesResponse,
+  GetEventSchemasResponse,
+  GetMutualExclusionGroupsResponse,
+} from '../../../client/src/wire.generated.js';
 
 export type Surface = GetAllSurfacesResponse['surfaces'][number];
 export type TreatmentType = GetAllTreatmentTypesResponse['treatmentTypes'][number];
@@ -23,7 +29,12 @@ export function describeField(f: DataField): string {
   const p: Record<string, unknown> = t ?? e ?? u ?? {};
   const agg = Object.entries(p).find(([k]) => k.endsWith('Aggregation'));
   const window = agg ? (agg[1] as { windowName?: string }).windowName : undefined;
-  const aggText = agg ? agg[0].replace(/Aggregation$/, '').replace(/([A-Z])/g, ' $1').toLowerCase() + (window ? ` ${window}` : '') : '';
+  const aggText = agg
+    ? agg[0]
+        .replace(/Aggregation$/, '')
+        .replace(/([A-Z])/g, ' $1')
+        .toLowerCase() + (window ? ` ${window}` : '')
+    : '';
   let what: string;
   if (t) {
     what = `${t.treatmentInteractionType}${t.surfaceName ? ` on ${t.surfaceName}` : ''}${t.treatmentId ? ` of treatment ${t.treatmentId}` : ''}${t.isDistinctInteraction ? ' (distinct)' : ''}`;
@@ -62,7 +73,10 @@ export const CONDITION_LABELS: Record<string, string> = {
 
 /** The items of a comma-separated input, trimmed, blanks dropped. */
 export function splitCommaList(text: string): string[] {
-  return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 /** The value checked as it is typed, by the service's own rule compiler (shared/rules): null when it would accept it, else why not. */

@@ -17,4 +17,3 @@ export const surfacesOf = (t: Treatment): string[] => {
   const removed = new Set(newest(t).removedSurfaces.surfaces.map((s) => s.name));
   return t.treatmentType.surfaces.map((s) => s.name).filter((s) => !removed.has(s));
 };
-

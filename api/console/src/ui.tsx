@@ -8,7 +8,14 @@ export function detailsFor(error: unknown, field: string): ErrorDetail[] {
 }
 
 /** A labelled control with its hint and the API's complaint about it (the error's `details`). */
-export function Field(props: { label: string; error?: unknown; name?: string; hint?: ReactNode; children: (id: string, describedBy: string | undefined) => ReactNode; local?: string | null }) {
+export function Field(props: {
+  label: string;
+  error?: unknown;
+  name?: string;
+  hint?: ReactNode;
+  children: (id: string, describedBy: string | undefined) => ReactNode;
+  local?: string | null;
+}) {
   const id = useId();
   const problems = props.name ? detailsFor(props.error, props.name).map((d) => d.description) : [];
   if (props.local) problems.unshift(props.local);
@@ -37,7 +44,10 @@ export function Field(props: { label: string; error?: unknown; name?: string; hi
 export function ErrorBanner({ error, shownFields = [] }: { error: unknown; shownFields?: string[] }) {
   if (!error) return null;
   const message = error instanceof Error ? error.message : String(error);
-  const rest = error instanceof ApiError ? error.details.filter((d) => !shownFields.some((f) => d.field === f || d.field.startsWith(f + '.') || d.field.startsWith(f + '['))) : [];
+  const rest =
+    error instanceof ApiError
+      ? error.details.filter((d) => !shownFields.some((f) => d.field === f || d.field.startsWith(f + '.') || d.field.startsWith(f + '[')))
+      : [];
   return (
     <div className="error-banner" role="alert">
       <strong>{error instanceof ApiError && error.status ? `${error.status} ${error.code}: ` : ''}</strong>
@@ -87,7 +97,9 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T |
 }
 
 /** A submit action with its pending and error state. */
-export function useAction<A extends unknown[]>(run: (...args: A) => Promise<void>): { busy: boolean; error: unknown; go: (...args: A) => Promise<void>; clear: () => void } {
+export function useAction<A extends unknown[]>(
+  run: (...args: A) => Promise<void>,
+): { busy: boolean; error: unknown; go: (...args: A) => Promise<void>; clear: () => void } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const go = async (...args: A) => {
@@ -148,5 +160,10 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 export function formatTime(iso: string | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  return Number.isNaN(d.getTime())
+    ? iso
+    : d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC');
 }

@@ -60,7 +60,11 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
         if (++count[top] > MAX_OBJECT_MEMBERS) return invalidField(renderPath(member.slice(0, top)), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       }
-      if (badAt > i && badAt < end) return invalidField(renderPath(member), `not well-formed Unicode: an unpaired UTF-16 surrogate (${surrogateText(text, badAt)}); every string must be valid Unicode`);
+      if (badAt > i && badAt < end)
+        return invalidField(
+          renderPath(member),
+          `not well-formed Unicode: an unpaired UTF-16 surrogate (${surrogateText(text, badAt)}); every string must be valid Unicode`,
+        );
       i = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
       if (isArray.length >= maxDepth) return invalidField(renderPath(member), `nested more than ${maxDepth} levels deep`);
@@ -97,7 +101,7 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
  */
 export function unpairedSurrogateAt(text: string): number {
   const found = text.isWellFormed() ? -1 : firstRawUnpaired(text);
-  for (let at = text.indexOf('\\u'); at >= 0 && (found < 0 || at < found); ) {
+  for (let at = text.indexOf('\\u'); at >= 0 && (found < 0 || at < found);) {
     if (!escaped(text, at + 1)) {
       at = text.indexOf('\\u', at + 2);
       continue;
@@ -105,7 +109,8 @@ export function unpairedSurrogateAt(text: string): number {
     const unit = hex4(text, at + 2);
     if (unit >= 0xd800 && unit <= 0xdbff) {
       // a high surrogate needs a low one right after it, escaped or raw
-      const next = text.charCodeAt(at + 6) === 92 && text.charCodeAt(at + 7) === 117 ? hex4(text, at + 8) : (text.charCodeAt(at + 6) & 0xfc00) === 0xdc00 ? 0xdc00 : -1;
+      const next =
+        text.charCodeAt(at + 6) === 92 && text.charCodeAt(at + 7) === 117 ? hex4(text, at + 8) : (text.charCodeAt(at + 6) & 0xfc00) === 0xdc00 ? 0xdc00 : -1;
       if (next < 0xdc00 || next > 0xdfff) return at;
       at = text.indexOf('\\u', at + 12);
     } else if (unit >= 0xdc00 && unit <= 0xdfff && (text.charCodeAt(at - 1) & 0xfc00) !== 0xd800) {

@@ -101,7 +101,8 @@ function camelize(value: unknown, walk: Walk): unknown {
       throw invalidField('(body)', `more than ${MAX_UNKNOWN_FIELDS} unknown fields (one is "${ck.slice(0, 64)}")`);
     }
     const v = obj[k];
-    const cv = USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v) ? camelizeMapValues(v as Record<string, unknown>, walk) : camelize(v, walk);
+    const cv =
+      USER_MAPS.has(ck) && v !== null && typeof v === 'object' && !Array.isArray(v) ? camelizeMapValues(v as Record<string, unknown>, walk) : camelize(v, walk);
     if (out === undefined && (ck !== k || cv !== v)) {
       out = {};
       for (let j = 0; j < i; j++) out[keys[j]] = obj[keys[j]];

@@ -53,8 +53,10 @@ export function validationDetails(errors: readonly SchemaError[], root = '(body)
     if (e.schemaPath !== undefined && unions.some((u) => e.schemaPath!.startsWith(u))) continue;
     const path = (extra?: string) => jsonPath(e.instancePath, extra, root);
     if (e.keyword === 'required') for (const n of names(e.params.missingProperty ?? e.params.requiredProperties)) add(path(n), 'required field is missing');
-    else if (e.keyword === 'additionalProperties') for (const n of names(e.params.additionalProperty ?? e.params.additionalProperties)) add(path(n), 'unknown field');
-    else if (e.keyword === 'boolean') continue; // `additionalProperties: false`, reported by name above
+    else if (e.keyword === 'additionalProperties')
+      for (const n of names(e.params.additionalProperty ?? e.params.additionalProperties)) add(path(n), 'unknown field');
+    else if (e.keyword === 'boolean')
+      continue; // `additionalProperties: false`, reported by name above
     else if (e.keyword === 'enum') add(path(), `must be one of ${names(e.params.allowedValues).join(', ')}`);
     else if (UNION.has(e.keyword)) add(path(), unionDescription(errors, e));
     else add(path(), e.message ?? e.keyword);

@@ -22,7 +22,12 @@ export class RequestLimits {
 
   constructor(config: Pick<Config, 'rateLimitPerKey' | 'rateLimitUnauthenticated'>, now?: () => number) {
     this.perKey = new TokenBuckets({ ratePerSecond: config.rateLimitPerKey, capacity: 2 * config.rateLimitPerKey, maxBuckets: MAX_KEY_BUCKETS, now });
-    this.failures = new TokenBuckets({ ratePerSecond: config.rateLimitUnauthenticated, capacity: config.rateLimitUnauthenticated, maxBuckets: MAX_ADDRESS_BUCKETS, now });
+    this.failures = new TokenBuckets({
+      ratePerSecond: config.rateLimitUnauthenticated,
+      capacity: config.rateLimitUnauthenticated,
+      maxBuckets: MAX_ADDRESS_BUCKETS,
+      now,
+    });
   }
 
   /**
@@ -42,7 +47,9 @@ export class RequestLimits {
    */
   authenticationAttempt(ip: string | undefined): ResourceExhaustedError | undefined {
     const waitMs = this.failures.take(clientAddressKey(ip));
-    return waitMs === 0 ? undefined : new ResourceExhaustedError('too many failed authentications from this address; retry after the time in Retry-After', waitMs);
+    return waitMs === 0
+      ? undefined
+      : new ResourceExhaustedError('too many failed authentications from this address; retry after the time in Retry-After', waitMs);
   }
 
   /** The reserved attempt did not fail authentication (a valid key, or a dependency error): given back. */

@@ -65,7 +65,11 @@ export type EnsureOutcome = 'created' | 'reused' | 'replaced';
  *   without `replace`), InvalidArgumentError (a name Pub/Sub rejects), UnavailableError (Pub/Sub
  *   unreachable or too slow; safe to retry).
  */
-export async function ensureSubscription(pubsub: PubSub, source: { topic: string; subscription: string }, opts: EnsureSubscriptionOptions): Promise<EnsureOutcome> {
+export async function ensureSubscription(
+  pubsub: PubSub,
+  source: { topic: string; subscription: string },
+  opts: EnsureSubscriptionOptions,
+): Promise<EnsureOutcome> {
   const gaxOpts = { timeout: opts.timeoutMs ?? 10_000 };
   // Long enough for a batch to reach Redis; the client extends it while a message is in hand.
   // The retry policy spaces out redeliveries of nacked messages while Redis or ClickHouse is down.
@@ -82,7 +86,9 @@ export async function ensureSubscription(pubsub: PubSub, source: { topic: string
     const [meta] = await sub.getMetadata(gaxOpts);
     if (meta.topic === source.topic) return 'reused';
     if (!opts.replace) {
-      throw new FailedPreconditionError(`subscription ${source.subscription} is attached to ${meta.topic ?? 'no topic'}, not ${source.topic}; set the source again to move it`);
+      throw new FailedPreconditionError(
+        `subscription ${source.subscription} is attached to ${meta.topic ?? 'no topic'}, not ${source.topic}; set the source again to move it`,
+      );
     }
     await sub.delete(gaxOpts);
     await create();
@@ -102,9 +108,13 @@ function grpcCode(err: unknown): number | undefined {
 function toApiError(err: unknown, topic: string): ApiError {
   switch (grpcCode(err)) {
     case GRPC.notFound:
-      return new FailedPreconditionError(`topic ${topic} does not exist; create it before registering it`, [{ field: 'topic', description: 'topic does not exist' }]);
+      return new FailedPreconditionError(`topic ${topic} does not exist; create it before registering it`, [
+        { field: 'topic', description: 'topic does not exist' },
+      ]);
     case GRPC.permissionDenied:
-      return new FailedPreconditionError(`the service may not subscribe to ${topic}; grant its account pubsub.subscriptions.create on the topic`, [{ field: 'topic', description: 'permission denied' }]);
+      return new FailedPreconditionError(`the service may not subscribe to ${topic}; grant its account pubsub.subscriptions.create on the topic`, [
+        { field: 'topic', description: 'permission denied' },
+      ]);
     case GRPC.invalidArgument:
       return invalidField('topic', `Pub/Sub rejected the name: ${topic}`);
     case GRPC.alreadyExists:

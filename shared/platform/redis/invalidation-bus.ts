@@ -71,7 +71,12 @@ export class InvalidationBus {
    * heartbeat below (PING on the subscribed connection) keeps its meaning. Each reconnection
    * attempt moves on to the next seed node, so a node that is gone is left behind.
    */
-  constructor(target: string | RedisTarget, private readonly channel: string, private readonly log: Logger, opts: InvalidationBusOptions = {}) {
+  constructor(
+    target: string | RedisTarget,
+    private readonly channel: string,
+    private readonly log: Logger,
+    opts: InvalidationBusOptions = {},
+  ) {
     this.heartbeatMs = opts.heartbeatMs ?? 500;
     this.silenceMs = opts.silenceMs ?? 1500;
     const base = { maxRetriesPerRequest: null, retryStrategy: (t: number) => Math.min(t * 200, 2000), connectionName: 'invalidation' };

@@ -4,7 +4,8 @@ import { scrubString } from '../logger.js';
 import { UnavailableError } from '../errors.js';
 
 /** Messages of errors that mean the connection to Redis failed (not a reply error of a command). */
-const CONNECTION_ERROR = /Connection is closed|enableOfflineQueue|Command timed out|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Stream isn't writeable|max retries per request|Reached the max retries/i;
+const CONNECTION_ERROR =
+  /Connection is closed|enableOfflineQueue|Command timed out|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Stream isn't writeable|max retries per request|Reached the max retries/i;
 
 /** True for an error of the connection to Redis (refused, reset, closed, timed out), false for a reply error or anything else. */
 export function isRedisConnectionError(err: unknown): boolean {
@@ -78,7 +79,10 @@ export class RedisHealth {
     this.lastFailureAt = performance.now();
     if (this.outage) return;
     this.outage = { since: Date.now(), reason, unavailable: 0 };
-    this.log.error({ dependency: 'redis', reason: scrubString(reason) }, 'Redis unreachable: requests answer 503 with Retry-After and workers wait until it is back (logged once per outage; the 503s are counted in /metrics)');
+    this.log.error(
+      { dependency: 'redis', reason: scrubString(reason) },
+      'Redis unreachable: requests answer 503 with Retry-After and workers wait until it is back (logged once per outage; the 503s are counted in /metrics)',
+    );
     this.opts.onChange?.(false);
     this.probe = setInterval(() => void this.check(), this.probeMs);
     this.probe.unref();

@@ -63,9 +63,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
  */
 function withDatabase(conn: ChdbConnection, database: string): ChdbConnection {
   if (!IDENTIFIER.test(database)) throw new Error(`invalid ClickHouse database name "${database}"`);
-  const ready = conn
-    .command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` })
-    .then(() => conn.command({ query: `USE ${database}` }));
+  const ready = conn.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` }).then(() => conn.command({ query: `USE ${database}` }));
   ready.catch(() => undefined); // reported by the first call that awaits it
   return new Proxy(conn, {
     get(target, prop) {

@@ -99,11 +99,7 @@ async function apply(client: ClickHouseClient, m: Migration): Promise<void> {
 }
 
 /** Applies, in version order, every migration not yet recorded in schema_migrations. */
-export async function runMigrations(
-  client: ClickHouseClient,
-  logger?: Logger,
-  opts: { dir?: URL } = {},
-): Promise<MigrationReport> {
+export async function runMigrations(client: ClickHouseClient, logger?: Logger, opts: { dir?: URL } = {}): Promise<MigrationReport> {
   const started = performance.now();
   const migrations = await loadMigrations(opts.dir);
   await client.command({ query: SCHEMA_MIGRATIONS_DDL });
@@ -121,9 +117,6 @@ export async function runMigrations(
     logger?.info({ version: m.version, migration: m.name }, 'clickhouse migration applied');
     report.applied.push({ version: m.version, name: m.name });
   }
-  logger?.info(
-    { applied: report.applied.length, total: migrations.length, ms: Math.round(performance.now() - started) },
-    'clickhouse schema up to date',
-  );
+  logger?.info({ applied: report.applied.length, total: migrations.length, ms: Math.round(performance.now() - started) }, 'clickhouse schema up to date');
   return report;
 }

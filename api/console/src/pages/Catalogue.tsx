@@ -46,7 +46,13 @@ export function CataloguePage(props: PageProps) {
             ))}
           </ul>
         )}
-        <NewSurface {...props} onDone={() => { surfaces.reload(); fields.reload(); }} />
+        <NewSurface
+          {...props}
+          onDone={() => {
+            surfaces.reload();
+            fields.reload();
+          }}
+        />
       </section>
 
       <section aria-labelledby="types-h">
@@ -83,7 +89,10 @@ export function CataloguePage(props: PageProps) {
                     </td>
                     <td>{t.surfaces.map((s) => s.surfaceName).join(', ') || '—'}</td>
                     <td>
-                      {t.lastModifiedBy} <span className="muted">{formatTime(t.lastModifiedTimestamp)} {t.modificationSource}</span>
+                      {t.lastModifiedBy}{' '}
+                      <span className="muted">
+                        {formatTime(t.lastModifiedTimestamp)} {t.modificationSource}
+                      </span>
                     </td>
                   </tr>
                 ))}
@@ -115,7 +124,9 @@ export function CataloguePage(props: PageProps) {
               <tbody>
                 {fields.data.dataFields.map((f) => (
                   <tr key={f.dataFieldId}>
-                    <td><code>{f.dataFieldId}</code></td>
+                    <td>
+                      <code>{f.dataFieldId}</code>
+                    </td>
                     <td>{describeField(f)}</td>
                     <td>{fieldType(f)}</td>
                     <td>{f.backfillStatus && <span className={`badge ${BACKFILL[f.backfillStatus].className}`}>{BACKFILL[f.backfillStatus].text}</span>}</td>
@@ -133,7 +144,9 @@ export function CataloguePage(props: PageProps) {
 
       <section aria-labelledby="events-h">
         <h2 id="events-h">Event schemas</h2>
-        <p className="muted">Every event name gets a stable id the first time it is seen (or when registered here); a treatment's target action is one of them.</p>
+        <p className="muted">
+          Every event name gets a stable id the first time it is seen (or when registered here); a treatment's target action is one of them.
+        </p>
         {events.loading && !events.data && <Loading />}
         <ErrorBanner error={events.error} />
         {events.data?.eventSchemas.length === 0 && <Empty>No event schema yet.</Empty>}
@@ -151,7 +164,9 @@ export function CataloguePage(props: PageProps) {
               <tbody>
                 {events.data.eventSchemas.map((e) => (
                   <tr key={e.eventId}>
-                    <td><code>{e.eventId}</code></td>
+                    <td>
+                      <code>{e.eventId}</code>
+                    </td>
                     <td>event {e.eventName}</td>
                     <td>{formatTime(e.createTime)}</td>
                   </tr>
@@ -173,7 +188,9 @@ function GroupsSection({ session, setSession }: PageProps) {
   return (
     <section aria-labelledby="groups-h">
       <h2 id="groups-h">Mutual exclusion groups</h2>
-      <p className="muted">A GetTreatments response returns at most one treatment of a group (the best ranked). A group is made by naming it in a treatment’s form.</p>
+      <p className="muted">
+        A GetTreatments response returns at most one treatment of a group (the best ranked). A group is made by naming it in a treatment’s form.
+      </p>
       {groups.loading && !groups.data && <Loading />}
       <ErrorBanner error={groups.error ?? treatments.error} />
       {groups.data?.mutualExclusionGroups.length === 0 && <Empty>No mutual exclusion group yet.</Empty>}
@@ -190,9 +207,19 @@ function GroupsSection({ session, setSession }: PageProps) {
             <tbody>
               {groups.data.mutualExclusionGroups.map((g) => (
                 <tr key={g.mutualExclusionGroupId}>
-                  <td><strong>{g.name}</strong></td>
-                  <td><code>{g.mutualExclusionGroupId}</code></td>
-                  <td>{treatments.data ? members(g.name).map((t) => `${t.name} (${t.status})`).join(', ') || '—' : '…'}</td>
+                  <td>
+                    <strong>{g.name}</strong>
+                  </td>
+                  <td>
+                    <code>{g.mutualExclusionGroupId}</code>
+                  </td>
+                  <td>
+                    {treatments.data
+                      ? members(g.name)
+                          .map((t) => `${t.name} (${t.status})`)
+                          .join(', ') || '—'
+                      : '…'}
+                  </td>
                 </tr>
               ))}
             </tbody>

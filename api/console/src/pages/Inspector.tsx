@@ -42,14 +42,28 @@ export function InspectorPage({ session, setSession }: PageProps) {
   const [userId, setUserId] = useState(params.get('user') ?? '');
   const [language, setLanguage] = useState('en');
   const [unchecked, setUnchecked] = useState<string[]>([]);
-  const [result, setResult] = useState<{ explain: Explanation; decisions: Decision[]; profile?: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } } | null>(null);
+  const [result, setResult] = useState<{
+    explain: Explanation;
+    decisions: Decision[];
+    profile?: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> };
+  } | null>(null);
   const chosen = (surfaces.data?.surfaces ?? []).map((s) => s.name).filter((s) => !unchecked.includes(s));
   const inspect = useAction(async () => {
     setResult(null);
     const [explain, decisions, profile] = await Promise.all([
-      v1<Explanation>(session, 'ExplainTreatments', { userId, languageCode: language || undefined, surfaces: chosen.map((surface) => ({ surface })) }, setSession),
+      v1<Explanation>(
+        session,
+        'ExplainTreatments',
+        { userId, languageCode: language || undefined, surfaces: chosen.map((surface) => ({ surface })) },
+        setSession,
+      ),
       v1<{ decisions: Decision[] }>(session, 'ListDecisions', { userId, limit: 20 }, setSession).then((r) => r.decisions),
-      session.mode === 'admin' ? admin<{ profile: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } }>(session, 'GetUserProfile', { projectId: session.projectId, userId }).then((r) => r.profile) : Promise.resolve(undefined),
+      session.mode === 'admin'
+        ? admin<{ profile: { userProperties: Record<string, unknown>; dataFields: Record<string, unknown> } }>(session, 'GetUserProfile', {
+            projectId: session.projectId,
+            userId,
+          }).then((r) => r.profile)
+        : Promise.resolve(undefined),
     ]);
     setResult({ explain, decisions, profile });
   });
@@ -61,7 +75,14 @@ export function InspectorPage({ session, setSession }: PageProps) {
   if (!session.projectId) return <Empty>Choose or create a project first.</Empty>;
   return (
     <>
-      <form className="card" onSubmit={(e) => { e.preventDefault(); void inspect.go(); }} aria-label="Inspect a user">
+      <form
+        className="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void inspect.go();
+        }}
+        aria-label="Inspect a user"
+      >
         <div className="row">
           <Field label="User id" name="userId" error={inspect.error}>
             {(id, d) => <input id={id} aria-describedby={d} required value={userId} onChange={(e) => setUserId(e.target.value)} />}
@@ -76,12 +97,19 @@ export function InspectorPage({ session, setSession }: PageProps) {
           {surfaces.data?.surfaces.length === 0 && <Empty>No surface in this project.</Empty>}
           {surfaces.data?.surfaces.map((s) => (
             <label className="inline" key={s.name}>
-              <input type="checkbox" checked={!unchecked.includes(s.name)} onChange={() => setUnchecked((u) => (u.includes(s.name) ? u.filter((x) => x !== s.name) : [...u, s.name]))} /> {s.name}
+              <input
+                type="checkbox"
+                checked={!unchecked.includes(s.name)}
+                onChange={() => setUnchecked((u) => (u.includes(s.name) ? u.filter((x) => x !== s.name) : [...u, s.name]))}
+              />{' '}
+              {s.name}
             </label>
           ))}
         </fieldset>
         <ErrorBanner error={inspect.error} shownFields={['userId', 'languageCode']} />
-        <button type="submit" className="primary" disabled={inspect.busy || chosen.length === 0}>{inspect.busy ? 'Inspecting…' : 'Inspect'}</button>
+        <button type="submit" className="primary" disabled={inspect.busy || chosen.length === 0}>
+          {inspect.busy ? 'Inspecting…' : 'Inspect'}
+        </button>
       </form>
       {inspect.busy && <Loading what="Asking the service" />}
       {result && (
@@ -93,20 +121,52 @@ export function InspectorPage({ session, setSession }: PageProps) {
                 <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                   <table>
                     <caption className="sr-only">User properties</caption>
-                    <thead><tr><th scope="col">Property</th><th scope="col">Value</th></tr></thead>
+                    <thead>
+                      <tr>
+                        <th scope="col">Property</th>
+                        <th scope="col">Value</th>
+                      </tr>
+                    </thead>
                     <tbody>
-                      {Object.entries(result.profile.userProperties).map(([k, v]) => <tr key={k}><td>{k}</td><td>{show(v)}</td></tr>)}
-                      {Object.keys(result.profile.userProperties).length === 0 && <tr><td colSpan={2} className="empty">no user property</td></tr>}
+                      {Object.entries(result.profile.userProperties).map(([k, v]) => (
+                        <tr key={k}>
+                          <td>{k}</td>
+                          <td>{show(v)}</td>
+                        </tr>
+                      ))}
+                      {Object.keys(result.profile.userProperties).length === 0 && (
+                        <tr>
+                          <td colSpan={2} className="empty">
+                            no user property
+                          </td>
+                        </tr>
+                      )}
                     </tbody>
                   </table>
                 </div>
                 <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                   <table>
                     <caption className="sr-only">Computed data fields</caption>
-                    <thead><tr><th scope="col">Data field</th><th scope="col">Value</th></tr></thead>
+                    <thead>
+                      <tr>
+                        <th scope="col">Data field</th>
+                        <th scope="col">Value</th>
+                      </tr>
+                    </thead>
                     <tbody>
-                      {Object.entries(result.profile.dataFields).map(([k, v]) => <tr key={k}><td>{fieldName(k)}</td><td>{show(v)}</td></tr>)}
-                      {Object.keys(result.profile.dataFields).length === 0 && <tr><td colSpan={2} className="empty">no computed value</td></tr>}
+                      {Object.entries(result.profile.dataFields).map(([k, v]) => (
+                        <tr key={k}>
+                          <td>{fieldName(k)}</td>
+                          <td>{show(v)}</td>
+                        </tr>
+                      ))}
+                      {Object.keys(result.profile.dataFields).length === 0 && (
+                        <tr>
+                          <td colSpan={2} className="empty">
+                            no computed value
+                          </td>
+                        </tr>
+                      )}
                     </tbody>
                   </table>
                 </div>
@@ -122,16 +182,29 @@ export function InspectorPage({ session, setSession }: PageProps) {
               <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                 <table>
                   <caption className="sr-only">Recent decisions</caption>
-                  <thead><tr><th scope="col">Time</th><th scope="col">Surface</th><th scope="col">Treatment</th><th scope="col">Version</th><th scope="col">Rank</th><th scope="col">Outcome</th></tr></thead>
+                  <thead>
+                    <tr>
+                      <th scope="col">Time</th>
+                      <th scope="col">Surface</th>
+                      <th scope="col">Treatment</th>
+                      <th scope="col">Version</th>
+                      <th scope="col">Rank</th>
+                      <th scope="col">Outcome</th>
+                    </tr>
+                  </thead>
                   <tbody>
                     {result.decisions.map((d) => (
                       <tr key={`${d.responseId}/${d.surface}/${d.treatmentId}`}>
                         <td className="nowrap">{formatTime(d.decideTime)}</td>
                         <td>{d.surface}</td>
-                        <td>{treatmentName(d.treatmentId)} <span className="muted">#{d.treatmentId}</span></td>
+                        <td>
+                          {treatmentName(d.treatmentId)} <span className="muted">#{d.treatmentId}</span>
+                        </td>
                         <td>{d.versionNumber}</td>
                         <td>{d.rank}</td>
-                        <td><span className={`badge ${OUTCOME_CLASS[d.outcome] ?? ''}`}>{d.outcome}</span></td>
+                        <td>
+                          <span className={`badge ${OUTCOME_CLASS[d.outcome] ?? ''}`}>{d.outcome}</span>
+                        </td>
                       </tr>
                     ))}
                   </tbody>
@@ -146,26 +219,49 @@ export function InspectorPage({ session, setSession }: PageProps) {
             </p>
             {result.explain.explanation.surfaces.map((s) => (
               <div className="card" key={s.surface}>
-                <h3>Surface {s.surface} <span className="muted">(up to {s.maximumTreatmentCount})</span></h3>
+                <h3>
+                  Surface {s.surface} <span className="muted">(up to {s.maximumTreatmentCount})</span>
+                </h3>
                 {s.treatments.length === 0 && <Empty>No treatment targets this surface.</Empty>}
                 {s.treatments.map((t) => (
                   <div className="explain-t" key={t.treatmentId} data-testid={`explain-${s.surface}-${t.treatmentId}`}>
                     <div>
-                      <span className={`badge ${t.returned ? 'ok' : 'no'}`}>{t.returned ? 'shown' : 'not shown'}</span> <strong>{t.name}</strong> <span className="muted">#{t.treatmentId}</span> <StatusBadge status={t.status} /> — {t.outcome}
-                      {t.reasons.length > 0 && <> ({t.reasons.map((r) => REASONS[r] ?? r).join('; ')}{t.blockedBy ? `: ${t.blockedBy}` : ''})</>}
+                      <span className={`badge ${t.returned ? 'ok' : 'no'}`}>{t.returned ? 'shown' : 'not shown'}</span> <strong>{t.name}</strong>{' '}
+                      <span className="muted">#{t.treatmentId}</span> <StatusBadge status={t.status} /> — {t.outcome}
+                      {t.reasons.length > 0 && (
+                        <>
+                          {' '}
+                          ({t.reasons.map((r) => REASONS[r] ?? r).join('; ')}
+                          {t.blockedBy ? `: ${t.blockedBy}` : ''})
+                        </>
+                      )}
                     </div>
                     {t.rules.length > 0 && (
                       <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
                         <table>
                           <caption className="sr-only">Rules of {t.name}</caption>
-                          <thead><tr><th scope="col">Data field</th><th scope="col">Rule</th><th scope="col">User's value</th><th scope="col">Met</th></tr></thead>
+                          <thead>
+                            <tr>
+                              <th scope="col">Data field</th>
+                              <th scope="col">Rule</th>
+                              <th scope="col">User's value</th>
+                              <th scope="col">Met</th>
+                            </tr>
+                          </thead>
                           <tbody>
                             {t.rules.map((r, i) => (
                               <tr key={i}>
                                 <td>{r.dataFieldName ?? fieldName(r.dataFieldId)}</td>
-                                <td>{CONDITION_LABELS[r.condition] ?? r.condition} {r.rhsValue}</td>
-                                <td>{show(r.value)} <span className="muted">({r.source})</span></td>
-                                <td><span className={`badge ${r.outcome.result ? 'ok' : 'no'}`}>{r.outcome.result ? 'yes' : 'no'}</span> <span className="muted">{r.outcome.reason}</span></td>
+                                <td>
+                                  {CONDITION_LABELS[r.condition] ?? r.condition} {r.rhsValue}
+                                </td>
+                                <td>
+                                  {show(r.value)} <span className="muted">({r.source})</span>
+                                </td>
+                                <td>
+                                  <span className={`badge ${r.outcome.result ? 'ok' : 'no'}`}>{r.outcome.result ? 'yes' : 'no'}</span>{' '}
+                                  <span className="muted">{r.outcome.reason}</span>
+                                </td>
                               </tr>
                             ))}
                           </tbody>
@@ -179,21 +275,41 @@ export function InspectorPage({ session, setSession }: PageProps) {
           </section>
         </>
       )}
-      <Preview {...{ session, setSession }} treatments={treatments.data?.treatments ?? []} userId={userId} language={language} initial={params.get('treatment') ?? ''} />
+      <Preview
+        {...{ session, setSession }}
+        treatments={treatments.data?.treatments ?? []}
+        userId={userId}
+        language={language}
+        initial={params.get('treatment') ?? ''}
+      />
     </>
   );
 }
 
 type PreviewResult = PreviewTreatmentResponse;
 
-function Preview({ session, setSession, treatments, userId, language, initial }: Pick<PageProps, 'session' | 'setSession'> & { treatments: Treatment[]; userId: string; language: string; initial: string }) {
+function Preview({
+  session,
+  setSession,
+  treatments,
+  userId,
+  language,
+  initial,
+}: Pick<PageProps, 'session' | 'setSession'> & { treatments: Treatment[]; userId: string; language: string; initial: string }) {
   const [treatmentId, setTreatmentId] = useState(initial);
   const [version, setVersion] = useState('');
   const [result, setResult] = useState<PreviewResult | null>(null);
   const t = treatments.find((x) => x.treatmentId === treatmentId);
   const go = useAction(async () => {
     setResult(null);
-    setResult(await v1<PreviewResult>(session, 'PreviewTreatment', { treatmentId, versionNumber: version ? Number(version) : undefined, userId: userId || undefined, languageCode: language || undefined }, setSession));
+    setResult(
+      await v1<PreviewResult>(
+        session,
+        'PreviewTreatment',
+        { treatmentId, versionNumber: version ? Number(version) : undefined, userId: userId || undefined, languageCode: language || undefined },
+        setSession,
+      ),
+    );
   });
   let content: Record<string, unknown> = {};
   try {
@@ -204,13 +320,33 @@ function Preview({ session, setSession, treatments, userId, language, initial }:
   return (
     <section aria-labelledby="preview-h">
       <h2 id="preview-h">Preview a treatment version for {userId || 'an anonymous user'}</h2>
-      <form className="card" onSubmit={(e) => { e.preventDefault(); void go.go(); }} aria-label="Preview">
+      <form
+        className="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void go.go();
+        }}
+        aria-label="Preview"
+      >
         <div className="row">
           <Field label="Treatment" name="treatmentId" error={go.error}>
             {(id, d) => (
-              <select id={id} aria-describedby={d} required value={treatmentId} onChange={(e) => { setTreatmentId(e.target.value); setVersion(''); }}>
+              <select
+                id={id}
+                aria-describedby={d}
+                required
+                value={treatmentId}
+                onChange={(e) => {
+                  setTreatmentId(e.target.value);
+                  setVersion('');
+                }}
+              >
                 <option value="">(choose)</option>
-                {treatments.map((x) => <option key={x.treatmentId} value={x.treatmentId}>{x.name} #{x.treatmentId}</option>)}
+                {treatments.map((x) => (
+                  <option key={x.treatmentId} value={x.treatmentId}>
+                    {x.name} #{x.treatmentId}
+                  </option>
+                ))}
               </select>
             )}
           </Field>
@@ -218,13 +354,19 @@ function Preview({ session, setSession, treatments, userId, language, initial }:
             {(id, d) => (
               <select id={id} aria-describedby={d} value={version} onChange={(e) => setVersion(e.target.value)}>
                 <option value="">newest</option>
-                {t?.versions.map((v) => <option key={v.versionNumber} value={v.versionNumber}>{v.versionNumber} ({v.status})</option>)}
+                {t?.versions.map((v) => (
+                  <option key={v.versionNumber} value={v.versionNumber}>
+                    {v.versionNumber} ({v.status})
+                  </option>
+                ))}
               </select>
             )}
           </Field>
         </div>
         <ErrorBanner error={go.error} shownFields={['treatmentId', 'versionNumber']} />
-        <button type="submit" disabled={go.busy || !treatmentId}>Preview</button>
+        <button type="submit" disabled={go.busy || !treatmentId}>
+          Preview
+        </button>
       </form>
       {result && (
         <div className="card" data-testid="preview-result">

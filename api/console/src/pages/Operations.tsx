@@ -42,18 +42,17 @@ function brief(v: unknown): string {
 
 export function OperationsPage({ session }: PageProps) {
   if (session.mode !== 'admin') {
-    return (
-      <Empty>
-        The queues, dead letters and change log are operator views: sign in with the admin token to see them.
-      </Empty>
-    );
+    return <Empty>The queues, dead letters and change log are operator views: sign in with the admin token to see them.</Empty>;
   }
   return <AdminOperations session={session} />;
 }
 
 function AdminOperations({ session }: Pick<PageProps, 'session'>) {
   const changes = useLoad(() => admin<{ changes: Change[] }>(session, 'ListChanges', { projectId: session.projectId, pageSize: 50 }), [session.projectId]);
-  const dead = useLoad(() => admin<{ deadLetters: DeadLetter[] }>(session, 'ListDeadLetters', { projectId: session.projectId, pageSize: 50 }), [session.projectId]);
+  const dead = useLoad(
+    () => admin<{ deadLetters: DeadLetter[] }>(session, 'ListDeadLetters', { projectId: session.projectId, pageSize: 50 }),
+    [session.projectId],
+  );
   return (
     <>
       <QueuesSection session={session} />
@@ -65,10 +64,22 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
         {!!dead.data?.deadLetters.length && (
           <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
-              <thead><tr><th scope="col">Received</th><th scope="col">Source</th><th scope="col">Type</th><th scope="col">Reason</th></tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col">Received</th>
+                  <th scope="col">Source</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Reason</th>
+                </tr>
+              </thead>
               <tbody>
                 {dead.data.deadLetters.map((d) => (
-                  <tr key={d.messageId}><td>{formatTime(d.receiveTime)}</td><td>{d.source}</td><td>{d.dataType}</td><td>{d.reason}</td></tr>
+                  <tr key={d.messageId}>
+                    <td>{formatTime(d.receiveTime)}</td>
+                    <td>{d.source}</td>
+                    <td>{d.dataType}</td>
+                    <td>{d.reason}</td>
+                  </tr>
                 ))}
               </tbody>
             </table>
@@ -83,16 +94,31 @@ function AdminOperations({ session }: Pick<PageProps, 'session'>) {
         {!!changes.data?.changes.length && (
           <div className="table-wrap" tabIndex={0} role="region" aria-label="Table, scrolls sideways on narrow screens">
             <table>
-              <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Operation</th><th scope="col">Resource</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Who</th>
+                  <th scope="col">Operation</th>
+                  <th scope="col">Resource</th>
+                  <th scope="col">Before</th>
+                  <th scope="col">After</th>
+                </tr>
+              </thead>
               <tbody>
                 {changes.data.changes.map((c) => (
                   <tr key={c.changeId}>
                     <td className="nowrap">{formatTime(c.time)}</td>
                     <td>{c.actor}</td>
                     <td>{c.operation}</td>
-                    <td>{c.resourceKind} {c.resourceId}</td>
-                    <td><code>{brief(c.before)}</code></td>
-                    <td><code>{brief(c.after)}</code></td>
+                    <td>
+                      {c.resourceKind} {c.resourceId}
+                    </td>
+                    <td>
+                      <code>{brief(c.before)}</code>
+                    </td>
+                    <td>
+                      <code>{brief(c.after)}</code>
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -122,7 +148,8 @@ function QueuesSection({ session }: Pick<PageProps, 'session'>) {
       <ErrorBanner error={stats.error} />
       {backlog && (
         <p data-testid="ingest-backlog">
-          Ingestion backlog: <strong>{backlog.events.toLocaleString('en')}</strong> events of the {backlog.limit.toLocaleString('en')} beyond which LogEvents answers 429.
+          Ingestion backlog: <strong>{backlog.events.toLocaleString('en')}</strong> events of the {backlog.limit.toLocaleString('en')} beyond which LogEvents
+          answers 429.
         </p>
       )}
       {stats.data && (
@@ -130,15 +157,27 @@ function QueuesSection({ session }: Pick<PageProps, 'session'>) {
           <table data-testid="queue-stats">
             <thead>
               <tr>
-                <th scope="col">Queue</th><th scope="col">Waiting</th><th scope="col">Active</th><th scope="col">Delayed</th>
-                <th scope="col">Prioritized</th><th scope="col">Failed</th><th scope="col">Completed</th><th scope="col">Oldest waiting</th>
+                <th scope="col">Queue</th>
+                <th scope="col">Waiting</th>
+                <th scope="col">Active</th>
+                <th scope="col">Delayed</th>
+                <th scope="col">Prioritized</th>
+                <th scope="col">Failed</th>
+                <th scope="col">Completed</th>
+                <th scope="col">Oldest waiting</th>
               </tr>
             </thead>
             <tbody>
               {stats.data.queues.map((q) => (
                 <tr key={q.queue}>
-                  <th scope="row">{q.queue}</th><td>{q.waiting}</td><td>{q.active}</td><td>{q.delayed}</td>
-                  <td>{q.prioritized}</td><td>{q.failed}</td><td>{q.completed}</td><td>{age(q.oldestWaitingSeconds)}</td>
+                  <th scope="row">{q.queue}</th>
+                  <td>{q.waiting}</td>
+                  <td>{q.active}</td>
+                  <td>{q.delayed}</td>
+                  <td>{q.prioritized}</td>
+                  <td>{q.failed}</td>
+                  <td>{q.completed}</td>
+                  <td>{age(q.oldestWaitingSeconds)}</td>
                 </tr>
               ))}
             </tbody>
@@ -146,7 +185,9 @@ function QueuesSection({ session }: Pick<PageProps, 'session'>) {
         </div>
       )}
       <div className="actions">
-        <button type="button" onClick={stats.reload} disabled={stats.loading}>Refresh</button>
+        <button type="button" onClick={stats.reload} disabled={stats.loading}>
+          Refresh
+        </button>
       </div>
       <p>
         Failed jobs with their reasons, and retries, are on the{' '}

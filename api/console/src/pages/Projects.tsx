@@ -31,13 +31,17 @@ export function ProjectsPage({ session, setSession }: PageProps) {
                   <th scope="col">Delivery address</th>
                   <th scope="col">Global holdout</th>
                   <th scope="col">Created</th>
-                  <th scope="col"><span className="sr-only">Actions</span></th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
                 {list.data.projects.map((p) => (
                   <tr key={p.projectId} className={p.projectId === session.projectId ? 'selected' : undefined}>
-                    <td><code>{p.projectId}</code></td>
+                    <td>
+                      <code>{p.projectId}</code>
+                    </td>
                     <td>{p.displayName}</td>
                     <td>{p.deliveryEndpoint}</td>
                     <td>{p.globalHoldoutPercentage}%</td>
@@ -53,7 +57,13 @@ export function ProjectsPage({ session, setSession }: PageProps) {
             </table>
           </div>
         )}
-        <CreateProject session={session} onCreated={(id) => { setSession({ ...session, projectId: id }); list.reload(); }} />
+        <CreateProject
+          session={session}
+          onCreated={(id) => {
+            setSession({ ...session, projectId: id });
+            list.reload();
+          }}
+        />
       </section>
       {selected && <ProjectDetail key={selected.projectId} session={session} project={selected} onChanged={list.reload} />}
     </>
@@ -66,13 +76,24 @@ function CreateProject({ session, onCreated }: { session: Session; onCreated: (i
   const [endpoint, setEndpoint] = useState<'BASE' | 'ALT'>('BASE');
   const [holdout, setHoldout] = useState('0');
   const action = useAction(async () => {
-    await admin(session, 'CreateProject', { projectId, displayName: displayName || undefined, deliveryEndpoint: endpoint, globalHoldoutPercentage: Number(holdout) });
+    await admin(session, 'CreateProject', {
+      projectId,
+      displayName: displayName || undefined,
+      deliveryEndpoint: endpoint,
+      globalHoldoutPercentage: Number(holdout),
+    });
     setProjectId('');
     setDisplayName('');
     onCreated(projectId);
   });
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Create a project</h3>
       <div className="row">
         <Field label="Project id" name="projectId" error={action.error}>
@@ -90,11 +111,15 @@ function CreateProject({ session, onCreated }: { session: Session; onCreated: (i
           )}
         </Field>
         <Field label="Global holdout %" name="globalHoldoutPercentage" error={action.error}>
-          {(id, d) => <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={holdout} onChange={(e) => setHoldout(e.target.value)} />}
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={holdout} onChange={(e) => setHoldout(e.target.value)} />
+          )}
         </Field>
       </div>
       <ErrorBanner error={action.error} shownFields={['projectId', 'displayName', 'deliveryEndpoint', 'globalHoldoutPercentage']} />
-      <button type="submit" className="primary" disabled={action.busy}>Create project</button>
+      <button type="submit" className="primary" disabled={action.busy}>
+        Create project
+      </button>
     </form>
   );
 }
@@ -122,7 +147,11 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
   const [description, setDescription] = useState('');
   const [secret, setSecret] = useState<{ keyId: string; key: string } | null>(null);
   const create = useAction(async () => {
-    const made = await admin<{ apiKey: ApiKey; key: string }>(session, 'CreateApiKey', { projectId: project.projectId, permissions: perms, description: description || undefined });
+    const made = await admin<{ apiKey: ApiKey; key: string }>(session, 'CreateApiKey', {
+      projectId: project.projectId,
+      permissions: perms,
+      description: description || undefined,
+    });
     setSecret({ keyId: made.apiKey.keyId, key: made.key });
     setDescription('');
     keys.reload();
@@ -135,7 +164,13 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
   return (
     <section aria-labelledby="detail-h">
       <h2 id="detail-h">Project {project.projectId}</h2>
-      <form className="card" onSubmit={(e) => { e.preventDefault(); void update.go(); }}>
+      <form
+        className="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void update.go();
+        }}
+      >
         <h3>Delivery address and global holdout</h3>
         <div className="row">
           <Field label="Delivery address" name="deliveryEndpoint" error={update.error}>
@@ -147,11 +182,16 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
             )}
           </Field>
           <Field label="Global holdout %" name="globalHoldoutPercentage" error={update.error} hint="Users held out of every treatment (0–100).">
-            {(id, d) => <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={holdout} onChange={(e) => setHoldout(e.target.value)} />}
+            {(id, d) => (
+              <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={holdout} onChange={(e) => setHoldout(e.target.value)} />
+            )}
           </Field>
         </div>
         <ErrorBanner error={update.error} shownFields={['deliveryEndpoint', 'globalHoldoutPercentage']} />
-        <button type="submit" disabled={update.busy}>Save</button> {saved && <span role="status">Saved.</span>}
+        <button type="submit" disabled={update.busy}>
+          Save
+        </button>{' '}
+        {saved && <span role="status">Saved.</span>}
       </form>
 
       <h3>API keys</h3>
@@ -168,20 +208,38 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
                 <th scope="col">Description</th>
                 <th scope="col">Created</th>
                 <th scope="col">State</th>
-                <th scope="col"><span className="sr-only">Actions</span></th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
               {keys.data.apiKeys.map((k) => (
                 <tr key={k.keyId}>
-                  <td><code>{k.keyId}</code></td>
+                  <td>
+                    <code>{k.keyId}</code>
+                  </td>
                   <td>{k.permissions.join(', ')}</td>
                   <td>{k.description}</td>
                   <td>{formatTime(k.createTime)}</td>
-                  <td>{k.revokeTime ? <span className="badge status-archived">revoked {formatTime(k.revokeTime)}</span> : <span className="badge status-live">active</span>}</td>
+                  <td>
+                    {k.revokeTime ? (
+                      <span className="badge status-archived">revoked {formatTime(k.revokeTime)}</span>
+                    ) : (
+                      <span className="badge status-live">active</span>
+                    )}
+                  </td>
                   <td>
                     {!k.revokeTime && (
-                      <button type="button" className="danger" disabled={revoke.busy} aria-label={`Revoke key ${k.keyId}`} onClick={() => { if (window.confirm(`Revoke key ${k.keyId}? It stops working at once.`)) void revoke.go(k.keyId); }}>
+                      <button
+                        type="button"
+                        className="danger"
+                        disabled={revoke.busy}
+                        aria-label={`Revoke key ${k.keyId}`}
+                        onClick={() => {
+                          if (window.confirm(`Revoke key ${k.keyId}? It stops working at once.`)) void revoke.go(k.keyId);
+                        }}
+                      >
                         Revoke
                       </button>
                     )}
@@ -192,7 +250,14 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
           </table>
         </div>
       )}
-      <form className="card" onSubmit={(e) => { e.preventDefault(); setSecret(null); void create.go(); }}>
+      <form
+        className="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSecret(null);
+          void create.go();
+        }}
+      >
         <h3>Create a key</h3>
         <fieldset>
           <legend>Permissions</legend>
@@ -207,13 +272,18 @@ function ProjectDetail({ session, project, onChanged }: { session: Session; proj
           {(id, d) => <input id={id} aria-describedby={d} value={description} onChange={(e) => setDescription(e.target.value)} />}
         </Field>
         <ErrorBanner error={create.error} shownFields={['description']} />
-        <button type="submit" className="primary" disabled={create.busy || perms.length === 0}>Create key</button>
+        <button type="submit" className="primary" disabled={create.busy || perms.length === 0}>
+          Create key
+        </button>
         {secret && (
           <div className="secret" role="status">
             <p>
               Key <code>{secret.keyId}</code> created. Its secret is shown <strong>only now</strong>:
             </p>
-            <code className="secret-value" data-testid="new-key-secret">{secret.key}</code> <CopyButton text={secret.key} label="Copy secret" />
+            <code className="secret-value" data-testid="new-key-secret">
+              {secret.key}
+            </code>{' '}
+            <CopyButton text={secret.key} label="Copy secret" />
           </div>
         )}
       </form>

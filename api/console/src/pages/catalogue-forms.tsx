@@ -13,7 +13,13 @@ export function NewEventSchema({ session, setSession, onDone }: PageProps & { on
     onDone();
   });
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Register an event name</h3>
       <div className="row">
         <Field label="Event name" name="eventName" error={action.error} hint="Case-sensitive, 1–256 characters; registering a known name changes nothing">
@@ -21,7 +27,9 @@ export function NewEventSchema({ session, setSession, onDone }: PageProps & { on
         </Field>
       </div>
       <ErrorBanner error={action.error} shownFields={['eventName']} />
-      <button type="submit" disabled={action.busy}>Add event schema</button>
+      <button type="submit" disabled={action.busy}>
+        Add event schema
+      </button>
     </form>
   );
 }
@@ -36,7 +44,13 @@ export function NewSurface({ session, setSession, onDone }: PageProps & { onDone
     onDone();
   });
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Add a surface</h3>
       <div className="row">
         <Field label="Surface name" name="name" error={action.error} hint="Letters, digits and _ - . : /">
@@ -47,7 +61,9 @@ export function NewSurface({ session, setSession, onDone }: PageProps & { onDone
         </Field>
       </div>
       <ErrorBanner error={action.error} shownFields={['name', 'description']} />
-      <button type="submit" className="primary" disabled={action.busy}>Add surface</button>
+      <button type="submit" className="primary" disabled={action.busy}>
+        Add surface
+      </button>
     </form>
   );
 }
@@ -73,7 +89,12 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
         treatmentTypeName: name,
         deliveryType,
         surfaces: chosen.map((surfaceName) => ({ surfaceName })),
-        contentFieldTypes: rows.map((r) => ({ fieldName: r.fieldName, maximumLengthAllowed: Number(r.maximumLengthAllowed), isPerLanguage: r.isPerLanguage, dataType: r.dataType })),
+        contentFieldTypes: rows.map((r) => ({
+          fieldName: r.fieldName,
+          maximumLengthAllowed: Number(r.maximumLengthAllowed),
+          isPerLanguage: r.isPerLanguage,
+          dataType: r.dataType,
+        })),
         ...stamp(session),
       },
       setSession,
@@ -82,7 +103,13 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
     onDone();
   });
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Add a treatment type</h3>
       <div className="row">
         <Field label="Type name" name="treatmentTypeName" error={action.error}>
@@ -91,7 +118,9 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
         <Field label="Delivery type" name="deliveryType" error={action.error}>
           {(id, d) => (
             <select id={id} aria-describedby={d} value={deliveryType} onChange={(e) => setDeliveryType(e.target.value)}>
-              {['IN_APP', 'EMAIL', 'NOTIFICATION', 'WEBHOOK'].map((t) => <option key={t}>{t}</option>)}
+              {['IN_APP', 'EMAIL', 'NOTIFICATION', 'WEBHOOK'].map((t) => (
+                <option key={t}>{t}</option>
+              ))}
             </select>
           )}
         </Field>
@@ -101,7 +130,12 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
         {surfaces.length === 0 && <span className="muted">Add a surface first.</span>}
         {surfaces.map((s) => (
           <label className="inline" key={s.name}>
-            <input type="checkbox" checked={chosen.includes(s.name)} onChange={() => setChosen((c) => (c.includes(s.name) ? c.filter((x) => x !== s.name) : [...c, s.name]))} /> {s.name}
+            <input
+              type="checkbox"
+              checked={chosen.includes(s.name)}
+              onChange={() => setChosen((c) => (c.includes(s.name) ? c.filter((x) => x !== s.name) : [...c, s.name]))}
+            />{' '}
+            {s.name}
           </label>
         ))}
       </fieldset>
@@ -113,7 +147,17 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
               {(id, d) => <input id={id} aria-describedby={d} required value={r.fieldName} onChange={(e) => setRow(i, { fieldName: e.target.value })} />}
             </Field>
             <Field label={`Field ${i + 1} maximum length`} name={`contentFieldTypes[${i}].maximumLengthAllowed`} error={action.error}>
-              {(id, d) => <input id={id} aria-describedby={d} type="number" min={1} required value={r.maximumLengthAllowed} onChange={(e) => setRow(i, { maximumLengthAllowed: e.target.value })} />}
+              {(id, d) => (
+                <input
+                  id={id}
+                  aria-describedby={d}
+                  type="number"
+                  min={1}
+                  required
+                  value={r.maximumLengthAllowed}
+                  onChange={(e) => setRow(i, { maximumLengthAllowed: e.target.value })}
+                />
+              )}
             </Field>
             <Field label={`Field ${i + 1} data type`} name={`contentFieldTypes[${i}].dataType`} error={action.error}>
               {(id, d) => (
@@ -126,13 +170,19 @@ export function NewType({ session, setSession, surfaces, onDone }: PageProps & {
             <label className="inline">
               <input type="checkbox" checked={r.isPerLanguage} onChange={(e) => setRow(i, { isPerLanguage: e.target.checked })} /> per language
             </label>
-            <button type="button" aria-label={`Remove field ${i + 1}`} onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>Remove</button>
+            <button type="button" aria-label={`Remove field ${i + 1}`} onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>
+              Remove
+            </button>
           </div>
         ))}
-        <button type="button" onClick={() => setRows((rs) => [...rs, { fieldName: '', maximumLengthAllowed: '200', isPerLanguage: true, dataType: 'STRING' }])}>Add content field</button>
+        <button type="button" onClick={() => setRows((rs) => [...rs, { fieldName: '', maximumLengthAllowed: '200', isPerLanguage: true, dataType: 'STRING' }])}>
+          Add content field
+        </button>
       </fieldset>
       <ErrorBanner error={action.error} shownFields={['treatmentTypeName', 'deliveryType', 'contentFieldTypes']} />
-      <button type="submit" className="primary" disabled={action.busy}>Add treatment type</button>
+      <button type="submit" className="primary" disabled={action.busy}>
+        Add treatment type
+      </button>
     </form>
   );
 }
@@ -146,7 +196,13 @@ export function NewUserProperty({ session, setSession, onDone }: PageProps & { o
     onDone();
   });
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Add a user property</h3>
       <Field label="Property name" name="name" error={action.error}>
         {(id, d) => <input id={id} aria-describedby={d} required value={name} onChange={(e) => setName(e.target.value)} />}
@@ -161,12 +217,20 @@ export function NewUserProperty({ session, setSession, onDone }: PageProps & { o
         )}
       </Field>
       <ErrorBanner error={action.error} shownFields={['name', 'userProperty']} />
-      <button type="submit" disabled={action.busy}>Add user property</button>
+      <button type="submit" disabled={action.busy}>
+        Add user property
+      </button>
     </form>
   );
 }
 
-const AGGREGATIONS = ['dailyCountAggregation', 'daysSinceLastTimestampAggregation', 'daysSinceFirstTimestampAggregation', 'latestTimestampAggregation', 'firstTimestampAggregation'];
+const AGGREGATIONS = [
+  'dailyCountAggregation',
+  'daysSinceLastTimestampAggregation',
+  'daysSinceFirstTimestampAggregation',
+  'latestTimestampAggregation',
+  'firstTimestampAggregation',
+];
 
 export function NewAggregation({ session, setSession, surfaces, onDone }: PageProps & { surfaces: Surface[]; onDone: () => void }) {
   const [source, setSource] = useState<'event' | 'interaction'>('event');
@@ -186,7 +250,13 @@ export function NewAggregation({ session, setSession, surfaces, onDone }: PagePr
   });
   const p = 'dataFieldParams[0]';
   return (
-    <form className="card" onSubmit={(e) => { e.preventDefault(); void action.go(); }}>
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void action.go();
+      }}
+    >
       <h3>Add an aggregation</h3>
       <Field label="Counted from" error={action.error}>
         {(id, d) => (
@@ -205,7 +275,9 @@ export function NewAggregation({ session, setSession, surfaces, onDone }: PagePr
           <Field label="Interaction" name={`${p}.treatmentDataFieldParams.treatmentInteractionType`} error={action.error}>
             {(id, d) => (
               <select id={id} aria-describedby={d} value={interaction} onChange={(e) => setInteraction(e.target.value)}>
-                {['VIEWED', 'CLICKED', 'DISMISSED'].map((t) => <option key={t}>{t}</option>)}
+                {['VIEWED', 'CLICKED', 'DISMISSED'].map((t) => (
+                  <option key={t}>{t}</option>
+                ))}
               </select>
             )}
           </Field>
@@ -213,7 +285,9 @@ export function NewAggregation({ session, setSession, surfaces, onDone }: PagePr
             {(id, d) => (
               <select id={id} aria-describedby={d} value={surfaceName} onChange={(e) => setSurfaceName(e.target.value)}>
                 <option value="">any surface</option>
-                {surfaces.map((s) => <option key={s.name}>{s.name}</option>)}
+                {surfaces.map((s) => (
+                  <option key={s.name}>{s.name}</option>
+                ))}
               </select>
             )}
           </Field>
@@ -223,7 +297,14 @@ export function NewAggregation({ session, setSession, surfaces, onDone }: PagePr
         <Field label="Aggregation" error={action.error}>
           {(id, d) => (
             <select id={id} aria-describedby={d} value={aggregation} onChange={(e) => setAggregation(e.target.value)}>
-              {AGGREGATIONS.map((a) => <option key={a} value={a}>{a.replace(/Aggregation$/, '').replace(/([A-Z])/g, ' $1').toLowerCase()}</option>)}
+              {AGGREGATIONS.map((a) => (
+                <option key={a} value={a}>
+                  {a
+                    .replace(/Aggregation$/, '')
+                    .replace(/([A-Z])/g, ' $1')
+                    .toLowerCase()}
+                </option>
+              ))}
             </select>
           )}
         </Field>
@@ -234,7 +315,9 @@ export function NewAggregation({ session, setSession, surfaces, onDone }: PagePr
         )}
       </div>
       <ErrorBanner error={action.error} shownFields={[p]} />
-      <button type="submit" disabled={action.busy}>Add aggregation</button>
+      <button type="submit" disabled={action.busy}>
+        Add aggregation
+      </button>
     </form>
   );
 }

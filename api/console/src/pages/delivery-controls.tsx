@@ -35,22 +35,54 @@ export function controlsBody(c: Controls, existing: Treatment | undefined): Reco
   };
 }
 
-export function DeliveryControls({ value: c, onChange, events, error }: { value: Controls; onChange: (patch: Partial<Controls>) => void; events: EventSchema[] | undefined; error: unknown }) {
+export function DeliveryControls({
+  value: c,
+  onChange,
+  events,
+  error,
+}: {
+  value: Controls;
+  onChange: (patch: Partial<Controls>) => void;
+  events: EventSchema[] | undefined;
+  error: unknown;
+}) {
   return (
     <fieldset className="card">
       <legend>Delivery controls</legend>
       <div className="row">
-        <Field label="Target action" name="targetAction" error={error} hint={events?.length === 0 ? 'No event schema yet: register one in the catalogue' : 'The conversion event the report measures'}>
+        <Field
+          label="Target action"
+          name="targetAction"
+          error={error}
+          hint={events?.length === 0 ? 'No event schema yet: register one in the catalogue' : 'The conversion event the report measures'}
+        >
           {(id, d) => (
             <select id={id} aria-describedby={d} value={c.targetEventId} onChange={(e) => onChange({ targetEventId: e.target.value })}>
               <option value="">(none)</option>
-              {(events ?? []).map((e) => <option key={e.eventId} value={e.eventId}>{e.eventName} #{e.eventId}</option>)}
-              {c.targetEventId && events && !events.some((e) => e.eventId === c.targetEventId) && <option value={c.targetEventId}>event #{c.targetEventId}</option>}
+              {(events ?? []).map((e) => (
+                <option key={e.eventId} value={e.eventId}>
+                  {e.eventName} #{e.eventId}
+                </option>
+              ))}
+              {c.targetEventId && events && !events.some((e) => e.eventId === c.targetEventId) && (
+                <option value={c.targetEventId}>event #{c.targetEventId}</option>
+              )}
             </select>
           )}
         </Field>
         <Field label="Holdout %" name="holdoutPercentage" error={error} hint="Users kept out to measure uplift">
-          {(id, d) => <input id={id} aria-describedby={d} type="number" min={0} max={100} step={0.01} value={c.holdout} onChange={(e) => onChange({ holdout: e.target.value })} />}
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={0}
+              max={100}
+              step={0.01}
+              value={c.holdout}
+              onChange={(e) => onChange({ holdout: e.target.value })}
+            />
+          )}
         </Field>
         <Field label="QA user ids" name="qaUserIds" error={error} hint="comma-separated; they get the newest version whatever its status">
           {(id, d) => <input id={id} aria-describedby={d} value={c.qa} onChange={(e) => onChange({ qa: e.target.value })} />}
@@ -71,7 +103,9 @@ function CapInputs({ cap, onChange, error }: { cap: FrequencyCap; onChange: (pat
   return (
     <div className="row">
       <Field label="At most" name="frequencyCap.maxCount" error={error}>
-        {(id, d) => <input id={id} aria-describedby={d} type="number" min={1} value={cap.maxCount} onChange={(e) => onChange({ maxCount: Number(e.target.value) })} />}
+        {(id, d) => (
+          <input id={id} aria-describedby={d} type="number" min={1} value={cap.maxCount} onChange={(e) => onChange({ maxCount: Number(e.target.value) })} />
+        )}
       </Field>
       <Field label="Counting" name="frequencyCap.countOf" error={error}>
         {(id, d) => (

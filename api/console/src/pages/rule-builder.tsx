@@ -7,9 +7,21 @@ import { Empty, Field } from '../ui';
 const NEW_RULE: Rule = { dataFieldId: '', condition: '', rhsValue: '', dataMissingBehaviour: 'EVALUATE_TO_INELIGIBLE' };
 
 /** The rules as the API takes them (a stored rule may carry more than these four). */
-export const rulesBody = (rules: Rule[]): { rules: Rule[] } => ({ rules: rules.map((r) => ({ dataFieldId: r.dataFieldId, condition: r.condition, rhsValue: r.rhsValue, dataMissingBehaviour: r.dataMissingBehaviour })) });
+export const rulesBody = (rules: Rule[]): { rules: Rule[] } => ({
+  rules: rules.map((r) => ({ dataFieldId: r.dataFieldId, condition: r.condition, rhsValue: r.rhsValue, dataMissingBehaviour: r.dataMissingBehaviour })),
+});
 
-export function RuleBuilder({ rules, setRules, fields, error }: { rules: Rule[]; setRules: Dispatch<SetStateAction<Rule[]>>; fields: DataField[] | undefined; error: unknown }) {
+export function RuleBuilder({
+  rules,
+  setRules,
+  fields,
+  error,
+}: {
+  rules: Rule[];
+  setRules: Dispatch<SetStateAction<Rule[]>>;
+  fields: DataField[] | undefined;
+  error: unknown;
+}) {
   const fieldsById = useMemo(() => new Map((fields ?? []).map((f) => [f.dataFieldId, f])), [fields]);
   return (
     <fieldset className="card">
@@ -27,7 +39,9 @@ export function RuleBuilder({ rules, setRules, fields, error }: { rules: Rule[];
           onRemove={() => setRules((rs) => rs.filter((_, j) => j !== i))}
         />
       ))}
-      <button type="button" onClick={() => setRules((rs) => [...rs, { ...NEW_RULE }])}>Add rule</button>
+      <button type="button" onClick={() => setRules((rs) => [...rs, { ...NEW_RULE }])}>
+        Add rule
+      </button>
     </fieldset>
   );
 }
@@ -44,7 +58,7 @@ interface RuleInputsProps {
 }
 
 function RuleInputs({ rule: r, index: i, field: f, fields, error, onChange, onRemove }: RuleInputsProps) {
-  const allowed = f ? CONDITIONS_BY_TYPE[fieldType(f)] ?? [] : [];
+  const allowed = f ? (CONDITIONS_BY_TYPE[fieldType(f)] ?? []) : [];
   const problem = !r.dataFieldId ? 'choose a data field' : f ? checkRhs(fieldType(f), r.condition, r.rhsValue) : null;
   // The value's problem shows once there is a condition and a value to judge.
   const shownProblem = r.condition && r.rhsValue !== '' ? problem : null;
@@ -55,7 +69,11 @@ function RuleInputs({ rule: r, index: i, field: f, fields, error, onChange, onRe
         {(id, d) => (
           <select id={id} aria-describedby={d} required value={r.dataFieldId} onChange={(e) => onChange({ dataFieldId: e.target.value, condition: '' })}>
             <option value="">(choose)</option>
-            {fields?.map((x) => <option key={x.dataFieldId} value={x.dataFieldId}>{describeField(x)} [{fieldType(x)}]</option>)}
+            {fields?.map((x) => (
+              <option key={x.dataFieldId} value={x.dataFieldId}>
+                {describeField(x)} [{fieldType(x)}]
+              </option>
+            ))}
           </select>
         )}
       </Field>
@@ -63,12 +81,18 @@ function RuleInputs({ rule: r, index: i, field: f, fields, error, onChange, onRe
         {(id, d) => (
           <select id={id} aria-describedby={d} required value={r.condition} onChange={(e) => onChange({ condition: e.target.value })}>
             <option value="">(choose)</option>
-            {allowed.map((c) => <option key={c} value={c}>{CONDITION_LABELS[c] ?? c}</option>)}
+            {allowed.map((c) => (
+              <option key={c} value={c}>
+                {CONDITION_LABELS[c] ?? c}
+              </option>
+            ))}
           </select>
         )}
       </Field>
       <Field label={`Rule ${i + 1} value`} name={`${path}.rhsValue`} error={error} local={shownProblem}>
-        {(id, d) => <input id={id} aria-describedby={d} aria-invalid={!!shownProblem} value={r.rhsValue} onChange={(e) => onChange({ rhsValue: e.target.value })} />}
+        {(id, d) => (
+          <input id={id} aria-describedby={d} aria-invalid={!!shownProblem} value={r.rhsValue} onChange={(e) => onChange({ rhsValue: e.target.value })} />
+        )}
       </Field>
       <Field label={`Rule ${i + 1} when data is missing`} name={`${path}.dataMissingBehaviour`} error={error}>
         {(id, d) => (
@@ -78,7 +102,9 @@ function RuleInputs({ rule: r, index: i, field: f, fields, error, onChange, onRe
           </select>
         )}
       </Field>
-      <button type="button" aria-label={`Remove rule ${i + 1}`} onClick={onRemove}>Remove</button>
+      <button type="button" aria-label={`Remove rule ${i + 1}`} onClick={onRemove}>
+        Remove
+      </button>
     </div>
   );
 }

@@ -23,24 +23,57 @@ export function TreatmentDetail({ session, setSession, navigate, treatmentId, ed
   return (
     <>
       <p>
-        <a href="/console/treatments" onClick={(e) => { e.preventDefault(); navigate('treatments'); }}>← All treatments</a>
+        <a
+          href="/console/treatments"
+          onClick={(e) => {
+            e.preventDefault();
+            navigate('treatments');
+          }}
+        >
+          ← All treatments
+        </a>
       </p>
       <h2>
         {t.name} <span className="muted">#{t.treatmentId}</span> <StatusBadge status={t.status} />
       </h2>
       {t.description && <p>{t.description}</p>}
       <div className="actions" role="group" aria-label="Treatment actions">
-        <button type="button" onClick={() => navigate(`treatments/${t.treatmentId}/edit`)}>Edit</button>
-        {top.status === 'DRAFT' && <button type="button" className="primary" disabled={act.busy} onClick={() => void act.go({ shouldPublish: true })}>Publish version {top.versionNumber}</button>}
-        {t.status === 'LIVE' && <button type="button" disabled={act.busy} onClick={() => void act.go({ shouldPause: true })}>Pause</button>}
-        {t.status === 'PAUSED' && <button type="button" disabled={act.busy} onClick={() => void act.go({ shouldPublish: true })}>Resume</button>}
+        <button type="button" onClick={() => navigate(`treatments/${t.treatmentId}/edit`)}>
+          Edit
+        </button>
+        {top.status === 'DRAFT' && (
+          <button type="button" className="primary" disabled={act.busy} onClick={() => void act.go({ shouldPublish: true })}>
+            Publish version {top.versionNumber}
+          </button>
+        )}
+        {t.status === 'LIVE' && (
+          <button type="button" disabled={act.busy} onClick={() => void act.go({ shouldPause: true })}>
+            Pause
+          </button>
+        )}
+        {t.status === 'PAUSED' && (
+          <button type="button" disabled={act.busy} onClick={() => void act.go({ shouldPublish: true })}>
+            Resume
+          </button>
+        )}
         {t.status !== 'ARCHIVED' && (
-          <button type="button" className="danger" disabled={act.busy} onClick={() => { if (window.confirm(`Archive "${t.name}"? It stops being delivered.`)) void act.go({ shouldDelete: true }); }}>
+          <button
+            type="button"
+            className="danger"
+            disabled={act.busy}
+            onClick={() => {
+              if (window.confirm(`Archive "${t.name}"? It stops being delivered.`)) void act.go({ shouldDelete: true });
+            }}
+          >
             Archive
           </button>
         )}
-        <button type="button" onClick={() => navigate(`inspector?treatment=${t.treatmentId}`)}>Preview for a user</button>
-        <button type="button" onClick={() => navigate(`reports/${t.treatmentId}`)}>Report</button>
+        <button type="button" onClick={() => navigate(`inspector?treatment=${t.treatmentId}`)}>
+          Preview for a user
+        </button>
+        <button type="button" onClick={() => navigate(`reports/${t.treatmentId}`)}>
+          Report
+        </button>
       </div>
       <ErrorBanner error={act.error} />
       <TreatmentFacts treatment={t} events={events.data?.eventSchemas} />
@@ -54,15 +87,26 @@ function TreatmentFacts({ treatment: t, events }: { treatment: Treatment; events
   const top = newest(t);
   return (
     <dl className="facts">
-      <dt>Type</dt><dd>{t.treatmentType.name}</dd>
-      <dt>Surfaces</dt><dd>{surfacesOf(t).join(', ') || '—'}</dd>
-      <dt>Target action</dt><dd>{top.targetAction ? `event ${events?.find((e) => e.eventId === top.targetAction!.eventId)?.eventName ?? ''} #${top.targetAction.eventId}` : '—'}</dd>
-      <dt>Holdout</dt><dd>{t.holdoutPercentage}%</dd>
-      <dt>QA users</dt><dd>{t.qaUserIds.join(', ') || '—'}</dd>
-      <dt>Fallback</dt><dd>{t.isFallback ? 'yes' : 'no'}</dd>
-      <dt>Frequency cap</dt><dd>{t.frequencyCap ? `${t.frequencyCap.maxCount} ${t.frequencyCap.countOf} in ${t.frequencyCap.windowName}` : '—'}</dd>
-      <dt>Mutual exclusion group</dt><dd>{t.mutualExclusionGroup?.name ?? '—'}</dd>
-      <dt>Last change</dt><dd>{t.lastModifiedBy}, {formatTime(t.lastModifiedTimestamp)} ({t.modificationSource})</dd>
+      <dt>Type</dt>
+      <dd>{t.treatmentType.name}</dd>
+      <dt>Surfaces</dt>
+      <dd>{surfacesOf(t).join(', ') || '—'}</dd>
+      <dt>Target action</dt>
+      <dd>{top.targetAction ? `event ${events?.find((e) => e.eventId === top.targetAction!.eventId)?.eventName ?? ''} #${top.targetAction.eventId}` : '—'}</dd>
+      <dt>Holdout</dt>
+      <dd>{t.holdoutPercentage}%</dd>
+      <dt>QA users</dt>
+      <dd>{t.qaUserIds.join(', ') || '—'}</dd>
+      <dt>Fallback</dt>
+      <dd>{t.isFallback ? 'yes' : 'no'}</dd>
+      <dt>Frequency cap</dt>
+      <dd>{t.frequencyCap ? `${t.frequencyCap.maxCount} ${t.frequencyCap.countOf} in ${t.frequencyCap.windowName}` : '—'}</dd>
+      <dt>Mutual exclusion group</dt>
+      <dd>{t.mutualExclusionGroup?.name ?? '—'}</dd>
+      <dt>Last change</dt>
+      <dd>
+        {t.lastModifiedBy}, {formatTime(t.lastModifiedTimestamp)} ({t.modificationSource})
+      </dd>
     </dl>
   );
 }

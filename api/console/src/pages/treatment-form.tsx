@@ -42,7 +42,13 @@ function scheduleOf(existing: Treatment | undefined, top: Version | undefined): 
 function scheduleBody(s: Schedule, existing: Treatment | undefined, top: Version | undefined): Record<string, unknown> {
   return {
     ...(existing && s.start === toLocal(top?.startTimestamp) ? {} : { startTimestamp: fromLocal(s.start) }),
-    ...(existing && s.end === toLocal(top?.endTimestamp) ? {} : s.end ? { endTimestamp: fromLocal(s.end) } : existing && top?.endTimestamp ? { clearEndTimestamp: true } : {}),
+    ...(existing && s.end === toLocal(top?.endTimestamp)
+      ? {}
+      : s.end
+        ? { endTimestamp: fromLocal(s.end) }
+        : existing && top?.endTimestamp
+          ? { clearEndTimestamp: true }
+          : {}),
     tags: splitCommaList(s.tags).map((n) => ({ name: n })),
     removedSurfaces: { surfaces: s.removed.map((n) => ({ name: n })) },
     ...(s.group || existing?.mutualExclusionGroup ? { mutualExclusionGroup: s.group } : {}),
@@ -50,7 +56,22 @@ function scheduleBody(s: Schedule, existing: Treatment | undefined, top: Version
 }
 
 /** The fields of the form the API's complaints can name; the rest go to the banner. */
-const SHOWN_FIELDS = ['name', 'description', 'treatmentTypeName', 'startTimestamp', 'endTimestamp', 'content', 'tags', 'eligibilityRules', 'removedSurfaces', 'targetAction', 'holdoutPercentage', 'qaUserIds', 'frequencyCap', 'mutualExclusionGroup'];
+const SHOWN_FIELDS = [
+  'name',
+  'description',
+  'treatmentTypeName',
+  'startTimestamp',
+  'endTimestamp',
+  'content',
+  'tags',
+  'eligibilityRules',
+  'removedSurfaces',
+  'targetAction',
+  'holdoutPercentage',
+  'qaUserIds',
+  'frequencyCap',
+  'mutualExclusionGroup',
+];
 
 export function TreatmentForm({ session, setSession, navigate, existing }: PageProps & { existing?: Treatment }) {
   const types = useLoad(() => v1<{ treatmentTypes: TreatmentType[] }>(session, 'GetAllTreatmentTypes', {}, setSession), [session.projectId]);
@@ -88,9 +109,23 @@ export function TreatmentForm({ session, setSession, navigate, existing }: PageP
   const err = save.error;
   if (types.loading && !types.data) return <Loading />;
   return (
-    <form onSubmit={(e) => { e.preventDefault(); void save.go(); }} aria-label={existing ? 'Edit treatment' : 'New treatment'}>
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.go();
+      }}
+      aria-label={existing ? 'Edit treatment' : 'New treatment'}
+    >
       <p>
-        <a href="/console/treatments" onClick={(e) => { e.preventDefault(); navigate(existing ? `treatments/${existing.treatmentId}` : 'treatments'); }}>← Back</a>
+        <a
+          href="/console/treatments"
+          onClick={(e) => {
+            e.preventDefault();
+            navigate(existing ? `treatments/${existing.treatmentId}` : 'treatments');
+          }}
+        >
+          ← Back
+        </a>
       </p>
       <h2>{existing ? `Edit ${existing.name}` : 'New treatment'}</h2>
       <ErrorBanner error={types.error ?? fields.error} />
@@ -103,7 +138,9 @@ export function TreatmentForm({ session, setSession, navigate, existing }: PageP
             {(id, d) => (
               <select id={id} aria-describedby={d} required disabled={!!existing} value={typeName} onChange={(e) => setTypeName(e.target.value)}>
                 <option value="">(choose a type)</option>
-                {types.data?.treatmentTypes.map((t) => <option key={t.treatmentTypeId}>{t.treatmentTypeName}</option>)}
+                {types.data?.treatmentTypes.map((t) => (
+                  <option key={t.treatmentTypeId}>{t.treatmentTypeName}</option>
+                ))}
               </select>
             )}
           </Field>
@@ -114,14 +151,22 @@ export function TreatmentForm({ session, setSession, navigate, existing }: PageP
       </div>
       <ContentEditor type={type} languages={languages} setLanguages={setLanguages} values={values} setValues={setValues} error={err} />
       <RuleBuilder rules={rules} setRules={setRules} fields={fields.data?.dataFields} error={err} />
-      <ScheduleFields value={schedule} onChange={(patch) => setSchedule((s) => ({ ...s, ...patch }))} type={type} groups={groups.data?.mutualExclusionGroups} error={err} />
+      <ScheduleFields
+        value={schedule}
+        onChange={(patch) => setSchedule((s) => ({ ...s, ...patch }))}
+        type={type}
+        groups={groups.data?.mutualExclusionGroups}
+        error={err}
+      />
       <DeliveryControls value={controls} onChange={(patch) => setControls((c) => ({ ...c, ...patch }))} events={events.data?.eventSchemas} error={err} />
       <label className="inline">
         <input type="checkbox" checked={publish} onChange={(e) => setPublish(e.target.checked)} /> Publish {existing ? 'the new version' : 'now'}
       </label>
       <ErrorBanner error={err} shownFields={SHOWN_FIELDS} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={save.busy || !typeName}>{save.busy ? 'Saving…' : existing ? 'Save new version' : 'Create treatment'}</button>
+        <button type="submit" className="primary" disabled={save.busy || !typeName}>
+          {save.busy ? 'Saving…' : existing ? 'Save new version' : 'Create treatment'}
+        </button>
       </div>
     </form>
   );
@@ -144,7 +189,9 @@ function ScheduleFields({ value: s, onChange, type, groups, error }: ScheduleFie
       <legend>Schedule and targeting</legend>
       <div className="row">
         <Field label="Starts" name="startTimestamp" error={error}>
-          {(id, d) => <input id={id} aria-describedby={d} type="datetime-local" required value={s.start} onChange={(e) => onChange({ start: e.target.value })} />}
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="datetime-local" required value={s.start} onChange={(e) => onChange({ start: e.target.value })} />
+          )}
         </Field>
         <Field label="Ends (optional)" name="endTimestamp" error={error}>
           {(id, d) => <input id={id} aria-describedby={d} type="datetime-local" value={s.end} onChange={(e) => onChange({ end: e.target.value })} />}
@@ -157,7 +204,9 @@ function ScheduleFields({ value: s, onChange, type, groups, error }: ScheduleFie
             <>
               <input id={id} aria-describedby={d} list={groupList} value={s.group} onChange={(e) => onChange({ group: e.target.value })} />
               <datalist id={groupList}>
-                {groups?.map((g) => <option key={g.mutualExclusionGroupId} value={g.name} />)}
+                {groups?.map((g) => (
+                  <option key={g.mutualExclusionGroupId} value={g.name} />
+                ))}
               </datalist>
             </>
           )}

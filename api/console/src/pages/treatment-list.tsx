@@ -33,7 +33,9 @@ export function TreatmentList({ session, setSession, navigate }: PageProps) {
   return (
     <>
       <div className="actions">
-        <button type="button" className="primary" onClick={() => navigate('treatments/new')}>New treatment</button>
+        <button type="button" className="primary" onClick={() => navigate('treatments/new')}>
+          New treatment
+        </button>
       </div>
       <FilterBar
         filters={filters}
@@ -50,11 +52,25 @@ export function TreatmentList({ session, setSession, navigate }: PageProps) {
   );
 }
 
-function FilterBar({ filters, onChange, types, surfaces }: { filters: Filters; onChange: (patch: Partial<Filters>) => void; types: string[]; surfaces: string[] }) {
+function FilterBar({
+  filters,
+  onChange,
+  types,
+  surfaces,
+}: {
+  filters: Filters;
+  onChange: (patch: Partial<Filters>) => void;
+  types: string[];
+  surfaces: string[];
+}) {
   return (
     <form className="row card" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
       <Field label="Search">{(id) => <input id={id} type="search" value={filters.text} onChange={(e) => onChange({ text: e.target.value })} />}</Field>
-      <Field label="Status">{(id) => <AnyOf id={id} value={filters.status} options={['LIVE', 'SCHEDULED', 'DRAFT', 'PAUSED', 'ARCHIVED']} onChange={(status) => onChange({ status })} />}</Field>
+      <Field label="Status">
+        {(id) => (
+          <AnyOf id={id} value={filters.status} options={['LIVE', 'SCHEDULED', 'DRAFT', 'PAUSED', 'ARCHIVED']} onChange={(status) => onChange({ status })} />
+        )}
+      </Field>
       <Field label="Type">{(id) => <AnyOf id={id} value={filters.type} options={types} onChange={(type) => onChange({ type })} />}</Field>
       <Field label="Surface">{(id) => <AnyOf id={id} value={filters.surface} options={surfaces} onChange={(surface) => onChange({ surface })} />}</Field>
       <Field label="Tag">{(id) => <input id={id} value={filters.tag} onChange={(e) => onChange({ tag: e.target.value })} />}</Field>
@@ -67,7 +83,9 @@ function AnyOf({ id, value, options, onChange }: { id: string; value: string; op
   return (
     <select id={id} value={value} onChange={(e) => onChange(e.target.value)}>
       <option value="">any</option>
-      {options.map((s) => <option key={s}>{s}</option>)}
+      {options.map((s) => (
+        <option key={s}>{s}</option>
+      ))}
     </select>
   );
 }
@@ -78,16 +96,28 @@ function TreatmentTable({ treatments, navigate }: { treatments: Treatment[]; nav
       {treatments.map((t) => (
         <tr key={t.treatmentId}>
           <td>
-            <a href={`/console/treatments/${t.treatmentId}`} onClick={(e) => { e.preventDefault(); navigate(`treatments/${t.treatmentId}`); }}>
+            <a
+              href={`/console/treatments/${t.treatmentId}`}
+              onClick={(e) => {
+                e.preventDefault();
+                navigate(`treatments/${t.treatmentId}`);
+              }}
+            >
               {t.name}
             </a>{' '}
             <span className="muted">#{t.treatmentId}</span>
             {t.isFallback && <span className="badge">fallback</span>}
           </td>
-          <td><StatusBadge status={t.status} /></td>
+          <td>
+            <StatusBadge status={t.status} />
+          </td>
           <td>{t.treatmentType.name}</td>
           <td>{surfacesOf(t).join(', ') || '—'}</td>
-          <td>{newest(t).tags.map((x) => x.name).join(', ') || '—'}</td>
+          <td>
+            {newest(t)
+              .tags.map((x) => x.name)
+              .join(', ') || '—'}
+          </td>
           <td>{t.versions.length}</td>
           <td>
             {t.lastModifiedBy} <span className="muted">{formatTime(t.lastModifiedTimestamp)}</span>

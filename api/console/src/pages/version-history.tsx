@@ -8,24 +8,34 @@ export function VersionHistory({ treatment: t }: { treatment: Treatment }) {
     <>
       <h3>Version history</h3>
       <ScrollTable headers={['Version', 'Status', 'Runs', 'Published', 'What changed']}>
-        {[...t.versions].sort((a, b) => b.versionNumber - a.versionNumber).map((v) => {
-          const prev = t.versions.find((x) => x.versionNumber === v.versionNumber - 1);
-          return (
-            <tr key={v.versionNumber}>
-              <td>{v.versionNumber}</td>
-              <td><StatusBadge status={v.status} /></td>
-              <td>{formatTime(v.startTimestamp)} → {v.endTimestamp ? formatTime(v.endTimestamp) : 'no end'}</td>
-              <td>{v.publishTime ? formatTime(v.publishTime) : 'draft'}</td>
-              <td>{prev ? versionDiff(prev, v).join('; ') || 'nothing (republished)' : `created with ${v.eligibilityRules.rules.length} rule(s)`}</td>
-            </tr>
-          );
-        })}
+        {[...t.versions]
+          .sort((a, b) => b.versionNumber - a.versionNumber)
+          .map((v) => {
+            const prev = t.versions.find((x) => x.versionNumber === v.versionNumber - 1);
+            return (
+              <tr key={v.versionNumber}>
+                <td>{v.versionNumber}</td>
+                <td>
+                  <StatusBadge status={v.status} />
+                </td>
+                <td>
+                  {formatTime(v.startTimestamp)} → {v.endTimestamp ? formatTime(v.endTimestamp) : 'no end'}
+                </td>
+                <td>{v.publishTime ? formatTime(v.publishTime) : 'draft'}</td>
+                <td>{prev ? versionDiff(prev, v).join('; ') || 'nothing (republished)' : `created with ${v.eligibilityRules.rules.length} rule(s)`}</td>
+              </tr>
+            );
+          })}
       </ScrollTable>
     </>
   );
 }
 
-const MISSING: Record<string, string> = { EVALUATE_TO_ELIGIBLE: 'eligible', EVALUATE_TO_INELIGIBLE: 'not eligible', ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED: 'not eligible' };
+const MISSING: Record<string, string> = {
+  EVALUATE_TO_ELIGIBLE: 'eligible',
+  EVALUATE_TO_INELIGIBLE: 'not eligible',
+  ELIGIBILITY_RULE_DATA_MISSING_BEHAVIOUR_UNSPECIFIED: 'not eligible',
+};
 
 export function VersionView({ version, fields }: { version: Version; fields: DataField[] }) {
   const name = (id: string) => {
@@ -42,7 +52,9 @@ export function VersionView({ version, fields }: { version: Version; fields: Dat
             {version.content.contentByLanguage.flatMap((c) =>
               c.contentFields.map((f) => (
                 <div key={`${c.languageCode.languageCode}/${f.fieldName}`} style={{ display: 'contents' }}>
-                  <dt>{f.fieldName} ({c.languageCode.languageCode})</dt>
+                  <dt>
+                    {f.fieldName} ({c.languageCode.languageCode})
+                  </dt>
                   <dd>{f.stringValue}</dd>
                 </div>
               )),
@@ -62,7 +74,8 @@ export function VersionView({ version, fields }: { version: Version; fields: Dat
           <ol>
             {version.eligibilityRules.rules.map((r, i) => (
               <li key={i}>
-                {name(r.dataFieldId)} <strong>{CONDITION_LABELS[r.condition] ?? r.condition}</strong> <code>{r.rhsValue}</code> <span className="muted">(data missing: {MISSING[r.dataMissingBehaviour] ?? r.dataMissingBehaviour})</span>
+                {name(r.dataFieldId)} <strong>{CONDITION_LABELS[r.condition] ?? r.condition}</strong> <code>{r.rhsValue}</code>{' '}
+                <span className="muted">(data missing: {MISSING[r.dataMissingBehaviour] ?? r.dataMissingBehaviour})</span>
               </li>
             ))}
           </ol>

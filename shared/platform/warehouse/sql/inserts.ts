@@ -23,7 +23,12 @@ import type { InsertOptions } from '../warehouse.js';
  */
 export async function insertRows(client: ClickHouseClient, table: ClickhouseTable, rows: readonly object[], opts: InsertOptions = {}): Promise<void> {
   if (rows.length === 0) return;
-  await insertLines(client, table, rows.map((r) => rowLine(table, r)), opts);
+  await insertLines(
+    client,
+    table,
+    rows.map((r) => rowLine(table, r)),
+    opts,
+  );
 }
 
 /** Monthly partitions one insert may touch (ClickHouse's default): an insert over it is refused. */
