@@ -1,21 +1,21 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { bullPrefix, QUEUE } from './queues.js';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Queue } from 'bullmq';
+import { QUEUE } from './queues.js';
+import { readQueue, type QueueStats } from './queue-handles.js';
+import type { MetricsSnapshot } from './metrics-snapshots.js';
 import { METRIC_PREFIX, registerStatsCounters, type CacheStats, type DecisionLogStats, type DeliveryStats, type OverloadStats } from './metrics-stats.js';
 
 export { METRIC_PREFIX } from './metrics-stats.js';
+export { mergeSnapshots } from './metrics-snapshots.js';
+export { openQueueHandle, openQueueHandles, QUEUE_STATES, readQueue, type QueueStats } from './queue-handles.js';
 export type { CacheStats, DecisionLogStats, DeliveryStats, OverloadStats } from './metrics-stats.js';
 
 export type IngestMetric = 'eventsWritten' | 'duplicatesDropped' | 'deadLetters' | 'identityMergesRefused';
 export type PubsubAckOutcome = 'queued' | 'dead_letter';
 export type JobOutcome = 'completed' | 'failed';
 
-/** Job states reported per queue; `waiting` is the backlog that matters for alerting. */
-export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
-
 /** One registry's figures in prom-client's JSON form: what a thread hands to its host for one scrape. */
-export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+export type { MetricsSnapshot };
 
 export interface MetricsOptions {
   /** Clock for the age of the oldest waiting job. */
@@ -74,18 +74,6 @@ export interface Metrics {
   render(): Promise<string>;
 }
 
-export interface QueueStats {
-  name: string;
-  counts: Record<string, number>;
-  oldestWaitingTs?: number;
-}
-
-/** The oldest waiting job: `getWaiting` lists ascending (oldest first), so index 0 is the oldest. */
-export async function readQueue(q: Queue): Promise<QueueStats> {
-  const [counts, oldest] = await Promise.all([q.getJobCounts(...QUEUE_STATES), q.getWaiting(0, 0)]);
-  return { name: q.name, counts, oldestWaitingTs: oldest[0]?.timestamp };
-}
-
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -96,25 +84,6 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * Read-and-retry handles on every queue for the dashboard and the gauges, on a shared connection.
- * `skipVersionCheck`: BullMQ's start-up INFO would otherwise run under the fail-fast connection's
- * command timeout, and one timed-out INFO (Redis down, or the event loop busy at boot) leaves a
- * Queue object broken for the life of the process. The producers and workers check the version.
- * `skipMetasUpdate`: observers leave the queue's metadata to the producers.
- */
-export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[] {
-  return Object.values(QUEUE).map((name) => openQueueHandle(connection, redisPrefix, name));
-}
-
-/** One observer handle (see `openQueueHandles`); it opens no connection of its own. */
-export function openQueueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
-  const q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
-  // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
-  q.on('error', () => undefined);
-  return q;
 }
 
 /** Process-wide default metrics: a thread other than the main one leaves them to the main thread. */
@@ -400,39 +369,4 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     },
     render: () => registry.metrics(),
   };
-}
-
-/**
- * One exposition from the registries of several threads of a process. A metric only one thread
- * has is kept as is; one several have is summed per label set (counters of the same name add up;
- * per-thread figures carry a distinct `thread` label, so they stay apart).
- */
-export function mergeSnapshots(snapshots: MetricsSnapshot[]): Registry {
-  const merged = new Registry();
-  const byName = new Map<string, MetricsSnapshot>();
-  for (const snap of snapshots) {
-    for (const m of snap) {
-      const group = byName.get(m.name);
-      if (group) group.push(m);
-      else byName.set(m.name, [m]);
-    }
-  }
-  for (const group of byName.values()) {
-    const metric = group.length === 1 ? group[0] : sumValues(group);
-    merged.registerMetric({ ...metric, get: () => metric } as unknown as Parameters<Registry['registerMetric']>[0]);
-  }
-  return merged;
-}
-
-function sumValues(group: MetricsSnapshot): MetricObjectWithValues<MetricValue<string>> {
-  const values = new Map<string, MetricValue<string> & { metricName?: string }>();
-  for (const m of group) {
-    for (const v of m.values as (MetricValue<string> & { metricName?: string })[]) {
-      const key = `${v.metricName ?? ''}|${JSON.stringify(Object.entries(v.labels).sort())}`;
-      const seen = values.get(key);
-      if (seen) seen.value += v.value;
-      else values.set(key, { ...v, labels: { ...v.labels } });
-    }
-  }
-  return { ...group[0], values: [...values.values()] };
 }

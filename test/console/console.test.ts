@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -7,11 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { ConsoleDriver, gzippedBytes, launchConsoleBrowser } from './console-driver.js';
+import { driveReportTraffic } from './report-traffic.js';
 
-/**
- * Issue 14's "done when": the real console, built and served by the real service, driven in
- * Debian's Chromium. Screenshots of every page go to test-artifacts/console/ (git-ignored).
- */
+/** The real console, built and served by the real service, driven in Debian's Chromium; screenshots go to test-artifacts/console/. */
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
 const BUDGET_GZIP_BYTES = 300 * 1024;
 const TIMING_RUNS = 3;
@@ -282,52 +279,8 @@ describe('the web console', { timeout: 240_000 }, () => {
     );
     expect(newestVersion.targetAction).toEqual({ eventId: purchase.eventId });
 
-    // The holdout bucketing says who is held out: a few users of each group ask, some convert.
-    const held = (userId: string) => createHash('sha256').update(`shop:${treatmentId}:${userId}`).digest().readUInt32BE(0) % 10_000 < 50 * 100;
-    const users = Array.from({ length: 60 }, (_, i) => `r${i}`);
-    const treated = users.filter((u) => !held(u)).slice(0, 4);
-    const holdout = users.filter(held).slice(0, 4);
-    for (const u of [...treated, ...holdout]) {
-      const r = await getTreatments(u);
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-      expect((r.body.userTreatments ?? []).length, u).toBe(treated.includes(u) ? 1 : 0);
-      if (treated.includes(u)) {
-        const viewed = await api(
-          '/v1/LogTreatmentInteraction',
-          {
-            projectId: 'shop',
-            userId: u,
-            treatmentId,
-            treatmentTrackingId: r.body.userTreatments[0].treatmentTrackingId,
-            surface: 'home',
-            interactionType: 'VIEWED',
-            interactionTimeMicros: String(Date.now() * 1000),
-          },
-          { 'x-api-key': deliveryKey },
-        );
-        expect(viewed.status, JSON.stringify(viewed.body)).toBe(200);
-      }
-    }
-    await waitUntil(async () => ((await mgmt('ListDecisions', { userId: holdout[3] })).body.decisions ?? []).length > 0, 120_000, 200);
-    for (const u of [...treated.slice(0, 3), holdout[0]]) {
-      const r = await api(
-        '/v1/LogEvents',
-        { projectId: 'shop', userId: u, events: [{ eventName: 'purchase', clientEventTimestamp: new Date().toISOString() }] },
-        { 'x-api-key': logKey },
-      );
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-    }
-    const report = async () => (await mgmt('GetTreatmentReport', { treatmentId })).body.report;
-    await waitUntil(
-      async () => {
-        const r = await report();
-        const conversions = (r?.groups ?? []).reduce((n: number, g: { conversions?: number }) => n + (g.conversions ?? 0), 0);
-        return conversions >= 4 && r.groups.find((g: { group: string }) => g.group === 'HOLDOUT')?.users >= 4;
-      },
-      120_000,
-      300,
-    );
-    const final = await report();
+    // A few users of each group ask, some convert; the report counts them.
+    const final = await driveReportTraffic({ treatmentId, getTreatments, api, mgmt, deliveryKey, logKey });
 
     await ui.go('Reports');
     await ui.selectByText('Treatment', 'Welcome back');

@@ -16,7 +16,15 @@ export const CONSOLE = 'api/console/src/';
 /** The platform's adapters (Redis, ClickHouse, HTTP, Pub/Sub, queues, metrics, logging, configuration, the process's wiring). */
 export const PLATFORM_ADAPTERS = [
   ...['shared/platform/redis/', 'shared/platform/warehouse/', 'shared/platform/http/', 'shared/platform/pubsub/', 'shared/platform/limits/'],
-  ...['shared/platform/queues.ts', 'shared/platform/metrics.ts', 'shared/platform/logger.ts', 'shared/platform/config.ts', 'shared/platform/ops-server.ts'],
+  ...[
+    'shared/platform/queues.ts',
+    'shared/platform/queue-handles.ts',
+    'shared/platform/metrics.ts',
+    'shared/platform/metrics-snapshots.ts',
+    'shared/platform/logger.ts',
+    'shared/platform/config.ts',
+    'shared/platform/ops-server.ts',
+  ],
   'shared/platform/platform.ts',
 ];
 

@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, waitUntil } from '../helpers/context.js';
 import { Queue, Worker } from 'bullmq';
 import { bullPrefix, INGEST_JOB_OPTIONS } from '../../shared/platform/queues.js';
 import { type EventsJob } from '../../shared/ingestion/jobs.js';
-import { enqueueUserDeletion, jobConcernsUser } from '../../shared/profiles/user-deletion.queue.js';
+import { enqueueUserDeletion } from '../../shared/profiles/user-deletion.queue.js';
 import { createRedis } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 import { USER_TABLES } from '../../shared/platform/warehouse/tables.js';
@@ -333,28 +333,6 @@ describe('DeleteUserData', () => {
       await probe.close();
     }
   }, 120_000);
-
-  it('finds the ingestion jobs of a user in any payload shape', () => {
-    expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'u' }, 'p', 'u')).toBe(true);
-    expect(jobConcernsUser({ kind: 'events', projectId: 'p', userId: 'v' }, 'p', 'u')).toBe(false);
-    expect(jobConcernsUser({ kind: 'events', projectId: 'q', userId: 'u' }, 'p', 'u')).toBe(false);
-    expect(
-      jobConcernsUser(
-        {
-          kind: 'eventsBatch',
-          requests: [
-            { projectId: 'p', userId: 'v' },
-            { projectId: 'p', userId: 'u' },
-          ],
-        },
-        'p',
-        'u',
-      ),
-    ).toBe(true);
-    expect(jobConcernsUser({ kind: 'decisions', records: [{ projectId: 'p', userId: 'u', decisions: [] }] }, 'p', 'u')).toBe(true);
-    expect(jobConcernsUser({ queue: 'log_events', data: { kind: 'eventsBatch', requests: [{ projectId: 'p', userId: 'u' }] } }, 'p', 'u')).toBe(true);
-    expect(jobConcernsUser(null, 'p', 'u')).toBe(false);
-  });
 
   it('is an admin operation and a CLI command too', async () => {
     await logPurchases('dave', ['d1']);

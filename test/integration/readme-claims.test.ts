@@ -10,7 +10,6 @@ import { freePort, portAnswers } from '../helpers/child-service.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 
 /** README claims ("Behaviour notes", "Ingestion") that no other test covered. */
-
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
