@@ -1,4 +1,4 @@
-import { GetEventSchemasBody, GetEventSchemasResponse, InsertEventSchemaBody, InsertEventSchemaResponse } from '../../shared/impact/index.js';
+import { GetEventSchemasBody, GetEventSchemasResponse, InsertEventSchemaBody, InsertEventSchemaResponse } from '../../shared/catalog/index.js';
 import { asAdminOperation, operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { DATA_FIELD_NAME_MAX, DATA_FIELD_NAME_PATTERN, INTERACTION_TYPES } from '../aggregation/index.js';
 import { Int64In, Int64Out, ModificationSourceIn, NonEmpty, ProjectId, Strict, TimestampIn, TimestampOut } from '../platform/http/common.schemas.js';
 
-/** Wire shapes of the catalogue operations (surfaces, treatment types, data fields). */
+/** Wire shapes of the catalogue operations (surfaces, treatment types, event schemas, data fields). */
 
 /** A string enum that both Ajv and fast-json-stringify understand, with a readable 400 message. */
 function StringEnum<T extends string>(values: readonly T[]) {
@@ -80,6 +80,14 @@ export const UpdateTreatmentTypeBody = Strict({
 export const TreatmentTypeResponse = Type.Object({ treatmentType: TreatmentTypeOut });
 export const GetAllTreatmentTypesBody = Strict({ projectId: ProjectId });
 export const GetAllTreatmentTypesResponse = Type.Object({ treatmentTypes: Type.Array(TreatmentTypeOut) });
+
+// ---- event schemas ----
+export const EventName = Type.String({ minLength: 1, maxLength: 256 });
+export const EventSchemaOut = Type.Object({ eventId: Int64Out, eventName: Type.String(), createTime: TimestampOut });
+export const InsertEventSchemaBody = Strict({ projectId: ProjectId, eventName: EventName });
+export const InsertEventSchemaResponse = Type.Object({ eventSchema: EventSchemaOut });
+export const GetEventSchemasBody = Strict({ projectId: ProjectId });
+export const GetEventSchemasResponse = Type.Object({ eventSchemas: Type.Array(EventSchemaOut, { description: 'ascending eventId' }) });
 
 // ---- data fields ----
 export const USER_PROPERTY_TYPES = ['BOOLEAN', 'STRING', 'INTEGER'] as const;

@@ -23,14 +23,6 @@ export const DecisionOut = Type.Object({
 
 export const ListDecisionsResponse = Type.Object({ decisions: Type.Array(DecisionOut, { description: 'newest first' }) });
 
-/** Event schemas. */
-export const EventName = Type.String({ minLength: 1, maxLength: 256 });
-export const EventSchemaOut = Type.Object({ eventId: Int64Out, eventName: Type.String(), createTime: TimestampOut });
-export const InsertEventSchemaBody = Strict({ projectId: ProjectId, eventName: EventName });
-export const InsertEventSchemaResponse = Type.Object({ eventSchema: EventSchemaOut });
-export const GetEventSchemasBody = Strict({ projectId: ProjectId });
-export const GetEventSchemasResponse = Type.Object({ eventSchemas: Type.Array(EventSchemaOut, { description: 'ascending eventId' }) });
-
 /** GetTreatmentReport. */
 export const GetTreatmentReportBody = Strict({
   projectId: ProjectId,
