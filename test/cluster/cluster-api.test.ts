@@ -24,12 +24,19 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    await other?.close();
-    await t?.close();
+    // Both apps share one key prefix, and each close deletes it. On a loaded machine a close can
+    // see a command of a node connection the cluster client dropped while refreshing its slots
+    // ("Connection is closed."): a teardown race, not a behaviour under test, so it is tolerated
+    // here and every other error still fails the file.
+    for (const app of [other, t]) await app?.close().catch(tolerateClosedConnection);
   } finally {
     await cluster?.stop();
   }
 }, 60_000);
+
+function tolerateClosedConnection(err: unknown): void {
+  if (!(err instanceof Error && err.message === 'Connection is closed.')) throw err;
+}
 
 async function ok(operation: string, key: string, body: unknown, app = t): Promise<any> {
   const res = await call(app, operation, key, body);
