@@ -26,9 +26,9 @@ export interface OpenLoopOptions {
   /** @defaultValue 5 */
   tickSec?: number;
   /**
-   * Opens every connection before the clock starts, as a load balancer's pool holds them open:
-   * otherwise an overload opens hundreds of connections at once and measures the listen backlog,
-   * not the service.
+   * Opens every connection, and has one request answered on each, before the clock starts, as a
+   * load balancer's pool holds them open: otherwise an overload opens hundreds of connections at
+   * once and measures the listen backlog and the server's accepting them, not its requests.
    */
   preconnect?: boolean;
   /** When the clock starts (after the preconnection), as `performance.now()`. */
@@ -59,6 +59,10 @@ export interface OpenLoopResult extends LoadResult {
   maxWaitMs: number;
   /** The latest the generator sent a request after it was due (ms): above a few ms, the generator, not the server, was short of CPU. */
   maxSendLagMs: number;
+  /** Requests answered (or given up) more than a second after they were due. */
+  overOneSecond: number;
+  /** The slowest few: when each was due (s from the start), how long it waited, and its status (0: no answer). */
+  slowest: { dueSec: number; waitMs: number; status: number }[];
 }
 
 /**
@@ -71,10 +75,13 @@ export interface OpenLoopResult extends LoadResult {
  * Every status is an answer: a 503 (the service refusing overload, its defence) is counted apart
  * with its own latency, and `maxWaitMs` covers every request, whatever its answer.
  */
+/** How many of the slowest requests a run reports. */
+const SLOWEST_KEPT = 5;
+
 export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   const pool = new RawPool(new URL(o.path, o.baseUrl), o.connections, o.headers ?? {}, o.requestTimeoutMs ?? 10_000);
   try {
-    if (o.preconnect) await pool.preconnect();
+    if (o.preconnect) await pool.preconnect(o.body(0));
   } catch (err) {
     pool.destroy();
     throw err;
@@ -88,6 +95,8 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   let done = 0;
   let maxWaitMs = 0;
   let maxSendLagMs = 0;
+  let overOneSecond = 0;
+  const slowest: OpenLoopResult['slowest'] = [];
   let stopped = false;
   /** Due times of the requests not settled yet. */
   const open = new Map<number, number>();
@@ -127,6 +136,8 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
         answered: counts.ok + counts.non2xx,
         maxWaitMs,
         maxSendLagMs,
+        overOneSecond,
+        slowest,
       });
     };
     const settle = (i: number, due: number, outcome: Outcome) => {
@@ -136,6 +147,12 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       const wait = lastAt - due;
       maxWaitMs = Math.max(maxWaitMs, wait);
       const status = outcome.status;
+      if (wait > 1000) overOneSecond++;
+      if (slowest.length < SLOWEST_KEPT || wait > slowest[slowest.length - 1].waitMs) {
+        slowest.push({ dueSec: (due - started) / 1000, waitMs: wait, status });
+        slowest.sort((a, b) => b.waitMs - a.waitMs);
+        slowest.length = Math.min(slowest.length, SLOWEST_KEPT);
+      }
       if (status === 0) {
         counts.errors++;
         if ('failure' in outcome && outcome.failure === 'timeout') counts.timeouts++;

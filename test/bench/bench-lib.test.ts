@@ -86,6 +86,8 @@ describe('open loop', () => {
       onAnswer: (a) => answers.push(a.status),
     });
     expect(r.sent).toBe(100);
+    // preconnect: one request answered on each of the 20 connections before the clock started
+    expect(n).toBe(120);
     expect(r.answered).toBe(100);
     expect(r.ok).toBe(50);
     expect(r.refused).toBe(50);
