@@ -4,7 +4,6 @@
  * stage, and whole requests through Fastify's inject.
  */
 import Fastify from 'fastify';
-import { utcDay } from '../../shared/aggregation/index.js';
 import { prepareRequest, requestNeedsProfile, selectTreatments } from '../../shared/delivery/index.js';
 import { parseProfile } from '../../shared/profiles/profile-layout.js';
 import { bodyShapeError, jsonTextShapeError } from '../../shared/platform/http/body-shape.js';
@@ -15,80 +14,37 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
-import { seedProfiles } from '../lib/bench-redis.js';
-import { userIdOf } from '../lib/event-generator.js';
 import { createTestApp, createProjectWithKeys } from '../../test/helpers/context.js';
-import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from '../scenarios/delivery.js';
-
-function time(label: string, n: number, fn: (i: number) => unknown): void {
-  for (let i = 0; i < Math.min(n, 2000); i++) fn(i);
-  const t0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) fn(i);
-  const u = process.cpuUsage(t0);
-  console.log(`${label.padEnd(40)} ${((u.user + u.system) / n).toFixed(2).padStart(8)} µs`);
-}
-
-async function timeAsync(label: string, n: number, conc: number, fn: (i: number) => Promise<unknown>): Promise<void> {
-  const run = async (count: number) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: conc }, async () => {
-        while (next < count) await fn(next++);
-      }),
-    );
-  };
-  await run(Math.min(n, 2000));
-  const t0 = process.cpuUsage();
-  await run(n);
-  const u = process.cpuUsage(t0);
-  console.log(`${label.padEnd(40)} ${((u.user + u.system) / n).toFixed(2).padStart(8)} µs`);
-}
+import { seedDelivery, timeAsync, timeSync } from './micro-lib.js';
 
 async function main(): Promise<void> {
   const t = await createTestApp();
   const k = await createProjectWithKeys(t);
-  const p = { ...DELIVERY_SIZES.full, users: 2000 };
-  const svc = {
-    call: async (op: string, key: string, body: Record<string, unknown>) => {
-      const r = await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body });
-      if (r.statusCode !== 200) throw new Error(`${op} ${r.statusCode} ${r.body}`);
-      return r.json();
-    },
-  };
-  const c = await createCatalogue(svc as never, { projectId: k.projectId, management: k.management, delivery: k.delivery } as never, p);
-  await seedProfiles(
-    t.ctx.redis,
-    t.ctx.keys,
-    k.projectId,
-    p.users,
-    userIdOf,
-    (i) => profileOf(i, c, utcDay(Date.now())),
-    () => undefined,
-  );
-  const bodies = getTreatmentsBodies(p);
-  const reqs = Array.from({ length: 1000 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
+  const reqs = await seedDelivery(t, k, 2000, 1000);
   const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
   const raws = await Promise.all(reqs.slice(0, 200).map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))));
   const profiles = raws.map(parseProfile);
   const now = Date.now();
   const N = 20000;
-  time('parseProfile', N, (i) => parseProfile(raws[i % 200]));
-  time('prepareRequest', N, (i) => prepareRequest(plan, reqs[i % 1000]));
-  time('requestNeedsProfile', N, (i) => requestNeedsProfile(plan, prepareRequest(plan, reqs[i % 1000]), now));
+  timeSync('parseProfile', N, (i) => parseProfile(raws[i % 200]));
+  timeSync('prepareRequest', N, (i) => prepareRequest(plan, reqs[i % 1000]));
+  timeSync('requestNeedsProfile', N, (i) => requestNeedsProfile(plan, prepareRequest(plan, reqs[i % 1000]), now));
   const stats = await t.ctx.delivery.rankingStats.view(k.projectId);
-  time('selectTreatments', N, (i) => selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1'));
+  timeSync('selectTreatments', N, (i) =>
+    selectTreatments(plan, reqs[i % 200], profiles[i % 200], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1'),
+  );
   const payloads = reqs.map((r) => JSON.stringify(r));
   const known = schemaFieldNames([...v1Operations.map((op) => op.body), ...adminOperations.map((op) => op.body)]);
-  time('jsonTextShapeError', N, (i) => jsonTextShapeError(payloads[i % 1000]));
-  time('JSON.parse', N, (i) => JSON.parse(payloads[i % 1000]));
-  time('bodyShapeError', N, (i) => bodyShapeError(reqs[i % 1000]));
-  time('camelizeKeys', N, (i) => camelizeKeys(reqs[i % 1000], known));
-  time('randomUUID', N, () => randomUUID());
+  timeSync('jsonTextShapeError', N, (i) => jsonTextShapeError(payloads[i % 1000]));
+  timeSync('JSON.parse', N, (i) => JSON.parse(payloads[i % 1000]));
+  timeSync('bodyShapeError', N, (i) => bodyShapeError(reqs[i % 1000]));
+  timeSync('camelizeKeys', N, (i) => camelizeKeys(reqs[i % 1000], known));
+  timeSync('randomUUID', N, () => randomUUID());
   const lg = pino({ level: 'info' }, pino.destination('/dev/null'));
-  time('pino child', N, (i) => lg.child({ reqId: String(i) }));
-  time('metrics.observeRequest', N, () => t.ctx.metrics.observeRequest('/v1/GetTreatments', 200, 0.001));
+  timeSync('pino child', N, (i) => lg.child({ reqId: String(i) }));
+  timeSync('metrics.observeRequest', N, () => t.ctx.metrics.observeRequest('/v1/GetTreatments', 200, 0.001));
   const resp = selectTreatments(plan, reqs[0], profiles[0], { policy: t.ctx.delivery.rankingPolicy, stats }, now, 'resp-1').response;
-  time('JSON.stringify(response)', N, () => JSON.stringify(resp));
+  timeSync('JSON.stringify(response)', N, () => JSON.stringify(resp));
   const rec = {
     projectId: k.projectId,
     userId: 'u',
@@ -96,7 +52,7 @@ async function main(): Promise<void> {
     decideTimeMs: now,
     decisions: [{ treatmentId: '1', versionNumber: 1, surface: 's', rank: 1, outcome: 'RETURNED' as const }],
   };
-  time('decisionLog.record', N, () => t.ctx.impact.decisionLog.record(rec));
+  timeSync('decisionLog.record', N, () => t.ctx.impact.decisionLog.record(rec));
   const session = new Session();
   if (process.env.MICRO_PROF) {
     session.connect();

@@ -10,24 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { createTestApp, createProjectWithKeys } from '../../test/helpers/context.js';
 import { bullPrefix } from '../../shared/platform/queues.js';
 import { logEventsBodies } from '../scenarios/log-events.js';
-
-async function timeAsync(label: string, n: number, conc: number, fn: (i: number) => Promise<unknown>): Promise<number> {
-  const run = async (count: number) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: conc }, async () => {
-        while (next < count) await fn(next++);
-      }),
-    );
-  };
-  await run(Math.min(n, 2000));
-  const t0 = process.cpuUsage();
-  await run(n);
-  const u = process.cpuUsage(t0);
-  const us = (u.user + u.system) / n;
-  console.log(`${label.padEnd(40)} ${us.toFixed(2).padStart(8)} µs`);
-  return us;
-}
+import { timeAsync } from './micro-lib.js';
 
 const t = await createTestApp();
 const k = await createProjectWithKeys(t);

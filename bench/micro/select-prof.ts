@@ -1,33 +1,14 @@
 // profiles selectTreatments alone: npx tsx --cpu-prof bench/micro/select-prof.ts
-import { utcDay } from '../../shared/aggregation/index.js';
 const { selectTreatments } = (await import(process.env.SELECT_FROM ?? '../../shared/delivery/index.js')) as typeof import('../../shared/delivery/index.js');
 import { parseProfile } from '../../shared/profiles/profile-layout.js';
-import { seedProfiles } from '../lib/bench-redis.js';
-import { userIdOf } from '../lib/event-generator.js';
 import { createTestApp, createProjectWithKeys } from '../../test/helpers/context.js';
-import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from '../scenarios/delivery.js';
+import { seedDelivery } from './micro-lib.js';
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 
 const t = await createTestApp();
 const k = await createProjectWithKeys(t);
-const p = { ...DELIVERY_SIZES.full, users: 200 };
-const svc = {
-  call: async (op: string, key: string, body: Record<string, unknown>) =>
-    (await t.app.inject({ method: 'POST', url: `/v1/${op}`, headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: body })).json(),
-};
-const c = await createCatalogue(svc as never, { projectId: k.projectId, management: k.management } as never, p);
-await seedProfiles(
-  t.ctx.redis,
-  t.ctx.keys,
-  k.projectId,
-  p.users,
-  userIdOf,
-  (i) => profileOf(i, c, utcDay(Date.now())),
-  () => undefined,
-);
-const bodies = getTreatmentsBodies(p);
-const reqs = Array.from({ length: 200 }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
+const reqs = await seedDelivery(t, k, 200, 200);
 const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
 const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))))).map(parseProfile);
 const stats = await t.ctx.delivery.rankingStats.view(k.projectId);

@@ -9,7 +9,7 @@ import { waitUntil } from '../helpers/context.js';
 import { freePort } from '../helpers/child-service.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
 import { launchConsoleBrowser } from '../console/console-driver.js';
-import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks } from './readme-examples.js';
+import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks, seedReadmeCatalogue } from './readme-examples.js';
 
 /**
  * The built client in Chromium, on a page served from another origin than the service's: with
@@ -76,22 +76,7 @@ async function readmeProject(): Promise<void> {
   const demo = await projectWithKeys(s, 'demo');
   demoDeliveryKey = demo.delivery;
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: demo.management });
-  await mgmt.insertSurface({ name: 'home_banner' });
-  await mgmt.insertTreatmentType({
-    treatmentTypeName: 'banner',
-    lastModifiedBy: 'me',
-    surfaces: [{ surfaceName: 'home_banner' }],
-    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
-  });
-  await mgmt.insertTreatment({
-    name: 'gold offer',
-    description: 'd',
-    treatmentTypeName: 'banner',
-    lastModifiedBy: 'me',
-    startTimestamp: '2026-01-01T00:00:00Z',
-    shouldPublish: true,
-    content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
-  });
+  await seedReadmeCatalogue(mgmt);
   field.demoPageViews = (
     await mgmt.getDataFields({
       dataFieldParams: [{ eventDataFieldParams: { eventSchemaName: 'page_view', dailyCountAggregation: { windowName: 'LAST_7D' } } }],

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManagementClient } from '../../client/src/management.js';
 import { waitUntil } from '../helpers/context.js';
 import { projectWithKeys, startTestService, type TestService } from '../helpers/service.js';
-import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks } from './readme-examples.js';
+import { NO_LOAD_SHEDDING, pointedAt, readmeBlocks, seedReadmeCatalogue } from './readme-examples.js';
 
 /**
  * The README's Node.js example of the client, and docs/client.md's management example, type-checked
@@ -26,22 +26,7 @@ beforeAll(async () => {
   s = await startTestService(NO_LOAD_SHEDDING);
   keys = await projectWithKeys(s, 'demo');
   const mgmt = createManagementClient({ baseUrl: s.baseUrl, projectId: 'demo', apiKey: keys.management });
-  await mgmt.insertSurface({ name: 'home_banner' });
-  await mgmt.insertTreatmentType({
-    treatmentTypeName: 'banner',
-    lastModifiedBy: 'me',
-    surfaces: [{ surfaceName: 'home_banner' }],
-    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
-  });
-  await mgmt.insertTreatment({
-    name: 'gold offer',
-    description: 'd',
-    treatmentTypeName: 'banner',
-    lastModifiedBy: 'me',
-    startTimestamp: '2026-01-01T00:00:00Z',
-    shouldPublish: true,
-    content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
-  });
+  await seedReadmeCatalogue(mgmt);
   const made = await mgmt.getDataFields({
     dataFieldParams: [
       { eventDataFieldParams: { eventSchemaName: 'purchase', dailyCountAggregation: { windowName: 'LAST_7D' } } },

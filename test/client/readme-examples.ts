@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { ManagementClient } from '../../client/src/management.js';
 
 /**
  * The code blocks of the README's "Calling the service" section (and of docs/client.md), so the
@@ -25,3 +26,23 @@ export function pointedAt(code: string, baseUrl: string): string {
  * whenever the shared test machine lags, which is not what they are about.
  */
 export const NO_LOAD_SHEDDING: Record<string, string> = { OVERLOAD_MAX_LAG_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0' };
+
+/** What the README's client examples expect of the project: the surface home_banner and a live treatment on it. */
+export async function seedReadmeCatalogue(mgmt: ManagementClient): Promise<void> {
+  await mgmt.insertSurface({ name: 'home_banner' });
+  await mgmt.insertTreatmentType({
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    surfaces: [{ surfaceName: 'home_banner' }],
+    contentFieldTypes: [{ fieldName: 'title', maximumLengthAllowed: 80, isPerLanguage: true }],
+  });
+  await mgmt.insertTreatment({
+    name: 'gold offer',
+    description: 'd',
+    treatmentTypeName: 'banner',
+    lastModifiedBy: 'me',
+    startTimestamp: '2026-01-01T00:00:00Z',
+    shouldPublish: true,
+    content: { contentByLanguage: [{ languageCode: { languageCode: 'en' }, contentFields: [{ fieldName: 'title', stringValue: 'Hi {{name|friend}}' }] }] },
+  });
+}
