@@ -1,13 +1,13 @@
 /**
  * CPU per request of the API process,
- * (`npx tsx bench/request-cost.ts [seconds]`), closed loop at saturation: µs of CPU the API process, the background
+ * (`npx tsx bench/request-cost.ts [seconds] [--cpu-prof DIR]`), closed loop at saturation: µs of CPU the API process, the background
  * process and Redis spend per GetTreatments, and the same for the bare baseline route. CPU per
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { utcDay } from '../shared/aggregation/index.js';
 import { startBaselineServer } from './lib/baseline-server.js';
 import { seedProfiles } from './lib/bench-redis.js';
@@ -17,11 +17,30 @@ import { ScenarioRun } from './lib/scenario-run.js';
 import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from './scenarios/delivery.js';
 import { PROJECT_ID } from './scenarios/log-events.js';
 
-const seconds = Number(process.argv[2] ?? 8);
+const args = process.argv.slice(2);
+const profAt = args.indexOf('--cpu-prof');
+const cpuProfDir = profAt >= 0 ? resolve(args.splice(profAt, 2)[1] ?? 'bench-profiles') : undefined;
+const seconds = Number(args[0] ?? 8);
 const ticks = 100;
 function cpuOf(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) / ticks;
+}
+/** CPU seconds per thread name of a process (the main thread, V8's, libuv's, the embedded ClickHouse engine's pools). */
+function threadCpuOf(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      const group = tid === String(pid) ? 'main' : process.env.THREAD_IDS ? `${name}#${tid}` : name.replace(/[\d_-]+$/, '');
+      out.set(group, (out.get(group) ?? 0) + (Number(f[11]) + Number(f[12])) / ticks);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
 }
 async function redisCpu(run: ScenarioRun): Promise<number> {
   const info = await run.redis.info('cpu');
@@ -32,7 +51,7 @@ async function redisCpu(run: ScenarioRun): Promise<number> {
 async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), 'tds-cost-'));
   const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
-  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map() };
+  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map(), cpuProfDir };
   const run = ScenarioRun.open(ctx, 'cost');
   const p = { ...DELIVERY_SIZES.full, users: 10_000 };
   try {
@@ -58,6 +77,7 @@ async function main(): Promise<void> {
       const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
       await runLoad({ ...o, durationSec: 2 });
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+      const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid)]));
       const r0 = await redisCpu(run);
       const r = await runLoad(o);
       const r1 = await redisCpu(run);
@@ -66,11 +86,20 @@ async function main(): Promise<void> {
       progress(
         `${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`,
       );
+      for (const [k, pid] of Object.entries(pids)) {
+        const after = threadCpuOf(pid);
+        const spent = [...after]
+          .map(([t, s]) => [t, ((s - (threadsBefore[k].get(t) ?? 0)) * 1e6) / n] as const)
+          .filter(([, us]) => us >= 0.5)
+          .sort((a, b) => b[1] - a[1]);
+        progress(`  ${k} by thread (µs per request): ${spent.map(([t, us]) => `${t} ${us.toFixed(1)}`).join(', ')}`);
+      }
     };
     const [api] = svc.sampler.pids('api');
     const [bg] = svc.sampler.pids('background');
     await measure('service', svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
     const peaks = await run.stopService(svc);
+    for (const note of run.notes) if (note.startsWith('CPU profile') || note.startsWith('main-thread') || note.startsWith('heaviest')) progress(note);
     progress(`peak RSS: api ${peaks.apiMb.toFixed(0)} MB, background ${peaks.backgroundMb.toFixed(0)} MB (ready: api ${svc.readyRss.apiMb.toFixed(0)} MB)`);
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
     await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});

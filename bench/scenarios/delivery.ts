@@ -4,6 +4,7 @@ import { seedProfiles } from '../lib/bench-redis.js';
 import { createCatalogue, profileOf, surfaceName } from '../lib/delivery-catalogue.js';
 import { userIdOf } from '../lib/event-generator.js';
 import { checkLoad, type LoadOptions } from '../lib/load-runner.js';
+import { withRunQueue } from '../lib/run-queue.js';
 import { runOpenLoop } from '../lib/open-loop.js';
 import { listenOverflows, overflowsClause } from '../lib/listen-overflows.js';
 import { generatorWarning, measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
@@ -134,13 +135,25 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       body,
     });
     const svcHeaders = { 'x-api-key': keys.delivery };
-    const openLoop = async (label: string, baseUrl: string, rate: number, cpu: () => number, serverLabel: string, headers: Record<string, string> = {}) => {
+    const openLoop = async (
+      label: string,
+      baseUrl: string,
+      rate: number,
+      cpu: () => number,
+      serverLabel: string,
+      mainPid: number,
+      headers: Record<string, string> = {},
+    ) => {
       const o = { baseUrl, path, rate, durationSec: p.durationSec, connections: p.openLoopConnections, headers, body, preconnect: true };
       // a warm-up at the same rate: the generator's connections and code paths, not measured
       run.progress(`${label}: ${p.warmupSec} s warm-up + ${p.durationSec} s`);
       await runOpenLoop({ ...o, durationSec: p.warmupSec });
-      const m = await run.withCpu(cpu, () =>
-        runOpenLoop({ ...o, onTick: (sec, sent) => run.progress(`${label}: ${sec.toFixed(0)} s, ${sent.toLocaleString('en')} sent`) }),
+      const q = await withRunQueue(mainPid, () =>
+        run.withCpu(cpu, () => runOpenLoop({ ...o, onTick: (sec, sent) => run.progress(`${label}: ${sec.toFixed(0)} s, ${sent.toLocaleString('en')} sent`) })),
+      );
+      const m = q.value;
+      run.notes.push(
+        `${label}: the ${serverLabel}'s main thread ran ${q.runSec.toFixed(2)} s (${((q.runSec * 1e6) / Math.max(1, m.value.sent)).toFixed(0)} µs per request) and waited ${q.waitSec.toFixed(2)} s for a CPU`,
       );
       checkLoad(label, m.value, 0.01, { refusalsAllowed: true });
       run.loadNote(label, m.value, m, serverLabel);
@@ -166,6 +179,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       openRate,
       () => s1.sampler.cpuSeconds(),
       'service',
+      s1.sampler.pids('api')[0],
       svcHeaders,
     );
     const ov: OverloadOptions = {
@@ -220,7 +234,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       serverLabel: 'baseline server',
       refusalsAllowed: false,
     });
-    const baseOpen = await openLoop(`baseline (open loop, ${openRate} req/s)`, b.baseUrl, openRate, baseCpu, 'baseline server');
+    const baseOpen = await openLoop(`baseline (open loop, ${openRate} req/s)`, b.baseUrl, openRate, baseCpu, 'baseline server', b.sampler.pid);
     run.progress(`baseline at the overload rate: ${overloadRate} req/s for ${p.overloadSec} s`);
     const baseOverflows = listenOverflows();
     const baseOverload = await runOpenLoop({
