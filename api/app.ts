@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ApiServices } from './compose-api.js';
 import { camelizeKeys, schemaFieldNames } from '../shared/platform/http/camelize.js';
-import { bodyShapeError, jsonTextShapeError } from '../shared/platform/http/body-shape.js';
+import { bodyShapeError, jsonTextShapeError, MAX_BODY_DEPTH, MAX_KEY_LENGTH, type JsonTextShape } from '../shared/platform/http/body-shape.js';
 import { trustProxyOption } from '../shared/platform/limits/client-address.js';
 import { registerErrorHandler } from './http/error-handler.js';
 import { undecodedEncodingError } from './http/gzip-body.js';
@@ -53,13 +53,20 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   // on 1 MiB of brackets; otherwise Fastify's own parser (prototype-poisoning checks included).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // Bodies whose text the scan found within every limit, keys included: the walk after parsing
+  // (which also checks bodies that did not come through this parser) has nothing left to find.
+  const shapeChecked = new WeakSet<object>();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     // an encoded body is inflated before this only where it is accepted (LogEvents, interactions)
     const encodingError = undecodedEncodingError(req);
     if (encodingError !== undefined) return done(encodingError, undefined);
-    const shapeError = jsonTextShapeError(body as string);
+    const seen: JsonTextShape = { longestKey: 0 };
+    const shapeError = jsonTextShapeError(body as string, MAX_BODY_DEPTH, seen);
     if (shapeError !== undefined) return done(shapeError, undefined);
-    parseJson(req, body as string, done);
+    parseJson(req, body as string, (err, parsed) => {
+      if (err === null && seen.longestKey <= MAX_KEY_LENGTH && parsed !== null && typeof parsed === 'object') shapeChecked.add(parsed);
+      done(err, parsed);
+    });
   });
 
   // Synchronous hooks take a callback: every request passes them, and a callback costs no promise.
@@ -71,7 +78,7 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
   // body's depth and key lengths are known to be bounded (nothing recursive sees it before).
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.body && typeof req.body === 'object') {
-      const shapeError = bodyShapeError(req.body);
+      const shapeError = shapeChecked.has(req.body) ? undefined : bodyShapeError(req.body);
       if (shapeError !== undefined) return done(shapeError);
       try {
         const url = req.routeOptions.url ?? '';

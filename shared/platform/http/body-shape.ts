@@ -31,20 +31,44 @@ export const MAX_ARRAY_ITEMS = 10_000;
  */
 export const MAX_BODY_MEMBERS = 100_000;
 
+/** What `jsonTextShapeError` saw of a text within the limits. */
+export interface JsonTextShape {
+  /** The longest object key as written in the text (escapes counted as written, so never shorter than the key). */
+  longestKey: number;
+}
+
 /**
  * Depth and container sizes of the raw JSON text, before it is parsed: V8's JSON.parse is not
  * recursive but costs ~100 ms for 1 MiB of nested brackets (a flat 1 MiB body: ~2 ms), so a deep
- * body is refused before it is parsed. One pass; strings are skipped with indexOf. Malformed text is left to the
- * JSON parser to report. Undefined when within the limit, else the 400 naming the JSON path.
+ * body is refused before it is parsed. One pass; strings are skipped with indexOf, and a key's
+ * text is only cut out when an error names it. Malformed text is left to the JSON parser to
+ * report. Undefined when within the limit (and `seen`, when given, tells the longest key), else
+ * the 400 naming the JSON path.
  */
-export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): InvalidArgumentError | undefined {
-  // per open container: whether it is an array, the index or key of the current member, and
-  // how many members it has had so far
+export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH, seen?: JsonTextShape): InvalidArgumentError | undefined {
+  // per open container: whether it is an array, the index (array) or the key's opening quote
+  // (object) of the current member, and how many members it has had so far
   const isArray: boolean[] = [];
-  const member: (string | number)[] = [];
+  const member: number[] = [];
   const count: number[] = [];
   let members = 0;
+  let longestKey = 0;
   let expectKey = false;
+  // the path of the open containers down to `depth`, keys cut out of the text
+  const pathTo = (depth: number): string => {
+    const path: (string | number)[] = [];
+    for (let k = 0; k < depth; k++) {
+      if (isArray[k]) path.push(member[k]);
+      else if (member[k] < 0) path.push('');
+      else {
+        const start = member[k];
+        let end = text.indexOf('"', start + 1);
+        while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+        path.push(end - start > 33 ? `${text.slice(start + 1, start + 33)}…` : text.slice(start + 1, end));
+      }
+    }
+    return renderPath(path);
+  };
   // where the first unpaired surrogate is (-1: none, nearly always); the string holding it is named below
   const badAt = unpairedSurrogateAt(text);
   const n = text.length;
@@ -56,20 +80,22 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
       if (end < 0) return undefined; // unterminated: JSON.parse reports it
       const top = member.length - 1;
       if (expectKey && top >= 0) {
-        member[top] = end - i > 33 ? `${text.slice(i + 1, i + 33)}…` : text.slice(i + 1, end);
-        if (++count[top] > MAX_OBJECT_MEMBERS) return invalidField(renderPath(member.slice(0, top)), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
+        member[top] = i;
+        if (end - i - 1 > longestKey) longestKey = end - i - 1;
+        if (++count[top] > MAX_OBJECT_MEMBERS) return invalidField(pathTo(top), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       }
       if (badAt > i && badAt < end)
         return invalidField(
-          renderPath(member),
+          pathTo(member.length),
           `not well-formed Unicode: an unpaired UTF-16 surrogate (${surrogateText(text, badAt)}); every string must be valid Unicode`,
         );
       i = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (isArray.length >= maxDepth) return invalidField(renderPath(member), `nested more than ${maxDepth} levels deep`);
+      if (isArray.length >= maxDepth) return invalidField(pathTo(member.length), `nested more than ${maxDepth} levels deep`);
       isArray.push(c === 91);
-      member.push(c === 91 ? 0 : '');
+      // an object's member is its key's quote, set when the key is read; until then the path shows an empty key
+      member.push(c === 91 ? 0 : -1);
       count.push(0);
       expectKey = c === 123;
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
@@ -80,12 +106,13 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH): Inv
     } else if (c === 44 /* , */) {
       const top = isArray.length - 1;
       if (top >= 0 && isArray[top]) {
-        member[top] = (member[top] as number) + 1;
-        if (member[top] >= MAX_ARRAY_ITEMS) return invalidField(renderPath(member.slice(0, top)), `an array of more than ${MAX_ARRAY_ITEMS} items`);
+        member[top] = member[top] + 1;
+        if (member[top] >= MAX_ARRAY_ITEMS) return invalidField(pathTo(top), `an array of more than ${MAX_ARRAY_ITEMS} items`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       } else expectKey = true;
     } else if (c === 58 /* : */) expectKey = false;
   }
+  if (seen) seen.longestKey = longestKey;
   return undefined;
 }
 
