@@ -14,6 +14,7 @@ import { queueDashboardPlugin } from './http/queue-dashboard.plugin.js';
 import type { Warehouse } from '../shared/platform/warehouse/warehouse.js';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { startIdleScheduling } from '../shared/platform/idle-scheduling.js';
 import { createRedis } from '../shared/platform/redis/redis.js';
 import { remoteRpc, startRpcWorker, type RpcChannel, type RpcHandlers } from '../shared/platform/warehouse/warehouse-rpc.js';
 import { startOpsServer, type OpsServer } from '../shared/platform/ops-server.js';
@@ -82,7 +83,10 @@ export function lowerProcessPriority(nice: number, log: Logger): void {
 /** Starts the roles of `config` in this process. Used by `npm start` and by tests that need a real listener. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<RunningService> {
   // first, so every thread started from here on (the engine's included) inherits the priority
-  if (!config.roles.has('api') && (config.roles.has('workers') || config.roles.has('scheduler'))) lowerProcessPriority(config.workersNice, log);
+  if (!config.roles.has('api') && (config.roles.has('workers') || config.roles.has('scheduler'))) {
+    lowerProcessPriority(config.workersNice, log);
+    if (config.workersSchedIdle && config.workersNice > 0) startIdleScheduling(log);
+  }
   const redisChild = config.autoStartRedis && !config.redisClusterNodes ? await ensureLocalRedis(config.redisUrl, config.dataDir, log) : undefined;
   try {
     return await startRoles(config, log, redisChild);

@@ -73,6 +73,13 @@ export interface Config {
    */
   workersNice: number;
   /**
+   * Whether that background process runs in Linux's idle CPU class while it keeps up (its
+   * threads get a core only when no API process wants it), returning to `workersNice` for a
+   * while when it starves (shared/platform/idle-scheduling.ts). Off with WORKERS_NICE=0.
+   * @defaultValue true
+   */
+  workersSchedIdle: boolean;
+  /**
    * Days events, interactions and decisions are kept (ClickHouse TTL), how long an untouched
    * profile lives in Redis, and how far in the past an accepted event or interaction may lie.
    * @defaultValue 400
@@ -333,6 +340,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     interactionDecisionWaitMs: int(env, 'INTERACTION_DECISION_WAIT_SECONDS', 600, 1, 86_400) * 1000,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 128, 1, 1000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
+    workersSchedIdle: bool(env, 'WORKERS_SCHED_IDLE', true),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', DEFAULT_RATE_LIMIT_PER_KEY, 1, MAX_RATE_LIMIT),
     rateLimitUnauthenticated: int(env, 'RATE_LIMIT_UNAUTHENTICATED', 20, 1, 1_000_000),

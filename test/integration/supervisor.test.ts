@@ -124,6 +124,15 @@ function threadNice(pid: number, tid: number | string): number {
   );
 }
 const niceOf = (pid: number) => threadNice(pid, pid);
+/** Field 41: each thread's scheduling policy (0 SCHED_OTHER, 5 SCHED_IDLE). */
+const threadPolicies = (pid: number) =>
+  readdirSync(`/proc/${pid}/task`).map((tid) =>
+    Number(
+      readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ')[38],
+    ),
+  );
 const threadNices = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => threadNice(pid, tid));
 
 function alive(pid: number): boolean {
@@ -174,6 +183,10 @@ describe('npm start (the supervisor)', () => {
     expect(niceOf(backgroundPid)).toBe(10);
     expect(threadNices(backgroundPid).filter((n) => n >= 0 && n < 10)).toEqual([]);
     expect(niceOf(api)).toBe(0);
+    // WORKERS_SCHED_IDLE (default on): the background process's threads are in the idle CPU class
+    // (back in it within the hold should a busy machine have starved it), the API process's are not
+    await waitUntil(() => threadPolicies(backgroundPid).every((p) => p === 5), 15_000, 200);
+    expect(threadPolicies(api).every((p) => p === 0)).toBe(true);
     expect((await fetch(`http://127.0.0.1:${s.opsPort + 1}/readyz`)).status).toBe(200);
     expect(await (await fetch(`http://127.0.0.1:${s.opsPort + 1}/metrics`)).text()).toContain('tds_http_requests_total');
     const agg = await admin(s, 'RunAggregations', { projectId: 'sup' });
