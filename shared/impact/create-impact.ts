@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { bullPrefix, QUEUE } from '../platform/queues.js';
+import { queueConnection } from '../platform/redis/redis.js';
 import type { DecisionLogStats } from '../platform/metrics.js';
 import { DecisionLogProducer } from './decision-log.queue.js';
 import { NO_DECISION_LOG, type DecisionSink } from './decisions.js';
@@ -31,7 +32,12 @@ export interface Impact {
 export function createImpact(deps: ImpactDeps): Impact & { close(): Promise<void> } {
   const { redis, redisPrefix, log, stats } = deps;
   if (!deps.enabled) return { decisionLog: NO_DECISION_LOG, decisionLogEnabled: false, close: async () => undefined };
-  const queue = new Queue(QUEUE.decisions, { connection: redis, prefix: bullPrefix(redisPrefix, redis), skipVersionCheck: true, skipMetasUpdate: true });
+  const queue = new Queue(QUEUE.decisions, {
+    connection: queueConnection(redis),
+    prefix: bullPrefix(redisPrefix, redis),
+    skipVersionCheck: true,
+    skipMetasUpdate: true,
+  });
   queue.on('error', () => undefined);
   const producer = new DecisionLogProducer(queue, log.child({ component: 'decision-log' }), {
     maxBacklog: deps.maxBacklog,

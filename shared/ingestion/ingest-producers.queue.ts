@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { EnqueueBatcher } from './enqueue-batcher.queue.js';
 import { bullPrefix, QUEUE } from '../platform/queues.js';
+import { queueConnection } from '../platform/redis/redis.js';
 import { type EventsBatchJob, type EventsJob, type InteractionJob, type SingleEventsJob } from './jobs.js';
 
 /** The API's side of the ingestion queues: fail-fast producers on the request-path connection. */
@@ -35,7 +36,7 @@ export function createIngestProducers(connection: Redis, redisPrefix: string): I
   const prefix = bullPrefix(redisPrefix, connection);
   // No start-up INFO/meta calls: on the fail-fast connection a slow boot could time them out
   // and leave the queue object failing every later call.
-  const opts = { connection, prefix, skipVersionCheck: true, skipMetasUpdate: true };
+  const opts = { connection: queueConnection(connection), prefix, skipVersionCheck: true, skipMetasUpdate: true };
   const eventsQueue = new Queue(QUEUE.events, opts);
   const interactionsQueue = new Queue(QUEUE.interactions, opts);
   // Queue errors surface on the awaited calls; the listener keeps an outage from crashing the process.

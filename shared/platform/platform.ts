@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { createRedis } from './redis/redis.js';
+import { createRedis, queueConnection } from './redis/redis.js';
 import { InvalidationBus } from './redis/invalidation-bus.js';
 import { RedisHealth } from './redis/redis-health.js';
 import { redisKeys, type RedisKeys } from './redis/redis-keys.js';
@@ -36,6 +36,8 @@ export function createPlatform(config: Readonly<Config>, log: Logger, opts: Plat
   const now = opts.now ?? Date.now;
   const redis = createRedis(config, 'producer', 'tds-api');
   redis.on('error', (err) => log.debug({ err }, 'redis (producer) error'));
+  // the BullMQ queues' own connection, made now so that waiting for `redis` waits for it too
+  queueConnection(redis);
   const keys = redisKeys(config.redisPrefix);
   const metrics = createMetrics({ now });
   return {

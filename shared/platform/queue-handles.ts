@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { bullPrefix, QUEUE } from './queues.js';
+import { queueConnection } from './redis/redis.js';
 
 /** Job states reported per queue; `waiting` is the backlog that matters for alerting. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
@@ -30,7 +31,12 @@ export function openQueueHandles(connection: Redis, redisPrefix: string): Queue[
 
 /** One observer handle (see `openQueueHandles`); it opens no connection of its own. */
 export function openQueueHandle(connection: Redis, redisPrefix: string, name: string): Queue {
-  const q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
+  const q = new Queue(name, {
+    connection: queueConnection(connection),
+    prefix: bullPrefix(redisPrefix, connection),
+    skipVersionCheck: true,
+    skipMetasUpdate: true,
+  });
   // Errors surface on the awaited calls; the listener keeps an outage from crashing the process.
   q.on('error', () => undefined);
   return q;

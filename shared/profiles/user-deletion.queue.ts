@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { bullPrefix, INGEST_JOB_OPTIONS, QUEUE } from '../platform/queues.js';
+import { queueConnection } from '../platform/redis/redis.js';
 
 /**
  * The ClickHouse side of DeleteUserData is a queued job, not a request/reply call. The API
@@ -59,7 +60,12 @@ export function queueHandle(connection: Redis, redisPrefix: string, name: string
   if (!byName) handles.set(connection, (byName = new Map()));
   let q = byName.get(name);
   if (!q) {
-    q = new Queue(name, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true, skipMetasUpdate: true });
+    q = new Queue(name, {
+      connection: queueConnection(connection),
+      prefix: bullPrefix(redisPrefix, connection),
+      skipVersionCheck: true,
+      skipMetasUpdate: true,
+    });
     q.on('error', () => undefined);
     byName.set(name, q);
   }
