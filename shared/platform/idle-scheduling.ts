@@ -1,4 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 
 /**
@@ -30,18 +31,28 @@ export function nextCpuClass(current: CpuClass, lateMs: number, inClassMs: numbe
   return inClassMs >= o.holdMs ? 'idle' : 'normal';
 }
 
-const CHRT_FLAG: Record<CpuClass, string> = { idle: '--idle', normal: '--other' };
-
 /**
  * Puts every thread of this process in the idle class now (the threads started later inherit it)
  * and keeps it there while it is not starving. Undefined when the class cannot be set (no
  * `chrt`, not Linux): the process keeps its nice value, as before.
+ *
+ * The switches back and forth are made by a small shell started before the process goes idle: a
+ * `chrt` started from an idle thread would be idle too, and on the saturated machine it is meant
+ * to rescue the process from it would wait for a CPU as long as the process does.
  */
 export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {}): { stop(): void; current(): CpuClass } | undefined {
   const o: Required<IdleSchedulingOptions> = { checkMs: opts.checkMs ?? 250, starvedAfterMs: opts.starvedAfterMs ?? 1000, holdMs: opts.holdMs ?? 5000 };
   const pid = String(process.pid);
+  let helper: ChildProcess;
   try {
-    execFileSync('chrt', [CHRT_FLAG.idle, '--all-tasks', '--pid', '0', pid], { stdio: 'ignore', timeout: 5000 });
+    // reads `idle` or `other`, sets that class on every thread of `pid`, answers with the class and chrt's status
+    helper = spawn('sh', ['-c', 'while read c; do chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done', 'sh', pid], {
+      stdio: ['pipe', 'pipe', 'ignore'],
+      // none of the service's settings (ROLE, secrets): it only runs chrt
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    helper.on('error', () => undefined);
+    execFileSync('chrt', ['--idle', '--all-tasks', '--pid', '0', pid], { stdio: 'ignore', timeout: 5000 });
   } catch (err) {
     log.warn({ err }, 'could not put the background process in the idle CPU class (chrt); it keeps its nice value');
     return undefined;
@@ -50,24 +61,37 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   let current: CpuClass = 'idle';
   let since = Date.now();
   let last = performance.now();
-  let switching = false;
+  let asked: { to: CpuClass; lateMs: number } | undefined;
+  createInterface({ input: helper.stdout! }).on('line', (line) => {
+    const [, status] = line.split(' ');
+    const answer = asked;
+    asked = undefined;
+    if (answer === undefined) return;
+    if (status !== '0') return log.warn({ to: answer.to, status }, 'could not change the CPU class of the background process');
+    current = answer.to;
+    since = Date.now();
+    last = performance.now();
+    if (current === 'normal')
+      log.info({ lateMs: Math.round(answer.lateMs) }, 'background process starved in the idle CPU class: back to its nice value for a while');
+    else log.debug('background process back in the idle CPU class');
+  });
   const timer = setInterval(() => {
     const now = performance.now();
     const late = now - last - o.checkMs;
     last = now;
     const next = nextCpuClass(current, late, Date.now() - since, o);
-    if (next === current || switching) return;
-    switching = true;
-    execFile('chrt', [CHRT_FLAG[next], '--all-tasks', '--pid', '0', pid], { timeout: 10_000 }, (err) => {
-      switching = false;
-      if (err) return log.warn({ err, to: next }, 'could not change the CPU class of the background process');
-      current = next;
-      since = Date.now();
-      last = performance.now();
-      if (next === 'normal') log.info({ lateMs: Math.round(late) }, 'background process starved in the idle CPU class: back to its nice value for a while');
-      else log.debug('background process back in the idle CPU class');
-    });
+    if (next === current || asked !== undefined) return;
+    asked = { to: next, lateMs: late };
+    helper.stdin!.write(`${next === 'idle' ? 'idle' : 'other'}\n`);
   }, o.checkMs);
   timer.unref();
-  return { stop: () => clearInterval(timer), current: () => current };
+  helper.unref();
+  (helper.stdin as unknown as { unref?: () => void }).unref?.();
+  (helper.stdout as unknown as { unref?: () => void }).unref?.();
+  const stop = () => {
+    clearInterval(timer);
+    helper.kill();
+  };
+  process.once('exit', () => helper.kill());
+  return { stop, current: () => current };
 }

@@ -1,6 +1,9 @@
 import { UNLIMITED } from './context.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
+import { freePorts } from '../../bench/lib/tsx-child.js';
+
+export { freePorts };
 
 export interface ChildService {
   proc: ChildProcess;
@@ -23,15 +26,13 @@ export function spawnService(env: Record<string, string>): ChildService {
   return { proc, output: () => out.slice(-4000), exited };
 }
 
-export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => (a && typeof a !== 'string' ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
+/**
+ * A free port outside the kernel's ephemeral range (bench/lib/tsx-child.ts): a port taken from
+ * that range can be handed to any outgoing connection (every Redis client of a child the test
+ * starts) between the check and the child's bind, which made a child fail with EADDRINUSE.
+ */
+export function freePort(): Promise<number> {
+  return freePorts(1);
 }
 
 export function portAnswers(port: number): Promise<boolean> {

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleDriver, launchConsoleBrowser } from '../console/console-driver.js';
-import { freePort } from '../helpers/child-service.js';
+import { freePort, freePorts } from '../helpers/child-service.js';
 import { uniquePrefix, waitUntil, within } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
@@ -85,7 +85,7 @@ beforeAll(async () => {
     HOME: process.env.HOME ?? work,
     PORT: String(port),
     ALT_PORT: String(await freePort()),
-    OPS_PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+    OPS_PORT: String(await freePorts(4)),
     DATA_DIR: join(work, 'data'),
     REDIS_PREFIX: prefix,
     ADMIN_TOKEN: TOKEN,

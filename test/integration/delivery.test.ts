@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from 'ioredis';
 import { CatalogCache } from '../../shared/delivery/catalog.cache.js';
 import type { InvalidationBus } from '../../shared/platform/redis/invalidation-bus.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 import type { InteractionJob } from '../../shared/ingestion/jobs.js';
 import { RankingCounterStore } from '../../shared/delivery/ranking-counter.store.js';
 import { rankingOps, type RankingDelta } from '../../shared/delivery/ranking-ops.js';
@@ -171,19 +172,22 @@ describe('GetTreatments over HTTP', () => {
     await getTreatments(p, { userId: 'adult' });
     await new Promise((r) => setTimeout(r, 50));
     const sent: string[] = [];
-    const redis = t.ctx.redis as unknown as { sendCommand(c: Command): unknown };
-    const original = redis.sendCommand;
-    redis.sendCommand = function (this: unknown, c: Command) {
-      sent.push(`${c.name} ${String(c.args[0])}`);
-      return original.call(this, c);
-    };
+    // the request path's connection, and the one its BullMQ queues use (the decision log's)
+    const connections = [t.ctx.redis, queueConnection(t.ctx.redis)] as unknown as { sendCommand(c: Command): unknown }[];
+    const originals = connections.map((redis) => redis.sendCommand);
+    connections.forEach((redis, i) => {
+      redis.sendCommand = function (this: unknown, c: Command) {
+        sent.push(`${c.name} ${String(c.args[0])}`);
+        return originals[i].call(this, c);
+      };
+    });
     try {
       const answers = await Promise.all(Array.from({ length: 10 }, () => getTreatments(p, { userId: 'adult' })));
       expect(answers.every((a) => a.status === 200)).toBe(true);
       // the decision log gathers for DECISION_LOG_FLUSH_MS (100 ms) before it sends
       await new Promise((r) => setTimeout(r, 250));
     } finally {
-      redis.sendCommand = original;
+      connections.forEach((redis, i) => (redis.sendCommand = originals[i]));
     }
     // the decisions of the responses of one flush interval go to the queue together: one job (a
     // script call) for all ten (test/unit/decision-log-producer.test.ts), and at most one read of

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nextCpuClass } from '../../shared/platform/idle-scheduling.js';
@@ -26,37 +27,52 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   });
 
   let child: ChildProcess | undefined;
-  afterEach(() => child?.kill('SIGKILL'));
+  const hogs: ChildProcess[] = [];
+  afterEach(() => {
+    child?.kill('SIGKILL');
+    for (const h of hogs.splice(0)) h.kill('SIGKILL');
+  });
 
-  it('puts every thread in the idle class, returns to the normal class when starved, then goes back', { timeout: 30_000 }, async () => {
+  /** The child of test/helpers/idle-scheduling-child.ts, and its next line. */
+  function startChild(): { pid: number; next(): Promise<string>; write(line: string): void } {
     child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/idle-scheduling-child.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
-    const waiters: (() => void)[] = [];
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      lines.push(l);
-      waiters.splice(0).forEach((w) => w());
-    });
-    const next = async (): Promise<string> => {
-      const seen = lines.length;
-      const deadline = Date.now() + 10_000;
-      while (lines.length === seen) {
-        if (Date.now() > deadline) throw new Error(`no line after ${JSON.stringify(lines)}`);
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 200);
-        });
-      }
-      return lines[seen];
+    let read = 0;
+    createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
+    const c = child;
+    return {
+      pid: c.pid!,
+      write: (line) => c.stdin!.write(`${line}\n`),
+      next: async () => {
+        const deadline = Date.now() + 20_000;
+        while (lines.length <= read) {
+          if (Date.now() > deadline) throw new Error(`no line after ${JSON.stringify(lines)}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        return lines[read++];
+      },
     };
-    expect(await next()).toBe('ready');
-    const pid = child.pid!;
-    expect(new Set(policies(pid))).toEqual(new Set([5]));
+  }
+
+  it('puts every thread in the idle class, returns to the normal class when starved, then goes back', { timeout: 30_000 }, async () => {
+    const c = startChild();
+    expect(await c.next()).toBe('ready');
+    expect(new Set(policies(c.pid))).toEqual(new Set([5]));
     // 600 ms without its timer: starved (limit 200 ms)
-    child.stdin!.write('600\n');
-    expect(await next()).toBe('normal');
-    expect(new Set(policies(pid))).toEqual(new Set([0]));
+    c.write('600');
+    expect(await c.next()).toBe('normal');
+    expect(new Set(policies(c.pid))).toEqual(new Set([0]));
     // after the hold (1.5 s) it tries the idle class again
-    expect(await next()).toBe('idle');
-    expect(new Set(policies(pid))).toEqual(new Set([5]));
+    expect(await c.next()).toBe('idle');
+    expect(new Set(policies(c.pid))).toEqual(new Set([5]));
+  });
+
+  it('gets out of the idle class while every core is busy with other work', { timeout: 40_000 }, async () => {
+    const c = startChild();
+    expect(await c.next()).toBe('ready');
+    // normal-class processes that want every core: an idle thread gets next to nothing
+    for (let i = 0; i < availableParallelism(); i++) hogs.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+    expect(await c.next()).toBe('normal');
+    expect(new Set(policies(c.pid))).toEqual(new Set([0]));
   });
 });

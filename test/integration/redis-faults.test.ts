@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { freePort } from '../helpers/child-service.js';
+import { freePort, freePorts } from '../helpers/child-service.js';
 import { ADMIN_TOKEN, uniquePrefix, waitUntil, within } from '../helpers/context.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
@@ -42,7 +42,7 @@ afterAll(async () => {
 
 async function startNpm(env: Record<string, string>): Promise<Npm> {
   const port = await freePort();
-  const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
+  const opsPort = await freePorts(4);
   const proc = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { freePort } from '../helpers/child-service.js';
+import { freePort, freePorts } from '../helpers/child-service.js';
 import { ADMIN_TOKEN, uniquePrefix, waitUntil, within } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
@@ -33,7 +33,7 @@ const running: Started[] = [];
 async function startNpm(env: Record<string, string> = {}, opts: { waitReady?: boolean } = {}): Promise<Started> {
   const port = await freePort();
   // ops listeners: the background process on opsPort, API process i on opsPort + i
-  const opsPort = 20_000 + Math.floor(Math.random() * 20_000);
+  const opsPort = await freePorts(4);
   const prefix = env.REDIS_PREFIX ?? uniquePrefix('sup');
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
