@@ -34,7 +34,7 @@ function threadCpuOf(pid: number): Map<string, number> {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      const group = tid === String(pid) ? 'main' : process.env.THREAD_IDS ? `${name}#${tid}` : name.replace(/[\d_-]+$/, '');
+      const group = tid === String(pid) ? 'main' : name.replace(/[\d_-]+$/, '');
       out.set(group, (out.get(group) ?? 0) + (Number(f[11]) + Number(f[12])) / ticks);
     } catch {
       // the thread ended between the listing and the read
@@ -98,9 +98,9 @@ async function main(): Promise<void> {
     const [api] = svc.sampler.pids('api');
     const [bg] = svc.sampler.pids('background');
     await measure('service', svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
-    const peaks = await run.stopService(svc);
-    for (const note of run.notes) if (note.startsWith('CPU profile') || note.startsWith('main-thread') || note.startsWith('heaviest')) progress(note);
-    progress(`peak RSS: api ${peaks.apiMb.toFixed(0)} MB, background ${peaks.backgroundMb.toFixed(0)} MB (ready: api ${svc.readyRss.apiMb.toFixed(0)} MB)`);
+    await run.stopService(svc);
+    // the peak RSS of each process (and its RSS when ready) and, with --cpu-prof, each profile's summary
+    for (const note of run.notes) progress(note);
     const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
     await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
     await base.stop();

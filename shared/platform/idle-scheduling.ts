@@ -40,7 +40,7 @@ export function nextCpuClass(current: CpuClass, lateMs: number, inClassMs: numbe
  * `chrt` started from an idle thread would be idle too, and on the saturated machine it is meant
  * to rescue the process from it would wait for a CPU as long as the process does.
  */
-export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {}): { stop(): void; current(): CpuClass } | undefined {
+export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {}): { current(): CpuClass } | undefined {
   const o: Required<IdleSchedulingOptions> = { checkMs: opts.checkMs ?? 250, starvedAfterMs: opts.starvedAfterMs ?? 1000, holdMs: opts.holdMs ?? 5000 };
   const pid = String(process.pid);
   let helper: ChildProcess;
@@ -88,10 +88,6 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   helper.unref();
   (helper.stdin as unknown as { unref?: () => void }).unref?.();
   (helper.stdout as unknown as { unref?: () => void }).unref?.();
-  const stop = () => {
-    clearInterval(timer);
-    helper.kill();
-  };
   process.once('exit', () => helper.kill());
-  return { stop, current: () => current };
+  return { current: () => current };
 }

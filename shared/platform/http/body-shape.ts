@@ -54,45 +54,30 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH, seen
   let members = 0;
   let longestKey = 0;
   let expectKey = false;
-  // the path of the open containers down to `depth`, keys cut out of the text
-  const pathTo = (depth: number): string => {
-    const path: (string | number)[] = [];
-    for (let k = 0; k < depth; k++) {
-      if (isArray[k]) path.push(member[k]);
-      else if (member[k] < 0) path.push('');
-      else {
-        const start = member[k];
-        let end = text.indexOf('"', start + 1);
-        while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
-        path.push(end - start > 33 ? `${text.slice(start + 1, start + 33)}…` : text.slice(start + 1, end));
-      }
-    }
-    return renderPath(path);
-  };
   // where the first unpaired surrogate is (-1: none, nearly always); the string holding it is named below
   const badAt = unpairedSurrogateAt(text);
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 34 /* " */) {
-      let end = text.indexOf('"', i + 1);
-      while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      const end = stringEnd(text, i);
       if (end < 0) return undefined; // unterminated: JSON.parse reports it
       const top = member.length - 1;
       if (expectKey && top >= 0) {
         member[top] = i;
         if (end - i - 1 > longestKey) longestKey = end - i - 1;
-        if (++count[top] > MAX_OBJECT_MEMBERS) return invalidField(pathTo(top), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
+        if (++count[top] > MAX_OBJECT_MEMBERS)
+          return invalidField(textPath(text, isArray, member, top), `an object of more than ${MAX_OBJECT_MEMBERS} members`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       }
       if (badAt > i && badAt < end)
         return invalidField(
-          pathTo(member.length),
+          textPath(text, isArray, member, member.length),
           `not well-formed Unicode: an unpaired UTF-16 surrogate (${surrogateText(text, badAt)}); every string must be valid Unicode`,
         );
       i = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (isArray.length >= maxDepth) return invalidField(pathTo(member.length), `nested more than ${maxDepth} levels deep`);
+      if (isArray.length >= maxDepth) return invalidField(textPath(text, isArray, member, member.length), `nested more than ${maxDepth} levels deep`);
       isArray.push(c === 91);
       // an object's member is its key's quote, set when the key is read; until then the path shows an empty key
       member.push(c === 91 ? 0 : -1);
@@ -107,13 +92,38 @@ export function jsonTextShapeError(text: string, maxDepth = MAX_BODY_DEPTH, seen
       const top = isArray.length - 1;
       if (top >= 0 && isArray[top]) {
         member[top] = member[top] + 1;
-        if (member[top] >= MAX_ARRAY_ITEMS) return invalidField(pathTo(top), `an array of more than ${MAX_ARRAY_ITEMS} items`);
+        if (member[top] >= MAX_ARRAY_ITEMS) return invalidField(textPath(text, isArray, member, top), `an array of more than ${MAX_ARRAY_ITEMS} items`);
         if (++members > MAX_BODY_MEMBERS) return invalidField('(body)', `more than ${MAX_BODY_MEMBERS} members and items in all`);
       } else expectKey = true;
     } else if (c === 58 /* : */) expectKey = false;
   }
   if (seen) seen.longestKey = longestKey;
   return undefined;
+}
+
+/** Where the string opened by the quote at `start` ends (its closing quote), or -1. */
+function stringEnd(text: string, start: number): number {
+  let end = text.indexOf('"', start + 1);
+  while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+  return end;
+}
+
+/**
+ * The path of the open containers down to `depth`, for an error: an array's member is its index,
+ * an object's the position of its key's opening quote (-1 before the key), cut out of the text here.
+ */
+function textPath(text: string, isArray: readonly boolean[], member: readonly number[], depth: number): string {
+  const path: (string | number)[] = [];
+  for (let k = 0; k < depth; k++) {
+    if (isArray[k]) path.push(member[k]);
+    else if (member[k] < 0) path.push('');
+    else {
+      const start = member[k];
+      const end = stringEnd(text, start);
+      path.push(end - start > 33 ? `${text.slice(start + 1, start + 33)}…` : text.slice(start + 1, end));
+    }
+  }
+  return renderPath(path);
 }
 
 /**

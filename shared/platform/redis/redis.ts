@@ -126,7 +126,7 @@ const queueConnections = new WeakMap<Redis, Redis>();
 export function queueConnection(client: Redis): Redis {
   let q = queueConnections.get(client);
   if (q === undefined) {
-    const dup = isCluster(client) ? duplicateRedis(client, {}) : client.duplicate();
+    const dup = duplicateRedis(client, {});
     // the client's own listener reports an outage; the duplicate sees the same one
     dup.on('error', () => undefined);
     client.once('end', () => dup.disconnect());
