@@ -85,9 +85,27 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
     helper.stdin!.write(`${next === 'idle' ? 'idle' : 'other'}\n`);
   }, o.checkMs);
   timer.unref();
+  // Without its helper the process could not leave the idle class when starved: should the shell
+  // die, the process returns to the normal class (at its nice value) for good.
+  helper.stdin!.on('error', () => undefined);
+  let exiting = false;
+  helper.once('exit', () => {
+    clearInterval(timer);
+    if (exiting) return;
+    try {
+      execFileSync('chrt', ['--other', '--all-tasks', '--pid', '0', pid], { stdio: 'ignore', timeout: 5000 });
+      current = 'normal';
+      log.warn('the idle CPU class helper stopped: background process back to its nice value for good');
+    } catch (err) {
+      log.error({ err }, 'the idle CPU class helper stopped and the background process could not leave the idle class');
+    }
+  });
   helper.unref();
   (helper.stdin as unknown as { unref?: () => void }).unref?.();
   (helper.stdout as unknown as { unref?: () => void }).unref?.();
-  process.once('exit', () => helper.kill());
+  process.once('exit', () => {
+    exiting = true;
+    helper.kill();
+  });
   return { current: () => current };
 }

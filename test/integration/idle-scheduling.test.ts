@@ -67,6 +67,20 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     expect(new Set(policies(c.pid))).toEqual(new Set([5]));
   });
 
+  it('returns to the normal class for good when its helper shell dies (it could not leave the idle class otherwise)', { timeout: 30_000 }, async () => {
+    const c = startChild();
+    expect(await c.next()).toBe('ready');
+    const shells = readFileSync(`/proc/${c.pid}/task/${c.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    expect(shells).toHaveLength(1);
+    process.kill(shells[0], 'SIGKILL');
+    expect(await c.next()).toBe('normal');
+    expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+    // and it stays there: starving it no longer changes anything
+    c.write('600');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+  });
+
   it('gets out of the idle class while every core is busy with other work', { timeout: 40_000 }, async () => {
     const c = startChild();
     expect(await c.next()).toBe('ready');
