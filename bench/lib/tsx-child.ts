@@ -112,7 +112,7 @@ export function ephemeralRange(): { low: number; high: number } {
 /** Ports handed out by this process, never handed out twice (a child may not have bound its port yet). */
 const handedOut = new Set<number>();
 
-function canBind(port: number, host: string): Promise<boolean> {
+export function canBind(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.once('error', () => resolve(false));

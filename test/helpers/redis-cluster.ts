@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-service.js';
+import { canBind, ephemeralRange } from '../../bench/lib/tsx-child.js';
 
 /**
  * A real Redis Cluster of three primaries (no replicas) from the `redis-server` binary, on free
@@ -49,9 +50,14 @@ export async function startRedisCluster(primaries = 3): Promise<TestRedisCluster
   };
   try {
     for (let i = 0; i < primaries; i++) {
+      // the cluster bus listens on port + 10000: both must be free, and both outside the kernel's
+      // ephemeral range, where an outgoing connection may take either before redis-server binds it
+      const eph = ephemeralRange();
       let port = await freePort();
-      // the cluster bus listens on port + 10000: both must be free
-      while (port + 10000 > 65535 || ports.includes(port)) port = await freePort();
+      for (let tries = 0; port + 10000 >= eph.low || ports.includes(port) || !(await canBind(port + 10000)); tries++) {
+        if (tries > 500) throw new Error(`no port with its cluster bus port (+10000) below the ephemeral range ${eph.low}–${eph.high}`);
+        port = await freePort();
+      }
       ports.push(port);
       const proc = spawn(
         'redis-server',
