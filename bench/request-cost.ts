@@ -1,7 +1,10 @@
 /**
  * CPU per request of the API process,
- * (`npx tsx bench/request-cost.ts [seconds] [--cpu-prof DIR]`), closed loop at saturation: µs of CPU the API process, the background
- * process and Redis spend per GetTreatments, and the same for the bare baseline route. CPU per
+ * (`npx tsx bench/request-cost.ts [seconds] [--rate N] [--cpu-prof DIR]`), closed loop at saturation (or, with
+ * `--rate`, an open loop of N requests/s over 100 connections): µs of CPU the API process, the
+ * background process and Redis spend per GetTreatments, and the same for the bare baseline route.
+ * At a rate below saturation most requests have an event-loop turn of their own, so the CPU per
+ * request is higher than in the closed loop: that is the cost an open loop's latency depends on. CPU per
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
  */
@@ -13,6 +16,7 @@ import { startBaselineServer } from './lib/baseline-server.js';
 import { seedProfiles } from './lib/bench-redis.js';
 import { userIdOf } from './lib/event-generator.js';
 import { runLoad } from './lib/load-runner.js';
+import { runOpenLoop } from './lib/open-loop.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from './scenarios/delivery.js';
 import { PROJECT_ID } from './scenarios/log-events.js';
@@ -20,6 +24,9 @@ import { PROJECT_ID } from './scenarios/log-events.js';
 const args = process.argv.slice(2);
 const profAt = args.indexOf('--cpu-prof');
 const cpuProfDir = profAt >= 0 ? resolve(args.splice(profAt, 2)[1] ?? 'bench-profiles') : undefined;
+const rateAt = args.indexOf('--rate');
+const rate = rateAt >= 0 ? Number(args.splice(rateAt, 2)[1]) : undefined;
+if (rate !== undefined && !(rate > 0)) throw new Error('--rate takes a positive number of requests/s');
 const seconds = Number(args[0] ?? 8);
 const ticks = 100;
 function cpuOf(pid: number): number {
@@ -34,7 +41,13 @@ function threadCpuOf(pid: number): Map<string, number> {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      const group = tid === String(pid) ? 'main' : name.replace(/[\d_-]+$/, '');
+      if (tid === String(pid)) {
+        // the main thread's time in the kernel (system calls, wake-ups) apart from its JavaScript and native code
+        out.set('main', (out.get('main') ?? 0) + Number(f[11]) / ticks);
+        out.set('main in the kernel', (out.get('main in the kernel') ?? 0) + Number(f[12]) / ticks);
+        continue;
+      }
+      const group = name.replace(/[\d_-]+$/, '');
       out.set(group, (out.get(group) ?? 0) + (Number(f[11]) + Number(f[12])) / ticks);
     } catch {
       // the thread ended between the listing and the read
@@ -79,7 +92,7 @@ async function main(): Promise<void> {
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
       const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid)]));
       const r0 = await redisCpu(run);
-      const r = await runLoad(o);
+      const r = rate === undefined ? await runLoad(o) : await runOpenLoop({ ...o, rate, connections: 100, preconnect: true });
       const r1 = await redisCpu(run);
       const n = r.ok + r.non2xx;
       const parts = Object.entries(pids).map(([k, pid]) => `${k} ${(((cpuOf(pid) - before[k]) * 1e6) / n).toFixed(0)} µs`);
