@@ -55,6 +55,30 @@ function threadCpuOf(pid: number): Map<string, number> {
   }
   return out;
 }
+/** An open loop's answers slower than this are grouped into stalls. */
+const SLOW_MS = 5;
+
+/**
+ * The slow answers of an open loop grouped by when they were due (within 50 ms of the group's
+ * first): a stall of the server (a GC pause, the process descheduled) delays every request due
+ * during it, so it shows as one group of many; scattered single ones are queueing.
+ */
+function stallsOf(slow: { dueMs: number; waitMs: number }[]): string {
+  slow.sort((a, b) => a.dueMs - b.dueMs);
+  const groups: { at: number; n: number; max: number }[] = [];
+  for (const a of slow) {
+    const g = groups.at(-1);
+    if (g && a.dueMs - g.at < 50) {
+      g.n++;
+      g.max = Math.max(g.max, a.waitMs);
+    } else groups.push({ at: a.dueMs, n: 1, max: a.waitMs });
+  }
+  const largest = [...groups].sort((a, b) => b.n - a.n).slice(0, 12);
+  largest.sort((a, b) => a.at - b.at);
+  const shown = largest.map((g) => `at ${(g.at / 1000).toFixed(2)} s ${g.n} (up to ${g.max.toFixed(0)} ms)`).join(', ');
+  return `${slow.length} answers over ${SLOW_MS} ms, in ${groups.length} groups of answers due within 50 ms; the largest: ${shown}`;
+}
+
 async function redisCpu(run: ScenarioRun): Promise<number> {
   const info = await run.redis.info('cpu');
   const get = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
@@ -92,7 +116,12 @@ async function main(): Promise<void> {
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
       const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid)]));
       const r0 = await redisCpu(run);
-      const r = rate === undefined ? await runLoad(o) : await runOpenLoop({ ...o, rate, connections: 100, preconnect: true });
+      const slow: { dueMs: number; waitMs: number }[] = [];
+      const r =
+        rate === undefined
+          ? await runLoad(o)
+          : await runOpenLoop({ ...o, rate, connections: 100, preconnect: true, onAnswer: (a) => void (a.waitMs > SLOW_MS && slow.push(a)) });
+      if (rate !== undefined) progress(`${label}: ${stallsOf(slow)}`);
       const r1 = await redisCpu(run);
       const n = r.ok + r.non2xx;
       const parts = Object.entries(pids).map(([k, pid]) => `${k} ${(((cpuOf(pid) - before[k]) * 1e6) / n).toFixed(0)} µs`);
