@@ -11,15 +11,11 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { utcDay } from '../shared/aggregation/index.js';
 import { startBaselineServer } from './lib/baseline-server.js';
-import { seedProfiles } from './lib/bench-redis.js';
-import { userIdOf } from './lib/event-generator.js';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { ScenarioRun } from './lib/scenario-run.js';
-import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from './scenarios/delivery.js';
-import { PROJECT_ID } from './scenarios/log-events.js';
+import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
 const args = process.argv.slice(2);
 const profAt = args.indexOf('--cpu-prof');
@@ -98,18 +94,7 @@ async function main(): Promise<void> {
         .join(' ')}`,
     );
     const svc = await run.startService();
-    const keys = await svc.createProject(PROJECT_ID);
-    const catalogue = await createCatalogue(svc, keys, p);
-    await seedProfiles(
-      run.redis,
-      run.keys,
-      PROJECT_ID,
-      p.users,
-      userIdOf,
-      (i) => profileOf(i, catalogue, utcDay(Date.now())),
-      () => undefined,
-    );
-    const body = getTreatmentsBodies(p);
+    const { keys, body } = await prepareDelivery(run, svc, p);
     const measure = async (label: string, baseUrl: string, pids: Record<string, number>, headers: Record<string, string>) => {
       const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
       await runLoad({ ...o, durationSec: 2 });

@@ -91,6 +91,19 @@ export function getTreatmentsBodies(p: DeliveryParams): () => string {
   };
 }
 
+/**
+ * A started service made ready for GetTreatments: its project and keys, the catalogue, `p.users`
+ * seeded profiles, and the request bodies to send (`onSeeded` hears the seeding's progress).
+ */
+export async function prepareDelivery(run: ScenarioRun, svc: ServiceProcess, p: DeliveryParams, onSeeded: (done: number) => void = () => undefined) {
+  const keys = await svc.createProject(PROJECT_ID);
+  run.progress(`catalogue: ${p.surfaces} surfaces, ${p.treatments} LIVE treatments with 3 rules each`);
+  const catalogue = await createCatalogue(svc, keys, p);
+  const today = utcDay(Date.now());
+  await seedProfiles(run.redis, run.keys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, today), onSeeded);
+  return { keys, catalogue, body: getTreatmentsBodies(p) };
+}
+
 async function sampleResponses(svc: ServiceProcess, key: string, body: () => string, n: number): Promise<number> {
   let returned = 0;
   for (let i = 0; i < n; i++)
@@ -105,22 +118,9 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
   Object.assign(run.params, p);
   try {
     const s1 = await run.startService({ label: 'api1' });
-    const keys = await s1.createProject(PROJECT_ID);
-    run.progress(`catalogue: ${p.surfaces} surfaces, ${p.treatments} LIVE treatments with 3 rules each`);
-    const catalogue = await createCatalogue(s1, keys, p);
-    const today = utcDay(Date.now());
-    await seedProfiles(
-      run.redis,
-      run.keys,
-      PROJECT_ID,
-      p.users,
-      userIdOf,
-      (i) => profileOf(i, catalogue, today),
-      (done) => {
-        if (done % 20_000 === 0 || done === p.users) run.progress(`seeded ${done.toLocaleString('en')} / ${p.users.toLocaleString('en')} profiles`);
-      },
-    );
-    const body = getTreatmentsBodies(p);
+    const { keys, body } = await prepareDelivery(run, s1, p, (done) => {
+      if (done % 20_000 === 0 || done === p.users) run.progress(`seeded ${done.toLocaleString('en')} / ${p.users.toLocaleString('en')} profiles`);
+    });
     run.notes.push(
       `treatments returned per response (sample of 50): ${(await sampleResponses(s1, keys.delivery, body, 50)).toFixed(2)} of at most ${3 * p.surfacesPerRequest}`,
     );
