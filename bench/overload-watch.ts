@@ -7,11 +7,12 @@
  * window are printed per 100 ms: a main thread running flat out points inside the process, one
  * asleep points at what it waits on.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
+import { CLOCK_TICKS, cpuTimes, statFields } from './lib/proc-stat.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
@@ -28,23 +29,10 @@ interface Sample {
 
 const WAIT_MS = 300;
 
-function statFields(path: string): string[] {
-  const s = readFileSync(path, 'utf8');
-  return s.slice(s.lastIndexOf(') ') + 2).split(' ');
-}
-
-/** User + kernel ticks of every thread of a process. */
+/** CPU ticks of a process, all its threads (one read of its own stat file). */
 function processTicks(pid: number): number {
-  let sum = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const f = statFields(`/proc/${pid}/task/${tid}/stat`);
-      sum += Number(f[11]) + Number(f[12]);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return sum;
+  const t = cpuTimes(pid);
+  return Math.round((t.user + t.sys) * CLOCK_TICKS);
 }
 
 /** The samples of [from, to] per 100 ms: ticks used, and the states and wait channels seen. */

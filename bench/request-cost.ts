@@ -8,12 +8,13 @@
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startBaselineServer } from './lib/baseline-server.js';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
+import { cpuTimes } from './lib/proc-stat.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
@@ -24,27 +25,24 @@ const rateAt = args.indexOf('--rate');
 const rate = rateAt >= 0 ? Number(args.splice(rateAt, 2)[1]) : undefined;
 if (rate !== undefined && !(rate > 0)) throw new Error('--rate takes a positive number of requests/s');
 const seconds = Number(args[0] ?? 8);
-const ticks = 100;
 function cpuOf(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / ticks;
+  const t = cpuTimes(pid);
+  return t.user + t.sys;
 }
 /** CPU seconds per thread name of a process (the main thread, V8's, libuv's, the embedded ClickHouse engine's pools). */
 function threadCpuOf(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      const t = cpuTimes(pid, Number(tid));
       if (tid === String(pid)) {
         // the main thread's time in the kernel (system calls, wake-ups) apart from its JavaScript and native code
-        out.set('main', (out.get('main') ?? 0) + Number(f[11]) / ticks);
-        out.set('main in the kernel', (out.get('main in the kernel') ?? 0) + Number(f[12]) / ticks);
+        out.set('main', t.user);
+        out.set('main in the kernel', t.sys);
         continue;
       }
-      const group = name.replace(/[\d_-]+$/, '');
-      out.set(group, (out.get(group) ?? 0) + (Number(f[11]) + Number(f[12])) / ticks);
+      const group = t.name.replace(/[\d_-]+$/, '');
+      out.set(group, (out.get(group) ?? 0) + t.user + t.sys);
     } catch {
       // the thread ended between the listing and the read
     }

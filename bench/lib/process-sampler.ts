@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { cpuTimes } from './proc-stat.js';
 
 /** Takes a sample now and every `intervalMs` until stopped, and once more at the stop. */
 abstract class PeriodicSampler {
@@ -31,7 +32,6 @@ abstract class PeriodicSampler {
 export class ProcessSampler extends PeriodicSampler {
   private peakKb = 0;
   private peakSample: { anonKb: number; fileKb: number } | undefined;
-  private readonly clockTicks = 100;
 
   constructor(
     readonly pid: number,
@@ -61,10 +61,8 @@ export class ProcessSampler extends PeriodicSampler {
   /** User + system CPU seconds used by the process so far (all its threads). */
   cpuSeconds(): number {
     try {
-      const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
-      // fields after the parenthesised command name; utime and stime are fields 14 and 15
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(rest[11]) + Number(rest[12])) / this.clockTicks;
+      const t = cpuTimes(this.pid);
+      return t.user + t.sys;
     } catch {
       return NaN;
     }
