@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import { Queue } from 'bullmq';
-import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
+import { createRedis, waitForRedis, queueConnection } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { bullPrefix } from '../../shared/platform/queues.js';
 import { ProcessSampler } from './process-sampler.js';
@@ -30,7 +30,7 @@ async function serve(kind: BaselineKind, port: number, redisUrl: string, prefix:
       return { responseId: randomUUID(), profile: await redis.hgetall(keys.profile(body.projectId, body.userId)) };
     });
   } else {
-    const queue = new Queue(BASELINE_QUEUE, { connection: redis, prefix: bullPrefix(prefix) });
+    const queue = new Queue(BASELINE_QUEUE, { connection: queueConnection(redis), prefix: bullPrefix(prefix) });
     app.post('/v1/LogEvents', async (req) => {
       await queue.add('events', req.body, { removeOnComplete: true });
       return {};

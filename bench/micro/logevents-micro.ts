@@ -11,6 +11,7 @@ import { createTestApp, createProjectWithKeys } from '../../test/helpers/context
 import { bullPrefix } from '../../shared/platform/queues.js';
 import { logEventsBodies } from '../scenarios/log-events.js';
 import { timeAsync } from './micro-lib.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 
 const t = await createTestApp();
 const k = await createProjectWithKeys(t);
@@ -34,7 +35,7 @@ const svc = await timeAsync('inject LogEvents (10 events)', N, 20, (i) =>
 );
 if (process.env.MICRO_PROF) writeFileSync(process.env.MICRO_PROF, JSON.stringify((await session.post('Profiler.stop')).profile));
 const bare = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
-const queue = new Queue('bench-micro', { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix) });
+const queue = new Queue('bench-micro', { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(t.ctx.config.redisPrefix) });
 bare.post('/v1/LogEvents', async (req) => {
   await queue.add('events', req.body, { removeOnComplete: true });
   return {};

@@ -119,12 +119,18 @@ const queues = new WeakMap<Redis, Queue<UserDeletionJob>>();
 
 /**
  * The producer on a connection (made on first use, one per connection: most processes never
- * delete a user). It shares the connection, so it needs no closing of its own.
+ * delete a user). It shares the connection's queue connection (`queueConnection`: BullMQ's scripts
+ * defined on the connection itself would reach a pipeline already pending without them), so it
+ * needs no closing of its own.
  */
 export function userDeletionQueue(connection: Redis, redisPrefix: string): Queue<UserDeletionJob> {
   let q = queues.get(connection);
   if (!q) {
-    q = new Queue<UserDeletionJob>(USER_DELETION_QUEUE, { connection, prefix: bullPrefix(redisPrefix, connection), skipVersionCheck: true });
+    q = new Queue<UserDeletionJob>(USER_DELETION_QUEUE, {
+      connection: queueConnection(connection),
+      prefix: bullPrefix(redisPrefix, connection),
+      skipVersionCheck: true,
+    });
     q.on('error', () => undefined);
     queues.set(connection, q);
   }

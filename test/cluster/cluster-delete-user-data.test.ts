@@ -5,6 +5,7 @@ import { call, createProjectWithKeys, createTestApp, type TestApp } from '../hel
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 
 /**
  * DeleteUserData on a real three-primary Redis Cluster: the user's keys (one slot, on
@@ -65,7 +66,7 @@ describe('DeleteUserData on a Redis Cluster', () => {
     expect(at.slice(6).every((ms) => ms === undefined)).toBe(true);
     expect((await store.pending(p.projectId)).size).toBe(6);
 
-    const queue = new Queue(QUEUE.userDeletions, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix, t.ctx.redis) });
+    const queue = new Queue(QUEUE.userDeletions, { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(t.ctx.config.redisPrefix, t.ctx.redis) });
     try {
       expect(await queue.getWaitingCount()).toBe(6);
     } finally {
@@ -93,7 +94,7 @@ describe('DeleteUserData on a Redis Cluster', () => {
     for (const u of [user, temp]) expect(await userKeys(p.projectId, u)).toEqual([]);
     const store = new UserDeletionStore(t.ctx.redis, keys);
     expect([...(await store.pending(p.projectId)).keys()].sort()).toEqual([temp, user].sort());
-    const queue = new Queue(QUEUE.userDeletions, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix, t.ctx.redis) });
+    const queue = new Queue(QUEUE.userDeletions, { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(t.ctx.config.redisPrefix, t.ctx.redis) });
     try {
       const job = (await queue.getWaiting()).find((j) => j.data.projectId === p.projectId);
       expect(job?.data).toMatchObject({ userId: user, mergedIds: [temp] });

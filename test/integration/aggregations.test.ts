@@ -6,6 +6,7 @@ import { utcDayOffset } from '../../shared/aggregation/data-field-values.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { recomputeDataFields, type RecomputeCursor } from '../../workers/aggregation/recompute.js';
 import { AGGREGATION_SCHEDULES, reconcileSchedules } from '../../workers/aggregation/scheduler.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 
 /**
  * Data-field aggregations end to end: the incremental path through the ingestion
@@ -222,7 +223,7 @@ describe('recompute runs', () => {
 
   it('the hourly job fans out to every project and repairs its profiles', async () => {
     const { id } = await driftedUsers('hourly', ['u-hourly']);
-    const queue = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix) });
+    const queue = new Queue(QUEUE.aggregations, { connection: queueConnection(s.ctx.redis), prefix: bullPrefix(s.ctx.config.redisPrefix) });
     try {
       await queue.add('recompute-all', AGGREGATION_SCHEDULES.find((x) => x.key === 'recompute-all')!.data);
       await expectFields('u-hourly', { [id]: '1' }, 15_000);
@@ -232,7 +233,7 @@ describe('recompute runs', () => {
   });
 
   it('the schedule is reconciled: declared schedulers upserted, stale ones removed', async () => {
-    const queue = new Queue(QUEUE.aggregations, { connection: s.ctx.redis, prefix: bullPrefix(s.ctx.config.redisPrefix) });
+    const queue = new Queue(QUEUE.aggregations, { connection: queueConnection(s.ctx.redis), prefix: bullPrefix(s.ctx.config.redisPrefix) });
     try {
       await queue.upsertJobScheduler('retired-job', { every: 3_600_000 }, { data: { kind: 'backfillPoll' } });
       await reconcileSchedules(queue, AGGREGATION_SCHEDULES, s.ctx.log);

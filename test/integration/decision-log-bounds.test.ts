@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { call, callOk, createProjectWithKeys, createTestApp, waitUntil, type ProjectKeys, type TestApp } from '../helpers/context.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 
 /**
  * The decision log's bounds and its off switch, against the real Redis. No workers run here, so
@@ -38,7 +39,7 @@ describe('decision log bounds', () => {
     t = await createTestApp({ DECISION_LOG_MAX_BACKLOG: '1000', DECISION_LOG_FLUSH_MS: '5' });
     k = await createProjectWithKeys(t);
     await catalogue(t, k);
-    queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
+    queue = new Queue(QUEUE.decisions, { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
   });
   afterAll(async () => {
     await queue?.close();
@@ -93,7 +94,11 @@ describe('DECISION_LOG=off', () => {
     const r = await callOk(t, 'GetTreatments', k.delivery, { projectId: k.projectId, userId: 'u1', surfaces: [{ surface: 'home' }] });
     expect(r.userTreatments).toHaveLength(1);
     await new Promise((res) => setTimeout(res, 300));
-    const queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
+    const queue = new Queue(QUEUE.decisions, {
+      connection: queueConnection(t.ctx.redis),
+      prefix: bullPrefix(t.ctx.config.redisPrefix),
+      skipVersionCheck: true,
+    });
     try {
       expect(await queue.count()).toBe(0);
     } finally {

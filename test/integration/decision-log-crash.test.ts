@@ -4,6 +4,7 @@ import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { capCounterField } from '../../shared/profiles/profile-layout.js';
 import { createProjectWithKeys, call, waitUntil, type TestApp, type ProjectKeys } from '../helpers/context.js';
 import { pendingJobs, startCrashHarness, type CrashHarness } from '../helpers/crash-harness.js';
+import { queueConnection } from '../../shared/platform/redis/redis.js';
 
 /**
  * The decision log under the crash guarantees of ingestion: the workers process is SIGKILLed twice while it stores decision
@@ -31,7 +32,7 @@ beforeAll(async () => {
   h = await startCrashHarness('deccrash', { apiEnv: { DECISION_LOG_FLUSH_MS: '1' } });
   t = h.t;
   k = await createProjectWithKeys(t);
-  queue = new Queue(QUEUE.decisions, { connection: t.ctx.redis, prefix: bullPrefix(h.prefix), skipVersionCheck: true });
+  queue = new Queue(QUEUE.decisions, { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(h.prefix), skipVersionCheck: true });
   for (const name of ['home', 'feed']) await ok('InsertSurface', k.management, { name });
   await ok('InsertTreatmentType', k.management, {
     treatmentTypeName: 'card',

@@ -6,7 +6,7 @@ import { Queue, Worker } from 'bullmq';
 import { bullPrefix, INGEST_JOB_OPTIONS } from '../../shared/platform/queues.js';
 import { type EventsJob } from '../../shared/ingestion/jobs.js';
 import { enqueueUserDeletion } from '../../shared/profiles/user-deletion.queue.js';
-import { createRedis } from '../../shared/platform/redis/redis.js';
+import { createRedis, queueConnection } from '../../shared/platform/redis/redis.js';
 import { UserDeletionStore } from '../../shared/profiles/user-deletion.store.js';
 import { USER_TABLES } from '../../shared/platform/warehouse/tables.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
@@ -294,7 +294,7 @@ describe('DeleteUserData', () => {
     const { ctx } = s;
     const prefix = bullPrefix(ctx.config.redisPrefix, ctx.redis);
     // a job held by a (manual) worker stands for an ingestion job being processed at the deletion
-    const probe = new Queue('probe-in-flight', { connection: ctx.redis, prefix });
+    const probe = new Queue('probe-in-flight', { connection: queueConnection(ctx.redis), prefix });
     const holder = new Worker('probe-in-flight', null, { connection: createRedis(ctx.config, 'worker', 'probe'), prefix });
     try {
       await probe.add('x', { projectId: k.projectId, userId: 'frank' });

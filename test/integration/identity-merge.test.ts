@@ -3,7 +3,7 @@ import { startTestService, projectWithKeys, type TestService, v1Calls } from '..
 import { Queue } from 'bullmq';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { waitUntil } from '../helpers/context.js';
-import { createRedis } from '../../shared/platform/redis/redis.js';
+import { createRedis, queueConnection } from '../../shared/platform/redis/redis.js';
 import { ProfileStore } from '../../shared/profiles/profile.store.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 
@@ -62,7 +62,7 @@ beforeAll(async () => {
   // copy and its profile step would count the pre-login history twice until the next hourly
   // recompute repairs it (README, identity merge), which this test must not race with.
   const aggregations = new Queue(QUEUE.aggregations, {
-    connection: s.ctx.redis,
+    connection: queueConnection(s.ctx.redis),
     prefix: bullPrefix(s.ctx.config.redisPrefix, s.ctx.redis),
     skipVersionCheck: true,
   });

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
 import { metricsPlugin, requestMetricsPlugin } from '../../api/http/metrics.plugin.js';
 import { queueDashboardPlugin } from '../../api/http/queue-dashboard.plugin.js';
-import { createRedis } from '../../shared/platform/redis/redis.js';
+import { createRedis, queueConnection } from '../../shared/platform/redis/redis.js';
 import { createMetrics } from '../../shared/platform/metrics.js';
 import { startOpsServer, type OpsServer } from '../../shared/platform/ops-server.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
@@ -23,7 +23,7 @@ let opsServer: OpsServer;
 const queues: Queue[] = [];
 
 function queue(name: string): Queue {
-  const q = new Queue(name, { connection: t.ctx.redis, prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
+  const q = new Queue(name, { connection: queueConnection(t.ctx.redis), prefix: bullPrefix(t.ctx.config.redisPrefix), skipVersionCheck: true });
   queues.push(q);
   return q;
 }
@@ -112,7 +112,7 @@ describe('GET /metrics (ops listener)', () => {
   it('still answers when Redis is down: queue gauges omitted, tds_redis_up 0', async () => {
     const down = createRedis('redis://127.0.0.1:1', 'producer');
     down.on('error', () => undefined);
-    const q = new Queue(QUEUE.events, { connection: down, prefix: 'nowhere' });
+    const q = new Queue(QUEUE.events, { connection: queueConnection(down), prefix: 'nowhere' });
     q.on('error', () => undefined);
     const metrics = createMetrics({ now: () => NOW, queueStatsTimeoutMs: 500 });
     metrics.watchQueues([q]);

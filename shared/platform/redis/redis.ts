@@ -67,13 +67,35 @@ export function clusterOptions(profile: RedisProfile, name?: string): ClusterOpt
  */
 export function createRedis(target: string | RedisTarget, profile: RedisProfile, name?: string): Redis {
   const t = typeof target === 'string' ? { redisUrl: target } : target;
-  if (t.redisClusterNodes && t.redisClusterNodes.length > 0) {
-    return new Cluster(
-      t.redisClusterNodes.map((n) => ({ host: n.host, port: n.port })),
-      clusterOptions(profile, name),
-    ) as unknown as Redis;
-  }
-  return new Redis(t.redisUrl, { ...redisOptions(profile), connectionName: name, lazyConnect: false });
+  const client =
+    t.redisClusterNodes && t.redisClusterNodes.length > 0
+      ? (new Cluster(
+          t.redisClusterNodes.map((n) => ({ host: n.host, port: n.port })),
+          clusterOptions(profile, name),
+        ) as unknown as Redis)
+      : new Redis(t.redisUrl, { ...redisOptions(profile), connectionName: name, lazyConnect: false });
+  if (redisOptions(profile).enableAutoPipelining) refuseDefinedCommands(client);
+  return client;
+}
+
+/**
+ * An autopipelining client takes no defined commands (BullMQ's Lua scripts). ioredis copies a
+ * client's defined commands onto each pipeline when it builds it, so a command defined while a
+ * pipeline of the turn is pending is missing from that pipeline: BullMQ's first call after its
+ * `defineCommand` (with `skipVersionCheck` nothing is awaited in between) threw "pipeline[functionName]
+ * is not a function", and the pipeline's callback then died of "results[i] is not iterable", an
+ * uncaught exception that ends the process (the first DeleteUserData of an API process under
+ * traffic did it). BullMQ gets `queueConnection(client)` instead, where its scripts are defined
+ * before any command. Its duplicates are new clients, without this guard.
+ */
+function refuseDefinedCommands(client: Redis): void {
+  Object.defineProperty(client, 'defineCommand', {
+    configurable: true,
+    writable: true,
+    value: (name: string) => {
+      throw new Error(`command ${name} defined on an autopipelining Redis client: give BullMQ queueConnection(client) instead`);
+    },
+  });
 }
 
 /** True for an ioredis `Cluster` (made by `createRedis` from REDIS_CLUSTER_NODES). */

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, UnavailableError, type CanonicalCode } from '../errors.js';
 import { bullPrefix, QUEUE } from '../queues.js';
-import { duplicateRedis } from '../redis/redis.js';
+import { duplicateRedis, queueConnection } from '../redis/redis.js';
 import { queueErrorLogger } from '../redis/redis-health.js';
 import type { RpcCall } from '../rpc-call.js';
 import { closeWorkers, settlesWithin } from '../stop.js';
@@ -79,7 +79,7 @@ export function remoteRpc(connection: Redis, redisPrefix: string, log: Logger): 
   let eventsConnection: Redis | undefined;
   const open = async () => {
     if (!queue) {
-      queue = new Queue<RpcJob>(QUEUE.rpc, { connection, prefix, skipVersionCheck: true });
+      queue = new Queue<RpcJob>(QUEUE.rpc, { connection: queueConnection(connection), prefix, skipVersionCheck: true });
       queue.on('error', (err) => log.debug({ err }, 'rpc queue error'));
       eventsConnection = duplicateRedis(connection, { maxRetriesPerRequest: null, enableOfflineQueue: true, commandTimeout: undefined });
       eventsConnection.on('error', (err) => log.debug({ err }, 'rpc reply connection error'));
