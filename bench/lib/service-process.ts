@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcessGroupSampler, type GroupPeaks, type ProcessKind } from './process-sampler.js';
 import { ChildFailedError, freePort, freePorts, REPO_ROOT, spawnTsxChild, waitForHttp, type TsxChild, type WaitOptions } from './tsx-child.js';
@@ -108,9 +108,13 @@ export class ServiceProcess {
     const fromDist = process.env.BENCH_SERVICE === 'dist';
     const script = fromDist ? 'dist/api/supervisor.js' : 'api/supervisor.ts';
     if (fromDist && !existsSync(join(REPO_ROOT, script))) throw new Error(`BENCH_SERVICE=dist but ${script} is missing: run npm run build`);
+    // BENCH_SERVICE_STDOUT=FILE keeps what the service's processes print (e.g. with
+    // BENCH_SERVICE_NODE_ARGS=--trace-gc, every collection of every process) in FILE.
+    const stdoutFile = process.env.BENCH_SERVICE_STDOUT ? createWriteStream(process.env.BENCH_SERVICE_STDOUT, { flags: 'a' }) : undefined;
     const child = spawnTsxChild(script, {
       tsx: !fromDist,
       nodeArgs,
+      onStdoutLine: stdoutFile ? (line) => stdoutFile.write(line + '\n') : undefined,
       env: {
         API_PROCESSES: String(apiProcesses),
         PORT: String(port),
