@@ -87,7 +87,7 @@ export function assess(
   full: boolean,
 ): Assessment {
   const version = t.type === undefined ? undefined : servedPlannedVersion(t, nowMs);
-  const a: Assessment = { version, language: undefined, rules: [], rulesPass: undefined };
+  const a: Assessment = { version, language: undefined, rules: full ? [] : NO_RULES, rulesPass: undefined };
   if (version === undefined) return a;
   a.language = pickLanguage(t, version, language);
   if (a.language === null && !full) return a;
@@ -110,6 +110,9 @@ export function assess(
   }
   return a;
 }
+
+/** The rules of a delivery's assessment: only explanations list them (frozen: nothing may add to it). */
+const NO_RULES = Object.freeze([]) as unknown as RuleCheck[];
 
 export const DAY_MS = 86_400_000;
 
@@ -157,6 +160,15 @@ export function eligibilityReasons(t: PlannedTreatment, a: Assessment, surface: 
   if (a.capped !== undefined) reasons.push('FREQUENCY_CAPPED');
   if (a.rulesPass === false) reasons.push('RULE_NOT_MET');
   return reasons;
+}
+
+/**
+ * `eligibilityReasons(t, a, surface).length === 0`, without building the list: delivery asks it
+ * of every candidate of every requested surface and keeps only those that pass.
+ */
+export function isEligible(t: PlannedTreatment, a: Assessment, surface: string): boolean {
+  if (t.type === undefined || !t.type.surfaces.has(surface) || a.version === undefined) return false;
+  return !a.version.removedSurfaces.has(surface) && a.language !== null && a.capped === undefined && a.rulesPass !== false;
 }
 
 /** A treatment assessed for one surface: the verdict explanations and selection share. */

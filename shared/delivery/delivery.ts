@@ -15,8 +15,8 @@ import { prepareRequest, type PreparedRequest, type PreparedSurface } from './de
 import { ruleValueFromContextualAttribute } from '../rules/index.js';
 import { plainValue } from '../ingestion/index.js';
 import type { RankingPolicy, RankingStatsView } from './ranking/ranking-policy.js';
-import { assessor, type Assessment, type Verdict, eligibilityReasons, heldOutFor, holdoutBucket, pickLanguage } from './assessment.js';
-import { explainSurface, plainRuleValue, type DeliveryExplanation } from './explanation.js';
+import { assessor, type Assessment, type Verdict, eligibilityReasons, heldOutFor, holdoutBucket, isEligible, pickLanguage } from './assessment.js';
+import { explainSurface, plainRuleValue, type DeliveryExplanation, type ExclusionReason } from './explanation.js';
 import type { ContextualAttribute, DeliveryRequest, UserTreatment } from './delivery.schemas.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -78,13 +78,13 @@ export function selectTreatments(
       : qaIds.size === 0
         ? listed
         : listed.filter((t) => !qaIds.has(t.treatmentId));
-    const main = selectAmong(regular, rest, prep, ranking, assessOf, state, true);
+    const main = selectAmong(regular, rest, prep, ranking, assessOf, state, true, explain);
     const fallbackCandidates = explain
       ? plan.treatments.filter((t) => t.isFallback && !qaIds.has(t.treatmentId))
       : (plan.fallbacksBySurface.get(surface.name) ?? []);
     let fallback: { verdicts: Verdict[]; picked: Verdict[] } = NOTHING;
     if (main.picked.length === 0 && qa.length === 0) {
-      fallback = selectAmong(fallbackCandidates, rest, prep, ranking, assessOf, state, false);
+      fallback = selectAmong(fallbackCandidates, rest, prep, ranking, assessOf, state, false, explain);
       for (const v of fallback.picked) v.label = 'fallback';
     } else if (explain) {
       fallback = { verdicts: fallbackCandidates.map((t) => ({ t, a: assessOf(t), reasons: ['FALLBACK_NOT_NEEDED'] })), picked: [] };
@@ -96,7 +96,9 @@ export function selectTreatments(
     const only = qa.length === 0 && fallback === NOTHING;
     const picked = only ? main.picked : [...qa, ...main.picked, ...fallback.picked];
     for (const [i, v] of picked.entries()) v.rank = i + 1;
-    perSurface.push({ surface, verdicts: only ? main.verdicts : [...qa, ...main.verdicts, ...fallback.verdicts], picked, withheld: main.withheld });
+    // only explanations list the verdicts (delivery builds them for the qualifying candidates only)
+    const verdicts = !explain ? NO_VERDICTS : only ? main.verdicts : [...qa, ...main.verdicts, ...fallback.verdicts];
+    perSurface.push({ surface, verdicts, picked, withheld: main.withheld });
   }
   const globallyHeldOut = plan.globalHoldoutBasisPoints > 0 && holdoutBucket(`${plan.projectId}:global:${prep.userId}`) < plan.globalHoldoutBasisPoints;
   const decisions: Decision[] = [];
@@ -107,7 +109,7 @@ export function selectTreatments(
       if (globallyHeldOut && v.label !== 'QA') {
         // What would have been returned, withheld (QA deliveries are never held out)
         decisions.push(decisionOf(v, surface.name, 0, 'GLOBAL_HOLDOUT'));
-        v.reasons.push('GLOBAL_HOLDOUT');
+        if (explain) v.reasons.push('GLOBAL_HOLDOUT');
         v.rank = undefined;
         continue;
       }
@@ -145,7 +147,11 @@ interface SurfaceSelection {
   withheld: Verdict[];
 }
 
-/** Assess, rank and pick among `candidates` on one surface; `holdouts` false for fallbacks. */
+/**
+ * Assess, rank and pick among `candidates` on one surface; `holdouts` false for fallbacks. With
+ * `explain`, a verdict with its reasons for every candidate; without, verdicts for the qualifying
+ * ones only (a request weighs tens of candidates and returns a few).
+ */
 function selectAmong(
   candidates: readonly PlannedTreatment[],
   surface: PreparedSurface,
@@ -154,17 +160,33 @@ function selectAmong(
   assessOf: (t: PlannedTreatment) => Assessment,
   state: SelectionState,
   holdouts: boolean,
+  explain: boolean,
 ): { verdicts: Verdict[]; picked: Verdict[]; withheld: Verdict[] } {
-  const verdicts = candidates.map((t) => verdictOf(t, assessOf(t), surface.name, state.returnedOn));
-  const qualifying = verdicts.filter((v) => v.reasons.length === 0);
-  for (const v of qualifying)
-    v.score = ranking.policy.score(
-      { projectId: prep.projectId, surface: surface.name, treatmentId: v.t.treatmentId, userId: prep.userId },
-      ranking.stats.get(surface.name, v.t.treatmentId),
-    );
+  let verdicts: Verdict[];
+  let qualifying: Verdict[];
+  if (explain) {
+    verdicts = candidates.map((t) => verdictOf(t, assessOf(t), surface.name, state.returnedOn));
+    qualifying = verdicts.filter((v) => v.reasons.length === 0);
+  } else {
+    verdicts = NO_VERDICTS;
+    qualifying = [];
+    for (const t of candidates) {
+      if (state.returnedOn.has(t.treatmentId)) continue;
+      const a = assessOf(t);
+      // every member the selection sets, set now (one shape); the reasons are an explanation's only
+      if (isEligible(t, a, surface.name))
+        qualifying.push({ t, a, reasons: NO_REASONS, blockedBy: undefined, score: undefined, rank: undefined, label: undefined });
+    }
+  }
+  // one context for the surface's candidates, its treatment id set before each call (see RankingPolicy.score)
+  const ctx = { projectId: prep.projectId, surface: surface.name, treatmentId: '', userId: prep.userId };
+  for (const v of qualifying) {
+    ctx.treatmentId = v.t.treatmentId;
+    v.score = ranking.policy.score(ctx, ranking.stats.get(surface.name, v.t.treatmentId));
+  }
   qualifying.sort((x, y) => y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId));
   const withheld: Verdict[] = [];
-  const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER, withheld);
+  const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER, withheld, explain);
   for (const v of picked) {
     state.returnedOn.set(v.t.treatmentId, surface.name);
     if (v.t.mutualExclusionGroupId !== undefined) state.groupWinners.set(v.t.mutualExclusionGroupId, v.t.treatmentId);
@@ -175,6 +197,8 @@ function selectAmong(
 const NEVER = (): boolean => false;
 const NOTHING: { verdicts: Verdict[]; picked: Verdict[] } = { verdicts: [], picked: [] };
 const NO_VERDICTS: Verdict[] = [];
+/** The reasons of a delivery's verdicts: only explanations keep them (frozen: nothing may add to it). */
+const NO_REASONS = Object.freeze([]) as unknown as ExclusionReason[];
 const NO_IDS: ReadonlySet<string> = new Set();
 const NO_TREATMENTS: readonly PlannedTreatment[] = [];
 
@@ -218,20 +242,23 @@ function pick(
   groupWinners: ReadonlyMap<string, string>,
   heldOut: (t: PlannedTreatment) => boolean,
   withheld: Verdict[],
+  explain: boolean,
 ): Verdict[] {
   const picked: Verdict[] = [];
   const groupsHere = new Map<string, string>();
   for (const v of ranked) {
+    // once the surface is full, the rest only collect the reason explanations show
+    if (!explain && picked.length >= surface.max) break;
     const group = v.t.mutualExclusionGroupId;
     const winner = group === undefined ? undefined : (groupWinners.get(group) ?? groupsHere.get(group));
     if (winner !== undefined) {
-      v.reasons.push('MUTUAL_EXCLUSION');
+      if (explain) v.reasons.push('MUTUAL_EXCLUSION');
       v.blockedBy = winner;
     } else if (picked.length >= surface.max) {
-      v.reasons.push('MAXIMUM_COUNT_REACHED');
+      if (explain) v.reasons.push('MAXIMUM_COUNT_REACHED');
     } else if (heldOut(v.t)) {
       // It would have been returned; withheld, it leaves its place (and its group) to the next
-      v.reasons.push('HELD_OUT');
+      if (explain) v.reasons.push('HELD_OUT');
       withheld.push(v);
     } else {
       picked.push(v);
@@ -239,7 +266,7 @@ function pick(
     }
   }
   if (picked.length >= surface.min) return picked;
-  for (const v of picked) v.reasons.push('MINIMUM_COUNT_NOT_MET');
+  if (explain) for (const v of picked) v.reasons.push('MINIMUM_COUNT_NOT_MET');
   return [];
 }
 

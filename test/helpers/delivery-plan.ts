@@ -112,8 +112,20 @@ export function request(r: Partial<DeliveryRequest> = {}): DeliveryRequest {
   return { projectId: PROJECT, userId: 'u1', surfaces: [{ surface: 'home' }], ...r };
 }
 
+/**
+ * Delivery on the plan. Every call also runs the explanation's full path on the same input: delivery
+ * takes short-cuts (it builds verdicts for the qualifying candidates only, stops at a treatment's
+ * first failed rule) that must reach the same response and decisions.
+ */
 export function run(p: CatalogPlan, r: Partial<DeliveryRequest> = {}, opts: { profile?: StoredProfile; ranking?: Ranking; now?: number } = {}) {
-  return selectTreatments(p, request(r), opts.profile ?? NO_PROFILE, opts.ranking ?? fixed(), opts.now ?? NOW, 'resp1');
+  const args = [p, request(r), opts.profile ?? NO_PROFILE, opts.ranking ?? fixed(), opts.now ?? NOW, 'resp1'] as const;
+  const delivered = selectTreatments(...args);
+  const full = selectTreatments(...args, { explain: true });
+  expect({ response: full.response, decisions: full.decisions }, 'the explanation reaches the same answer').toEqual({
+    response: delivered.response,
+    decisions: delivered.decisions,
+  });
+  return delivered;
 }
 
 export function returned(p: CatalogPlan, r: Partial<DeliveryRequest> = {}, opts: Parameters<typeof run>[2] = {}): string[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { prepareRequest, requestNeedsProfile, type DeliveryRequest } from '../../shared/delivery/index.js';
+import { prepareRequest, requestNeedsProfile, selectTreatments, type DeliveryRequest } from '../../shared/delivery/index.js';
 import { type RankingPolicy } from '../../shared/delivery/ranking/ranking-policy.js';
 import type { StoredProfile } from '../../shared/profiles/profile-layout.js';
 import { NOW, PROJECT, content, treatment, rule, plan, NO_PROFILE, request, run, returned, explained, badRequest } from '../helpers/delivery-plan.js';
@@ -244,7 +244,8 @@ describe('ranking', () => {
       },
     };
     const stats = { get: (surface: string, treatmentId: string) => ({ views: surface.length, actions: Number(treatmentId) }) };
-    run(plan([treatment('1'), treatment('2', '1', { paused: true })]), {}, { ranking: { policy, stats } });
+    // delivery alone (`run` adds the explanation's pass, which scores them again)
+    selectTreatments(plan([treatment('1'), treatment('2', '1', { paused: true })]), request(), NO_PROFILE, { policy, stats }, NOW, 'resp1');
     // only qualifying treatments are scored
     expect(seen).toEqual([{ projectId: PROJECT, surface: 'home', treatmentId: '1', userId: 'u1', views: 4, actions: 1 }]);
   });

@@ -27,7 +27,11 @@ export interface RankingContext {
 export interface RankingPolicy {
   /** Short name for explanations and logs, e.g. `thompson-sampling`. */
   readonly name: string;
-  /** Higher ranks first. Ties are broken by ascending treatmentId, so equal scores give a stable order. */
+  /**
+   * Higher ranks first. Ties are broken by ascending treatmentId, so equal scores give a stable
+   * order. `ctx` is one object per surface of a request, its treatment id changed between calls:
+   * read it during the call, never keep it.
+   */
   score(ctx: RankingContext, stats: ArmStats): number;
 }
 
