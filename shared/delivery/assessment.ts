@@ -185,9 +185,11 @@ export interface Verdict {
 
 /** Per-treatment holdout; the hash is computed only for a treatment with a percentage, once per request. */
 export function heldOutFor(plan: CatalogPlan, userId: string): (t: PlannedTreatment) => boolean {
-  const memo = new Map<string, boolean>();
+  // made on the first treatment with a holdout: most have none
+  let memo: Map<string, boolean> | undefined;
   return (t) => {
     if (t.holdoutBasisPoints === 0) return false;
+    memo ??= new Map();
     let out = memo.get(t.treatmentId);
     if (out === undefined) {
       out = holdoutBucket(`${plan.projectId}:${t.treatmentId}:${userId}`) < t.holdoutBasisPoints;

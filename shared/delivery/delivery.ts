@@ -245,12 +245,13 @@ function pick(
   explain: boolean,
 ): Verdict[] {
   const picked: Verdict[] = [];
-  const groupsHere = new Map<string, string>();
+  // made when a picked treatment has a group: most catalogues use none
+  let groupsHere: Map<string, string> | undefined;
   for (const v of ranked) {
     // once the surface is full, the rest only collect the reason explanations show
     if (!explain && picked.length >= surface.max) break;
     const group = v.t.mutualExclusionGroupId;
-    const winner = group === undefined ? undefined : (groupWinners.get(group) ?? groupsHere.get(group));
+    const winner = group === undefined ? undefined : (groupWinners.get(group) ?? groupsHere?.get(group));
     if (winner !== undefined) {
       if (explain) v.reasons.push('MUTUAL_EXCLUSION');
       v.blockedBy = winner;
@@ -262,7 +263,7 @@ function pick(
       withheld.push(v);
     } else {
       picked.push(v);
-      if (group !== undefined) groupsHere.set(group, v.t.treatmentId);
+      if (group !== undefined) (groupsHere ??= new Map()).set(group, v.t.treatmentId);
     }
   }
   if (picked.length >= surface.min) return picked;
