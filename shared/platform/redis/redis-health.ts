@@ -35,7 +35,14 @@ export interface RedisHealthOptions {
   settleMs?: number;
   /** Told about every change: `false` when an outage begins, `true` when it ends. */
   onChange?: (up: boolean) => void;
+  /** How long the PING that confirms a timeout may take before the outage is declared. @defaultValue 1000 */
+  confirmMs?: number;
 }
+
+/** Failures that may be this process's own lateness rather than Redis's: a command's timer fired first. */
+const TIMEOUT = /Command timed out|ETIMEDOUT/i;
+/** A timeout that Redis's PING contradicts is logged at most this often. */
+const SLOW_PROCESS_LOG_MS = 60_000;
 
 /**
  * Whether this process reaches Redis, as its request-path connection sees it, so an outage is
@@ -45,15 +52,25 @@ export interface RedisHealthOptions {
  * request that failed for a connection reason (`failed`); it is back once a PING answers and
  * nothing failed for `settleMs`, so a Redis that keeps timing out stays one outage instead of
  * flapping.
+ *
+ * A timeout alone does not begin an outage: a process starved of CPU (the background process in
+ * the idle class on a saturated machine) wakes with its commands' timers due before it reads the
+ * replies waiting on its socket, and every command in flight "times out" against a Redis that
+ * answered at once. A timeout is therefore confirmed by a PING: one answered within `confirmMs`
+ * means Redis is up and this process was late (a warning, at most once a minute); one that fails
+ * or takes longer begins the outage.
  */
 export class RedisHealth {
   private outage: { since: number; reason: string; unavailable: number } | undefined;
   private lastFailureAt = 0;
   private probe: NodeJS.Timeout | undefined;
   private probing = false;
+  private confirming = false;
+  private slowLoggedAt = -Infinity;
   private closed = false;
   private readonly probeMs: number;
   private readonly settleMs: number;
+  private readonly confirmMs: number;
   private readonly onError = (err: Error) => {
     if (isRedisConnectionError(err)) this.failed(err.message);
   };
@@ -65,12 +82,13 @@ export class RedisHealth {
   ) {
     this.probeMs = opts.probeMs ?? 250;
     this.settleMs = opts.settleMs ?? 1000;
+    this.confirmMs = opts.confirmMs ?? 1000;
     redis.on('error', this.onError);
   }
 
-  /** True during an outage this process has seen (and logged). */
+  /** True during an outage this process has seen (and logged), and while a timeout is being confirmed. */
   get isDown(): boolean {
-    return this.outage !== undefined;
+    return this.outage !== undefined || this.confirming;
   }
 
   /** A command or request failed for a connection reason: the first such failure begins an outage (logged once). */
@@ -78,6 +96,39 @@ export class RedisHealth {
     if (this.closed) return;
     this.lastFailureAt = performance.now();
     if (this.outage) return;
+    if (!TIMEOUT.test(reason)) this.begin(reason);
+    else if (!this.confirming) void this.confirm(reason);
+  }
+
+  /** A timeout: an outage only if Redis does not answer a PING either. */
+  private async confirm(reason: string): Promise<void> {
+    this.confirming = true;
+    const started = performance.now();
+    let answered: boolean;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ping = this.redis.ping();
+      ping.catch(() => undefined); // its own failure after `confirmMs` is no news
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('PING timed out')), this.confirmMs)));
+      await Promise.race([ping, late]);
+      answered = true;
+    } catch {
+      answered = false;
+    } finally {
+      clearTimeout(timer);
+      this.confirming = false;
+    }
+    if (this.closed || this.outage) return;
+    if (!answered) return this.begin(reason);
+    if (started - this.slowLoggedAt < SLOW_PROCESS_LOG_MS) return;
+    this.slowLoggedAt = started;
+    this.log.warn(
+      { dependency: 'redis', reason: scrubString(reason), pingMs: Math.round(performance.now() - started) },
+      'a Redis command timed out but Redis answers: this process was slow (starved of CPU?), not an outage (logged at most once a minute)',
+    );
+  }
+
+  private begin(reason: string): void {
     this.outage = { since: Date.now(), reason, unavailable: 0 };
     this.log.error(
       { dependency: 'redis', reason: scrubString(reason) },
