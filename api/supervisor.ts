@@ -146,6 +146,11 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
       }, delay).unref();
     });
   };
+  // The stop is asked for from now on: a signal arriving once the children start (or once the line
+  // below is read) must not find the default action, which ends this process at once and orphans them.
+  // `on`, not `once`: a process group signal and npm's forwarded signal may both arrive.
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
   // The background process first: it applies the ClickHouse migrations the others rely on.
   for (const slot of slots) start(slot);
   log.info({ roles: [...config.roles], children: slots.map((s) => s.spec.name), pid: process.pid }, 'supervisor started');
@@ -201,9 +206,6 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
     log.info({ clean: apiOk && bgOk }, 'supervisor stopped');
     process.exit(apiOk && bgOk ? exitCode : 1);
   };
-  // `on`, not `once`: a process group signal and npm's forwarded signal may both arrive.
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
   return { stop };
 }
 
