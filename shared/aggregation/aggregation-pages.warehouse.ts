@@ -109,8 +109,8 @@ export async function aggregationPageEnds(
   return { uppers: row?.uppers ?? [], rest: row !== undefined && Number(row.n) === limit };
 }
 
-function pageSql(f: Filter, kind: AggregationKind, distinct: boolean): string {
-  const range = `${f.where} AND user_id > {after:String} AND user_id <= {upper:String}`;
+function pageSql(f: Filter, kind: AggregationKind, distinct: boolean, some: boolean): string {
+  const range = `${f.where} AND user_id > {after:String} AND user_id <= {upper:String}${some ? ' AND user_id IN {userIds:Array(String)}' : ''}`;
   if (kind === 'ft' || kind === 'lt') {
     const fn = kind === 'ft' ? 'min' : 'max';
     return `SELECT user_id, toString(toUnixTimestamp64Milli(${fn}(${f.ts}))) AS ms FROM ${f.table} FINAL
@@ -136,6 +136,6 @@ function pageSql(f: Filter, kind: AggregationKind, distinct: boolean): string {
 /** One data field's state per user of a page of users. */
 export function aggregationPage(warehouse: Pick<Warehouse, 'query'>, q: AggregationPageQuery): Promise<AggregationPageRow[]> {
   const f = readFilter(q);
-  const params = { ...f.params, after: q.after, upper: q.upper, rangeStartMs: q.rangeStartMs, windowStartDay: q.windowStartDay };
-  return warehouse.query<AggregationPageRow>(pageSql(f, q.kind, q.distinct), params);
+  const params = { ...f.params, after: q.after, upper: q.upper, rangeStartMs: q.rangeStartMs, windowStartDay: q.windowStartDay, userIds: q.userIds ?? [] };
+  return warehouse.query<AggregationPageRow>(pageSql(f, q.kind, q.distinct, q.userIds !== undefined), params);
 }

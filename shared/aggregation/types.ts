@@ -71,6 +71,8 @@ export interface AggregationPageQuery extends AggregationRead {
   distinct: boolean;
   /** The window's first day (yyyymmdd): day counts before it are not returned. */
   windowStartDay: number;
+  /** Only these users of the range (a second read of users left for later). */
+  userIds?: readonly string[];
 }
 
 /** One user's state: `ms` (ft / lt), `dayPairs` [day, count, …] (dc), or `marks` [(day, trackingId)] (distinct dc). */

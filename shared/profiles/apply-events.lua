@@ -2,24 +2,34 @@
 -- insert markers, the user-property writes, the aggregate updates and the profile's TTL commit
 -- together (see shared/profiles/profile-ops.ts for the argument layout and why ops are grouped).
 -- A profile holding the alias field (its user was merged into another one) is not written.
---   KEYS: profile, job marker, then (when an event has a de-duplication id) the insert marker
---         sets of the last arrival days, today's first
+-- The job leaves the user's in-flight hash (set before its rows were stored) and stamps it
+-- `@applied`, in the same step: a recompute reading meanwhile tells it (workers/aggregation/recompute.ts).
+--   KEYS: profile, job marker, in-flight hash, then (when an event has a de-duplication id) the
+--         insert marker sets of the last arrival days, today's first
 --   ARGV: alias field, user-property prefix, its timestamp prefix,
 --         job TTL (s), profile TTL (s), today's set expireAt, n, marker x n ('' = none),
 --         groups, then per group: kind, a, b, c, k, event index x k (1-based),
---         props, then per property: event index, ts, name, JSON value
+--         props, then per property: event index, ts, name, JSON value; last: the in-flight
+--         hash's TTL (ms), now (epoch ms)
 --   returns the number of events applied, -1 when the job was applied before, -2 when the
 --   profile is an alias (the caller applies the job to the user it names)
 --- @include "keep-extreme"
 local prof = KEYS[1]
 local jobKey = KEYS[2]
+local inflight = KEYS[3]
 local aliasField, upPrefix, utPrefix = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('EXISTS', jobKey) == 1 then return -1 end
-if redis.call('HEXISTS', prof, aliasField) == 1 then return -2 end
+if redis.call('EXISTS', jobKey) == 1 then
+  redis.call('HDEL', inflight, jobKey)
+  return -1
+end
+if redis.call('HEXISTS', prof, aliasField) == 1 then
+  redis.call('HDEL', inflight, jobKey)
+  return -2
+end
 local n = tonumber(ARGV[7])
 local pos = 8
 local older = {}
-for j = 4, #KEYS do
+for j = 5, #KEYS do
   if redis.call('EXISTS', KEYS[j]) == 1 then older[#older + 1] = KEYS[j] end
 end
 local fresh = {}
@@ -34,7 +44,7 @@ for i = 1, n do
       if redis.call('SISMEMBER', key, m) == 1 then new = false break end
     end
     if new then
-      new = redis.call('SADD', KEYS[3], m) == 1
+      new = redis.call('SADD', KEYS[4], m) == 1
       added = added or new
     end
   end
@@ -43,7 +53,7 @@ for i = 1, n do
     applied = applied + 1
   end
 end
-if added then redis.call('EXPIREAT', KEYS[3], ARGV[6]) end
+if added then redis.call('EXPIREAT', KEYS[4], ARGV[6]) end
 local groups = tonumber(ARGV[pos])
 pos = pos + 1
 for g = 1, groups do
@@ -78,4 +88,7 @@ for p = 1, props do
 end
 redis.call('EXPIRE', prof, ARGV[5])
 redis.call('SET', jobKey, '1', 'EX', ARGV[4])
+redis.call('HDEL', inflight, jobKey)
+redis.call('HSET', inflight, '@applied', ARGV[#ARGV])
+if redis.call('PTTL', inflight) < 0 then redis.call('PEXPIRE', inflight, ARGV[#ARGV - 1]) end
 return applied

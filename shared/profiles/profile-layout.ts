@@ -123,3 +123,13 @@ export function parseProfile(raw: Record<string, string>): StoredProfile {
   }
   return mergedFrom ? { userProperties, fields, mergedFrom: mergedFrom.sort() } : { userProperties, fields };
 }
+
+/**
+ * How long a job's in-flight mark (and the `@applied` stamp) counts (RedisKeys.ingestInFlight): a
+ * job neither applied nor retried within it (dead-lettered after its rows) no longer holds back a
+ * recompute of its user.
+ */
+export const IN_FLIGHT_TTL_MS = 15 * 60_000;
+
+/** The in-flight hash's field holding when a job last updated the profile (epoch ms). */
+export const IN_FLIGHT_APPLIED = '@applied';

@@ -4,7 +4,7 @@ import { UnrecoverableError } from 'bullmq';
 import { redisScript } from '../platform/redis/script-loader.js';
 import { isCluster } from '../platform/redis/redis.js';
 import { insertMarkerDays } from './insert-markers.js';
-import { MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from './profile-layout.js';
+import { IN_FLIGHT_TTL_MS, MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from './profile-layout.js';
 import { applyArgs, type ProfileEvent } from './profile-ops.js';
 
 // The field names the scripts write come from the profile layout, as arguments.
@@ -73,9 +73,10 @@ export class ProfileStore {
   ): Promise<{ applied: number; userId: string }> {
     const { days, expireAt } = insertMarkerDays(this.wallClock());
     const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
+    args.push(String(IN_FLIGHT_TTL_MS), String(this.wallClock()));
     let user = userId;
     for (let hop = 0; ; hop++) {
-      const keys = [this.keys.profile(projectId, user), this.keys.jobMarker(projectId, user, jobId)];
+      const keys = [this.keys.profile(projectId, user), this.keys.jobMarker(projectId, user, jobId), this.keys.ingestInFlight(projectId, user)];
       if (needsMarkers) for (const day of days) keys.push(this.keys.insertMarkers(projectId, user, day));
       const res = Number(await APPLY.run(this.redis, keys, args));
       if (res !== -2) return { applied: res, userId: user };
@@ -87,6 +88,21 @@ export class ProfileStore {
       // before the marker commits there: whatever the caller stores under the user (its rows)
       await onAlias?.(user);
     }
+  }
+
+  /**
+   * Says that the unit's rows are about to be stored and its profile update will follow: until
+   * that update (`applyEvents*`, which clears it atomically) a recompute of the user's data
+   * fields cannot tell whether its read of the warehouse counted those rows, and reads the user
+   * again later instead of counting them twice. Call it before the rows are written; it lapses
+   * after IN_FLIGHT_TTL_MS should the job never come back.
+   */
+  async markInFlight(projectId: string, userId: string, jobId: string): Promise<void> {
+    const key = this.keys.ingestInFlight(projectId, userId);
+    await Promise.all([
+      this.redis.hset(key, this.keys.jobMarker(projectId, userId, jobId), String(this.wallClock())),
+      this.redis.pexpire(key, IN_FLIGHT_TTL_MS),
+    ]);
   }
 
   /**

@@ -9,7 +9,7 @@ import { redisScript } from '../../shared/platform/redis/script-loader.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { isCluster } from '../../shared/platform/redis/redis.js';
 import { dailyCountPrefix, distinctMarkerPrefix, firstTsKey, latestTsKey } from '../../shared/profiles/index.js';
-import type { UserDeletionStore } from '../../shared/profiles/index.js';
+import { IN_FLIGHT_APPLIED, IN_FLIGHT_TTL_MS, type UserDeletionStore } from '../../shared/profiles/index.js';
 
 /**
  * Recomputes aggregation state in the profiles from ClickHouse, the store of record:
@@ -75,13 +75,27 @@ export interface RecomputeOptions {
   pageUsers?: number;
   /** Users per Redis script call. @defaultValue 1000 */
   batchUsers?: number;
+  /**
+   * How long the run may spend, in all, reading again the users it left because an ingest job of
+   * theirs was between its rows and its profile update; those still busy after it are left to the
+   * next run. @defaultValue 60000
+   */
+  secondReadsMs?: number;
 }
 
 export interface RecomputeResult {
   dataFieldsRecomputed: number;
   /** Profiles written, summed over the fields. */
   usersUpdated: number;
+  /** Users whose counts were left as they were (ingest jobs of theirs kept running), summed over the fields. */
+  usersLeft: number;
 }
+
+/**
+ * A job that updated a profile this long before a read began may still be counted as after it
+ * (the workers' and the scheduler's clocks may differ by that much).
+ */
+const CLOCK_MARGIN_MS = 250;
 
 /** What one user's profile gets for one field. */
 interface UserState {
@@ -223,8 +237,10 @@ function writeArgs(spec: object, kind: Kind, users: readonly UserState[]): strin
   return args;
 }
 
-async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, users: UserState[]): Promise<void> {
-  if (users.length === 0) return;
+/** Writes a batch of users; returns those left for a second read (ingest jobs of theirs in flight). */
+async function writeBatch(deps: RecomputeDeps, run: FieldRun, page: Page, users: UserState[]): Promise<string[]> {
+  if (users.length === 0) return [];
+  const clock = page.clock;
   // A new field's backfill skips the scan for stale entries: it has none but what the incremental
   // path wrote since its creation, and the window sums ignore days outside the window anyway.
   const id = run.target.field.dataFieldId;
@@ -240,18 +256,19 @@ async function writeBatch(deps: RecomputeDeps, run: FieldRun, clock: PageClock, 
     rangeStart: clock.rangeStart,
     scan: !run.newField,
     ttl: deps.profileTtlSeconds ?? 400 * 86_400,
+    appliedField: IN_FLIGHT_APPLIED,
+    readStart: page.readStart - CLOCK_MARGIN_MS,
+    markedSince: deps.now() - IN_FLIGHT_TTL_MS,
   };
+  const keysOf = (u: UserState) => [deps.keys.profile(run.projectId, u.userId), deps.keys.ingestInFlight(run.projectId, u.userId)];
   if (isCluster(deps.redis)) {
     // On a Redis Cluster each user's profile is in its own slot (`{<project>:<user>}`) and a script
     // may touch one slot only: one call per user, all in flight at once (ioredis sends each to its node).
-    await Promise.all(users.map((u) => WRITE.run(deps.redis, [deps.keys.profile(run.projectId, u.userId)], writeArgs(spec, run.kind, [u]))));
-    return;
+    const left = await Promise.all(users.map((u) => WRITE.run(deps.redis, keysOf(u), writeArgs(spec, run.kind, [u]))));
+    return users.filter((_, i) => (left[i] as number[]).length > 0).map((u) => u.userId);
   }
-  await WRITE.run(
-    deps.redis,
-    users.map((u) => deps.keys.profile(run.projectId, u.userId)),
-    writeArgs(spec, run.kind, users),
-  );
+  const left = (await WRITE.run(deps.redis, users.flatMap(keysOf), writeArgs(spec, run.kind, users))) as number[];
+  return left.map((position) => users[position - 1].userId);
 }
 
 interface FieldRun {
@@ -268,8 +285,11 @@ interface FieldRun {
 }
 
 interface Page {
+  after: string;
   upper: string;
   clock: PageClock;
+  /** Wall-clock ms before the read began. */
+  readStart: number;
   users: UserState[];
 }
 
@@ -277,26 +297,53 @@ interface Page {
 async function fetchPage(deps: RecomputeDeps, run: FieldRun, after: string, bounds: PageBounds): Promise<Page | undefined> {
   const upper = await bounds.next(after);
   if (upper === undefined) return undefined;
+  return readPage(deps, run, after, upper);
+}
+
+/** The users of the range (after, upper], or only `userIds` of it. */
+async function readPage(deps: RecomputeDeps, run: FieldRun, after: string, upper: string, userIds?: readonly string[]): Promise<Page> {
   const clock = pageClock(deps.now(), run.target.agg.windowDays ?? 1);
   const distinct = run.target.source === 'treatment' && run.target.params.isDistinctInteraction === true;
-  const rows = await aggregationPage(deps.warehouse, { ...readOf(run, clock), after, upper, distinct, windowStartDay: Number(clock.windowStart) });
-  return { upper, clock, users: rows.map((row) => userState(row, clock)) };
+  const readStart = Date.now();
+  const rows = await aggregationPage(deps.warehouse, { ...readOf(run, clock), after, upper, distinct, windowStartDay: Number(clock.windowStart), userIds });
+  return { after, upper, clock, readStart, users: rows.map((row) => userState(row, clock)) };
 }
 
 /** Batches of a page in flight at once: Redis runs one script at a time, this hides the round trips. */
 const WRITES_IN_FLIGHT = 4;
 
-async function writePage(deps: RecomputeDeps, run: FieldRun, page: Page, batchUsers: number): Promise<void> {
+/** Writes a page; returns the users left for a second read. */
+async function writePage(deps: RecomputeDeps, run: FieldRun, page: Page, batchUsers: number): Promise<string[]> {
   // a user deleted while this run read ClickHouse: the page may hold its rows; not written back
   const deleted = await run.deletions.deletedSince(run.projectId, run.startedAt);
   const users = deleted.size === 0 ? page.users : page.users.filter((u) => !deleted.has(u.userId));
   const batches: UserState[][] = [];
   for (let i = 0; i < users.length; i += batchUsers) batches.push(users.slice(i, i + batchUsers));
   let next = 0;
+  const left: string[] = [];
   const lane = async () => {
-    while (next < batches.length) await writeBatch(deps, run, page.clock, batches[next++]);
+    while (next < batches.length) left.push(...(await writeBatch(deps, run, page, batches[next++])));
   };
   await Promise.all(Array.from({ length: Math.min(WRITES_IN_FLIGHT, batches.length) }, lane));
+  return left;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The users a page left (an ingest job of theirs between its rows and its profile update, or one
+ * that updated the profile while the page was read) are read and written again once those jobs
+ * are done, waiting longer each round, until `untilMs` (performance.now()); returns how many are
+ * still left, for the next run to settle.
+ */
+async function secondReads(deps: RecomputeDeps, run: FieldRun, page: Page, userIds: string[], batchUsers: number, untilMs: number): Promise<number> {
+  let left = userIds;
+  for (let wait = 50; left.length > 0 && performance.now() + wait < untilMs; wait = Math.min(wait * 2, 1000)) {
+    await sleep(wait);
+    const again = await readPage(deps, run, page.after, page.upper, left);
+    left = await writePage(deps, run, again, batchUsers);
+  }
+  return left.length;
 }
 
 async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string[] | undefined): Promise<AggregationTarget[]> {
@@ -309,6 +356,8 @@ async function targetsOf(deps: RecomputeDeps, req: RecomputeRequest, ids: string
 /** Recomputes the fields of `req` (all aggregations of the project by default) from ClickHouse. */
 export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeRequest, opts: RecomputeOptions = {}): Promise<RecomputeResult> {
   const sizes = { pageUsers: opts.pageUsers ?? 10_000, batchUsers: opts.batchUsers ?? 1000 };
+  const secondReadsUntil = performance.now() + (opts.secondReadsMs ?? 60_000);
+  let usersLeft = 0;
   const targets = await targetsOf(deps, req, opts.resumeFrom?.dataFieldIds ?? req.dataFieldIds);
   const cursor: RecomputeCursor = opts.resumeFrom
     ? { ...opts.resumeFrom }
@@ -345,7 +394,8 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
         reading = fetchPage(deps, run, done.upper, bounds);
         // a failed write ends the run; the read under way must not become an unhandled rejection
         reading.catch(() => undefined);
-        await writePage(deps, run, done, sizes.batchUsers);
+        const left = await writePage(deps, run, done, sizes.batchUsers);
+        if (left.length > 0) usersLeft += await secondReads(deps, run, done, left, sizes.batchUsers, secondReadsUntil);
         cursor.afterUserId = done.upper;
         cursor.usersUpdated += done.users.length;
         fieldUsers += done.users.length;
@@ -359,5 +409,6 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
     );
   }
   await opts.onCheckpoint?.({ ...cursor }, { done: targets.length, total: targets.length, usersUpdated: cursor.usersUpdated });
-  return { dataFieldsRecomputed: targets.length, usersUpdated: cursor.usersUpdated };
+  if (usersLeft > 0) log.info({ usersLeft }, 'recompute left users whose ingest jobs kept running as they were; the next run settles them');
+  return { dataFieldsRecomputed: targets.length, usersUpdated: cursor.usersUpdated, usersLeft };
 }

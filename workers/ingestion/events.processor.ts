@@ -64,8 +64,9 @@ function checkShape(data: EventsJob | UserAttributesJob): JobOutcome | undefined
 }
 
 /**
- * Order matters for exactly-once: rows first (ClickHouse collapses repeats on the de-duplication
- * key), then the profile script (guarded by the job marker), then the job completes. A crash
+ * Order matters for exactly-once: the in-flight mark (so a recompute of the user's data fields in
+ * between does not count the rows twice), rows (ClickHouse collapses repeats on the de-duplication
+ * key), then the profile script (guarded by the job marker; it clears the mark), then the job completes. A crash
  * between any two steps makes BullMQ retry the job, and every step is a no-op the second time.
  * Before the rows, one round trip reads the markers: a request whose marker is there was applied
  * (its rows were stored before its script ran), so a retry inserts nothing for it again.
@@ -133,6 +134,8 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
       if (typeof e.preLoginTempUserId === 'string' && e.preLoginTempUserId !== '' && e.preLoginTempUserId !== data.userId) temps.add(e.preLoginTempUserId);
     for (const t of temps) await deps.identity.merge(data.projectId, t, data.userId);
   }
+  // rows stored but not yet counted in the profile: a recompute meanwhile reads this user again later
+  await deps.profiles.markInFlight(data.projectId, data.userId, id);
   await deps.writer.write('events', eventRowLines(data, id, deps.now()));
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
   const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({
@@ -142,9 +145,10 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
     ops: ops[i],
   }));
   // the user was merged into another one since the job started: its rows go there too
-  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, (to) =>
-    deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now())),
-  );
+  const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, async (to) => {
+    await deps.profiles.markInFlight(data.projectId, to, id);
+    await deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now()));
+  });
   data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);
   return appliedOutcome(applied);

@@ -115,7 +115,11 @@ async function interactionJobOutcome(job: Job<InteractionJob>, deps: Interaction
   if (unit.userId !== d.userId) job.data = d = { ...d, userId: unit.userId };
   let outcome = ALREADY_APPLIED;
   if (!done) {
-    const row = (userId: string) => deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
+    // marked in flight first: a recompute between the row and the profile update reads the user again later
+    const row = async (userId: string) => {
+      await deps.profiles.markInFlight(d.projectId, userId, jobId);
+      await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
+    };
     await row(d.userId);
     const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
     const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);

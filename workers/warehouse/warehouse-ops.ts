@@ -19,7 +19,8 @@ export function warehouseCalls(deps: RecomputeDeps & { warehouse: Warehouse }): 
     .register(IMPACT_CALLS.listDecisions, (projectId, userId, limit) => decisions.listDecisions(projectId, userId, limit))
     .register(IMPACT_CALLS.treatmentReport, (q) => decisions.treatmentReport(q))
     .register(AGGREGATION_CALLS.runAggregations, async (projectId) => {
-      const r = await recomputeDataFields({ ...deps, log: deps.log.child({ operation: 'RunAggregations' }) }, { projectId });
+      // an operator waits for the answer: users kept busy by ingest jobs beyond 5 s are left to the next run
+      const r = await recomputeDataFields({ ...deps, log: deps.log.child({ operation: 'RunAggregations' }) }, { projectId }, { secondReadsMs: 5000 });
       return { dataFieldsRecomputed: r.dataFieldsRecomputed, usersUpdated: r.usersUpdated };
     });
 }

@@ -50,6 +50,12 @@ export interface RedisKeys {
   jobMarker(projectId: string, userId: string, jobId: string): string;
   /** Set of the compact insertId markers of a user's events that arrived on one UTC day (`YYYY-MM-DD`). */
   insertMarkers(projectId: string, userId: string, day: string): string;
+  /**
+   * Hash of the user's ingest jobs between their rows and their profile update (job marker key →
+   * epoch ms), and `@applied`: when a job last updated the profile. A recompute leaves such a user
+   * for a second read (workers/aggregation/recompute.ts).
+   */
+  ingestInFlight(projectId: string, userId: string): string;
   /** Hash of the user's last views of treatments with a target action and the conversions claimed from them. */
   targetActionViews(projectId: string, userId: string): string;
   /** Hash of the ranking policy's counters: `v:<surface>:<treatmentId>` (views), `a:<surface>:<treatmentId>` (actions). */
@@ -115,6 +121,7 @@ export function redisKeys(prefix: string): RedisKeys {
     profile: (id, userId) => `${user(id, userId)}:profile`,
     jobMarker: (id, userId, jobId) => `${user(id, userId)}:job:${escapeKeyPart(jobId)}`,
     insertMarkers: (id, userId, day) => `${user(id, userId)}:ins:${escapeKeyPart(day)}`,
+    ingestInFlight: (id, userId) => `${user(id, userId)}:inflight`,
     targetActionViews: (id, userId) => `${user(id, userId)}:ta-views`,
     rankingStats: (id) => `${ranking(id)}:ranking`,
     rankingJobMarker: (id, jobId) => `${ranking(id)}:ranking-job:${escapeKeyPart(jobId)}`,
