@@ -53,7 +53,7 @@ describe('DeleteUserData on a Redis Cluster', () => {
       await profiles.applyEvents(p.projectId, u, `job-${u}`, [
         { dedupId: 'i:a', ts: Date.now(), userProperties: { tier: { stringValue: 'gold' } }, ops: [['inc', 'n', 1]] },
       ]);
-    for (const u of users) expect((await userKeys(p.projectId, u)).length).toBe(3); // profile, job marker, insertId markers
+    for (const u of users) expect((await userKeys(p.projectId, u)).length).toBe(4); // profile, job marker, insertId markers, in-flight hash
 
     const victims = users.slice(0, 6);
     for (const u of victims) expect(await call(t, 'DeleteUserData', p.management, { projectId: p.projectId, userId: u })).toEqual({ status: 200, body: {} });

@@ -1,71 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, projectWithKeys, type TestService } from '../helpers/service.js';
 import { waitUntil } from '../helpers/context.js';
+import { aggregationApi, countOf, DAY, eventAgg, iso } from '../helpers/aggregation-api.js';
 import { Queue } from 'bullmq';
 import { utcDayOffset } from '../../shared/aggregation/data-field-values.js';
 import { bullPrefix, QUEUE } from '../../shared/platform/queues.js';
 import { recomputeDataFields, type RecomputeCursor } from '../../workers/aggregation/recompute.js';
 import { AGGREGATION_SCHEDULES, reconcileSchedules } from '../../workers/aggregation/scheduler.js';
 import { queueConnection } from '../../shared/platform/redis/redis.js';
-import { ProfileStore } from '../../shared/profiles/profile.store.js';
-import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
 /**
  * Data-field aggregations end to end: the incremental path through the ingestion
  * workers, the backfill of fields created after their events, and the recompute from ClickHouse.
  */
 
-const DAY = 86_400_000;
 let s: TestService;
 let keys: Awaited<ReturnType<typeof projectWithKeys>>;
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-async function ok(path: string, key: string, body: Record<string, unknown>): Promise<any> {
-  const res = await s.post(path, { projectId: keys.projectId, ...body }, { 'x-api-key': key });
-  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
-/** GetDataFields with the management key; returns the ids in request order. */
-async function dataFieldIds(...params: object[]): Promise<string[]> {
-  const body = await ok('/v1/GetDataFields', keys.management, { dataFieldParams: params });
-  return body.dataFields.map((f: { dataFieldId: string }) => f.dataFieldId);
-}
-
-const countOf = (eventSchemaName: string, windowName: string, extra: object = {}) => ({
-  eventDataFieldParams: { eventSchemaName, dailyCountAggregation: { windowName }, ...extra },
-});
-const eventAgg = (eventSchemaName: string, aggregation: string) => ({ eventDataFieldParams: { eventSchemaName, [aggregation]: {} } });
-
-function logEvents(userId: string, events: object[]) {
-  return ok('/v1/LogEvents', keys.logEvents, { userId, events });
-}
-
-async function dataFields(userId: string): Promise<Record<string, unknown>> {
-  const res = await s.admin('GetUserProfile', { projectId: keys.projectId, userId });
-  expect(res.status).toBe(200);
-  return res.body.profile.dataFields;
-}
-
-/** Polls the profile until `expected` (a subset of its dataFields) holds. */
-async function expectFields(userId: string, expected: Record<string, unknown>, timeoutMs: number): Promise<void> {
-  let last: Record<string, unknown> = {};
-  try {
-    await waitUntil(async () => {
-      last = await dataFields(userId);
-      return Object.entries(expected).every(([k, v]) => last[k] === v);
-    }, timeoutMs);
-  } catch {
-    expect(last).toMatchObject(expected);
-  }
-}
-
-async function queuesIdle(): Promise<boolean> {
-  const counts = await s.ctx.ingestion.ingest.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  const ic = await s.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-  return Object.values(counts).every((n) => n === 0) && Object.values(ic).every((n) => n === 0);
-}
+const { ok, dataFieldIds, logEvents, dataFields, expectFields, queuesIdle, recomputeDeps } = aggregationApi(() => ({ s, keys }));
 
 beforeAll(async () => {
   s = await startTestService();
@@ -180,20 +131,6 @@ describe('fields created after their events (backfill, recompute)', () => {
   });
 });
 
-/** What a recompute run of the test service needs, reading through `warehouse`. */
-function recomputeDeps(warehouse: Pick<Warehouse, 'query'>) {
-  const { ctx } = s;
-  return {
-    warehouse,
-    redis: ctx.redis,
-    keys: ctx.keys,
-    dataFields: ctx.aggregation.dataFields,
-    deletions: ctx.profiles.userDeletions,
-    log: ctx.log,
-    now: ctx.now,
-  };
-}
-
 describe('recompute runs', () => {
   /** Users with one event yesterday in a new LAST_7D field, whose stored count for yesterday then drifts to 50. */
   async function driftedUsers(eventName: string, users: string[]): Promise<{ id: string }> {
@@ -250,99 +187,6 @@ describe('recompute runs', () => {
     } finally {
       await queue.close();
     }
-  });
-});
-
-/** A promise with its resolver: a gate a test opens when it is ready. */
-function gate(): { opened: Promise<void>; open(): void } {
-  let open!: () => void;
-  const opened = new Promise<void>((r) => (open = r));
-  return { opened, open };
-}
-
-describe('a recompute beside ingest jobs (exactly once for events dated in finished days)', () => {
-  const yesterday = (n: number, tag: string) =>
-    Array.from({ length: n }, (_, i) => ({ eventName: tag, clientEventTimestamp: iso(Date.now() - DAY - i * 1000) }));
-
-  it('a job whose rows are stored but whose profile update is pending is not counted twice by a RunAggregations between the two', async () => {
-    const [id] = await dataFieldIds(countOf('race-pending', 'LAST_7D'));
-    const held = gate();
-    const reached = gate();
-    // the workers' profile update of this user waits, after the job's rows are stored, until the gate opens
-    const apply = ProfileStore.prototype.applyEventsTo;
-    const spy = vi.spyOn(ProfileStore.prototype, 'applyEventsTo').mockImplementation(async function (this: ProfileStore, ...args) {
-      if (args[1] === 'u-race-pending') {
-        reached.open();
-        await held.opened;
-      }
-      return apply.apply(this, args);
-    });
-    try {
-      await logEvents('u-race-pending', yesterday(5, 'race-pending'));
-      await reached.opened;
-      // the rows are in ClickHouse; the recompute counts them, and leaves the user's count to the job
-      const run = await s.admin('RunAggregations', { projectId: keys.projectId });
-      expect(run.status).toBe(200);
-      expect((await dataFields('u-race-pending'))[id] ?? '0').toBe('0');
-    } finally {
-      held.open();
-      spy.mockRestore();
-    }
-    await waitUntil(queuesIdle, 20_000);
-    await expectFields('u-race-pending', { [id]: '5' }, 15_000);
-    // and a recompute once the job is done finds the same count
-    expect((await s.admin('RunAggregations', { projectId: keys.projectId })).status).toBe(200);
-    expect((await dataFields('u-race-pending'))[id]).toBe('5');
-  });
-
-  it("a job applied between the recompute's read and its write is not undone: the user is read again", async () => {
-    const [id] = await dataFieldIds(countOf('race-applied', 'LAST_7D'));
-    await logEvents('u-race-applied', yesterday(2, 'race-applied'));
-    await expectFields('u-race-applied', { [id]: '2' }, 15_000);
-    // the recompute's first read of the day counts is held until the new events are applied
-    const read = gate();
-    const held = gate();
-    let pageReads = 0;
-    const warehouse: Pick<Warehouse, 'query'> = {
-      query: async (sql, params) => {
-        const rows = await s.clickhouse.query(sql, params);
-        if (sql.includes('dayPairs') && pageReads++ === 0) {
-          read.open();
-          await held.opened;
-        }
-        return rows as never;
-      },
-    };
-    const running = recomputeDataFields(recomputeDeps(warehouse), { projectId: keys.projectId, dataFieldIds: [id] });
-    await read.opened;
-    await logEvents(
-      'u-race-applied',
-      yesterday(3, 'race-applied').map((e, i) => ({ ...e, clientEventTimestamp: iso(Date.now() - DAY - (10 + i) * 1000) })),
-    );
-    await expectFields('u-race-applied', { [id]: '5' }, 15_000);
-    held.open();
-    const result = await running;
-    expect((await dataFields('u-race-applied'))[id]).toBe('5'); // not the 2 the first read found
-    expect(result).toMatchObject({ dataFieldsRecomputed: 1, usersLeft: 0 });
-    expect(pageReads).toBeGreaterThanOrEqual(2); // the user was read again
-  });
-
-  it("a job that never updates the profile holds a user back only for the run's budget; the next run settles it", async () => {
-    const [id] = await dataFieldIds(countOf('race-stuck', 'LAST_7D'));
-    await logEvents('u-race-stuck', yesterday(1, 'race-stuck'));
-    await expectFields('u-race-stuck', { [id]: '1' }, 15_000);
-    const { redis, keys: rk } = s.ctx;
-    const profileKey = rk.profile(keys.projectId, 'u-race-stuck');
-    await redis.hset(profileKey, `dc:${id}:${utcDayOffset(Date.now(), -1)}`, '40'); // drifted
-    // a job marked in flight that will never come back (dead-lettered after its rows, say)
-    await new ProfileStore(redis, rk).markInFlight(keys.projectId, 'u-race-stuck', 'lost-job');
-    const first = await recomputeDataFields(recomputeDeps(s.clickhouse), { projectId: keys.projectId, dataFieldIds: [id] }, { secondReadsMs: 300 });
-    expect(first.usersLeft).toBe(1);
-    expect((await dataFields('u-race-stuck'))[id]).toBe('40'); // left as it was
-    await redis.del(rk.ingestInFlight(keys.projectId, 'u-race-stuck')); // (or its mark lapses)
-    const second = await recomputeDataFields(recomputeDeps(s.clickhouse), { projectId: keys.projectId, dataFieldIds: [id] });
-    expect(second.usersLeft).toBe(0);
-    expect((await dataFields('u-race-stuck'))[id]).toBe('1');
   });
 });
 
