@@ -127,9 +127,11 @@ export function parseProfile(raw: Record<string, string>): StoredProfile {
 /**
  * How long a job's in-flight mark (and the `@applied` stamp) counts (RedisKeys.ingestInFlight): a
  * job neither applied nor retried within it (dead-lettered after its rows) no longer holds back a
- * recompute of its user.
+ * recompute of its user. Well above the longest pause between a failing job's attempts (30 s), so
+ * a job that keeps failing after its rows keeps its mark; short, because every active user holds
+ * the hash this long (about 100 bytes of Redis).
  */
-export const IN_FLIGHT_TTL_MS = 15 * 60_000;
+export const IN_FLIGHT_TTL_MS = 5 * 60_000;
 
 /** The in-flight hash's field holding when a job last updated the profile (epoch ms). */
 export const IN_FLIGHT_APPLIED = '@applied';

@@ -101,6 +101,22 @@ describe('RedisHealth tells an outage from a process that was late', () => {
     expect(lines.filter((l) => l.level === 40)).toHaveLength(1);
   });
 
+  it('a connection attempt that "timed out" because the process was starved is no outage either: Redis answers once reconnected', async () => {
+    const redis = createRedis(REDIS_URL, 'producer', 'health-starved-connect');
+    clients.push(redis);
+    const { health, lines, changes } = watch(redis);
+    // the connection is asked for, then the process is starved past the connect timeout (1 s)
+    await new Promise((r) => setImmediate(r));
+    starve(1300);
+    await settle(2500);
+    const timedOut = lines.find((l) => l.level === 40 && /timed out but Redis answers/.test(l.msg));
+    expect(timedOut, JSON.stringify(lines)).toBeDefined();
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect(changes).toEqual([]);
+    expect(health.isDown).toBe(false);
+    expect(await redis.ping()).toBe('PONG');
+  });
+
   it('a Redis that accepts the connection but answers nothing: the timeout is confirmed by a PING that times out too, and the outage begins (logged once as an error)', async () => {
     silent = createServer((s) => {
       sockets.push(s);

@@ -35,7 +35,7 @@ export interface RedisHealthOptions {
   settleMs?: number;
   /** Told about every change: `false` when an outage begins, `true` when it ends. */
   onChange?: (up: boolean) => void;
-  /** How long the PING that confirms a timeout may take before the outage is declared. @defaultValue 1000 */
+  /** How long Redis has to answer a PING after a timeout before the outage is declared. @defaultValue 2000 */
   confirmMs?: number;
 }
 
@@ -56,9 +56,9 @@ const SLOW_PROCESS_LOG_MS = 60_000;
  * A timeout alone does not begin an outage: a process starved of CPU (the background process in
  * the idle class on a saturated machine) wakes with its commands' timers due before it reads the
  * replies waiting on its socket, and every command in flight "times out" against a Redis that
- * answered at once. A timeout is therefore confirmed by a PING: one answered within `confirmMs`
- * means Redis is up and this process was late (a warning, at most once a minute); one that fails
- * or takes longer begins the outage.
+ * answered at once, and its connection attempt times out against a Redis that accepted it. A
+ * timeout is therefore confirmed: a PING answered within `confirmMs` means Redis is up and this
+ * process was late (a warning, at most once a minute); none answered begins the outage.
  */
 export class RedisHealth {
   private outage: { since: number; reason: string; unavailable: number } | undefined;
@@ -82,7 +82,7 @@ export class RedisHealth {
   ) {
     this.probeMs = opts.probeMs ?? 250;
     this.settleMs = opts.settleMs ?? 1000;
-    this.confirmMs = opts.confirmMs ?? 1000;
+    this.confirmMs = opts.confirmMs ?? 2000;
     redis.on('error', this.onError);
   }
 
@@ -100,22 +100,25 @@ export class RedisHealth {
     else if (!this.confirming) void this.confirm(reason);
   }
 
-  /** A timeout: an outage only if Redis does not answer a PING either. */
+  /**
+   * A timeout: an outage only if Redis answers no PING within `confirmMs`. PINGs are tried every
+   * 100 ms: a starved process's connection may itself have timed out and be reconnecting, and its
+   * first PING then fails at once.
+   */
   private async confirm(reason: string): Promise<void> {
     this.confirming = true;
     const started = performance.now();
-    let answered: boolean;
-    let timer: NodeJS.Timeout | undefined;
+    const until = started + this.confirmMs;
+    let answered = false;
     try {
-      const ping = this.redis.ping();
-      ping.catch(() => undefined); // its own failure after `confirmMs` is no news
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('PING timed out')), this.confirmMs)));
-      await Promise.race([ping, late]);
-      answered = true;
-    } catch {
-      answered = false;
+      for (let left = this.confirmMs; left > 0 && !this.closed; left = until - performance.now()) {
+        if (await this.pingWithin(left)) {
+          answered = true;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100, Math.max(0, until - performance.now()))));
+      }
     } finally {
-      clearTimeout(timer);
       this.confirming = false;
     }
     if (this.closed || this.outage) return;
@@ -123,9 +126,25 @@ export class RedisHealth {
     if (started - this.slowLoggedAt < SLOW_PROCESS_LOG_MS) return;
     this.slowLoggedAt = started;
     this.log.warn(
-      { dependency: 'redis', reason: scrubString(reason), pingMs: Math.round(performance.now() - started) },
-      'a Redis command timed out but Redis answers: this process was slow (starved of CPU?), not an outage (logged at most once a minute)',
+      { dependency: 'redis', reason: scrubString(reason), confirmMs: Math.round(performance.now() - started) },
+      'a Redis command or connection timed out but Redis answers: this process was slow (starved of CPU?), not an outage (logged at most once a minute)',
     );
+  }
+
+  /** Whether a PING is answered within `ms`. */
+  private async pingWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ping = this.redis.ping();
+      ping.catch(() => undefined); // its own failure after `ms` is no news
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('PING timed out')), ms)));
+      await Promise.race([ping, late]);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private begin(reason: string): void {
