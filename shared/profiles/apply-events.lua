@@ -10,7 +10,7 @@
 --         job TTL (s), profile TTL (s), today's set expireAt, n, marker x n ('' = none),
 --         groups, then per group: kind, a, b, c, k, event index x k (1-based),
 --         props, then per property: event index, ts, name, JSON value; last: the in-flight
---         hash's TTL (ms), now (epoch ms)
+--         hash's stamp field, its TTL (ms), now (epoch ms)
 --   returns the number of events applied, -1 when the job was applied before, -2 when the
 --   profile is an alias (the caller applies the job to the user it names)
 --- @include "keep-extreme"
@@ -89,6 +89,6 @@ end
 redis.call('EXPIRE', prof, ARGV[5])
 redis.call('SET', jobKey, '1', 'EX', ARGV[4])
 redis.call('HDEL', inflight, jobKey)
-redis.call('HSET', inflight, '@applied', ARGV[#ARGV])
+redis.call('HSET', inflight, ARGV[#ARGV - 2], ARGV[#ARGV])
 if redis.call('PTTL', inflight) < 0 then redis.call('PEXPIRE', inflight, ARGV[#ARGV - 1]) end
 return applied

@@ -4,7 +4,7 @@ import { UnrecoverableError } from 'bullmq';
 import { redisScript } from '../platform/redis/script-loader.js';
 import { isCluster } from '../platform/redis/redis.js';
 import { insertMarkerDays } from './insert-markers.js';
-import { IN_FLIGHT_TTL_MS, MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from './profile-layout.js';
+import { IN_FLIGHT_APPLIED, IN_FLIGHT_TTL_MS, MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from './profile-layout.js';
 import { applyArgs, type ProfileEvent } from './profile-ops.js';
 
 // The field names the scripts write come from the profile layout, as arguments.
@@ -73,7 +73,7 @@ export class ProfileStore {
   ): Promise<{ applied: number; userId: string }> {
     const { days, expireAt } = insertMarkerDays(this.wallClock());
     const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
-    args.push(String(IN_FLIGHT_TTL_MS), String(this.wallClock()));
+    args.push(IN_FLIGHT_APPLIED, String(IN_FLIGHT_TTL_MS), String(this.wallClock()));
     let user = userId;
     for (let hop = 0; ; hop++) {
       const keys = [this.keys.profile(projectId, user), this.keys.jobMarker(projectId, user, jobId), this.keys.ingestInFlight(projectId, user)];

@@ -237,10 +237,11 @@ export async function recomputeDataFields(deps: RecomputeDeps, req: RecomputeReq
         // a failed write ends the run; the read under way must not become an unhandled rejection
         reading.catch(() => undefined);
         const left = await writePage(deps, run, done, sizes.batchUsers);
-        if (left.length > 0) usersLeft += await secondReads(deps, run, done, left, sizes.batchUsers, secondReadsUntil);
+        const stillLeft = left.length > 0 ? await secondReads(deps, run, done, left, sizes.batchUsers, secondReadsUntil) : 0;
+        usersLeft += stillLeft;
         cursor.afterUserId = done.upper;
-        cursor.usersUpdated += done.users.length;
-        fieldUsers += done.users.length;
+        cursor.usersUpdated += done.users.length - stillLeft;
+        fieldUsers += done.users.length - stillLeft;
         await opts.onCheckpoint?.({ ...cursor }, { done: cursor.fieldIndex, total: targets.length, usersUpdated: cursor.usersUpdated });
         if (page % 5 === 0) log.info({ dataFieldId, pages: page, users: fieldUsers, afterUserId: cursor.afterUserId }, 'recompute progress');
       }
