@@ -8,7 +8,8 @@ describe('ClickhouseBatchWriter', () => {
     const inserts: { table: string; rows: number; at: number }[] = [];
     const started = performance.now();
     const warehouse = {
-      insertLines: async (table: string, lines: readonly string[]) => void inserts.push({ table, rows: lines.length, at: performance.now() - started }),
+      insertLines: async (table: string, lines: readonly string[]) =>
+        void inserts.push({ table, rows: lines.join('\n').split('\n').length, at: performance.now() - started }),
     };
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
       maxRows: 5,
@@ -35,5 +36,17 @@ describe('ClickhouseBatchWriter', () => {
       ['decisions', 5],
       ['decisions', 1],
     ]);
+  });
+
+  it("hands each caller's lines to one insert intact and in order, several callers' lines together", async () => {
+    const bodies: string[] = [];
+    const writer = new ClickhouseBatchWriter(
+      { insertLines: async (_table: string, lines: readonly string[]) => void bodies.push(`${lines.join('\n')}\n`) } as never,
+      pino({ level: 'silent' }),
+      { maxRows: 100, maxDelayMs: 10 },
+    );
+    await Promise.all([writer.write('events', ['[1]', '[2]']), writer.write('events', ['[3]']), writer.write('events', ['[4]', '[5]', '[6]'])]);
+    expect(bodies).toEqual(['[1]\n[2]\n[3]\n[4]\n[5]\n[6]\n']);
+    expect(writer.rowsWritten).toBe(6);
   });
 });

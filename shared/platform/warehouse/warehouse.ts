@@ -19,7 +19,10 @@ export interface InsertOptions {
 export interface Warehouse {
   /** Inserts row objects of `table` (see insertLines for the settings). */
   insertRows(table: ClickhouseTable, rows: readonly object[], opts?: InsertOptions): Promise<void>;
-  /** Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (the ingest hot path builds no row objects). */
+  /**
+   * Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (the ingest hot path builds no row
+   * objects). An element may hold several lines joined by newlines (the batch writer's chunks).
+   */
   insertLines(table: ClickhouseTable, lines: readonly string[], opts?: InsertOptions): Promise<void>;
   /** Rows of a parameterised SELECT (`{name:Type}` placeholders). */
   query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
