@@ -24,7 +24,9 @@ export interface Measured {
   /** Closed loop, 1 API process, the decision log on (first run and a second run after the run with it off). */
   closed: LoadResult;
   closedAgain: LoadResult;
+  /** The same with DECISION_LOG=off: before the second run with it on, and after it. */
   closedLogOff: LoadResult;
+  closedLogOffAgain: LoadResult;
   closed2Api: LoadResult;
   open: OpenLoopResult;
   overload: OpenLoopResult;
@@ -41,6 +43,7 @@ export function figures(m: Measured): Record<string, Figure> {
   const openLabel = `the same baseline at the same open-loop rate (${m.openRate.toLocaleString('en')} req/s)`;
   const overLabel = `the same baseline at the same rate (${m.overloadRate.toLocaleString('en')} req/s), which is below its own capacity`;
   const on = (m.closed.rps + m.closedAgain.rps) / 2;
+  const off = (m.closedLogOff.rps + m.closedLogOffAgain.rps) / 2;
   const shedShare = m.overload.answered > 0 ? m.overload.refused / m.overload.answered : NaN;
   return {
     requestsPerSec: figure({
@@ -115,9 +118,9 @@ export function figures(m: Measured): Record<string, Figure> {
     decisionLogCost: figure({
       label: 'decision log cost: requests/s with it off ÷ with it on − 1',
       unit: 'share',
-      value: m.closedLogOff.rps / on - 1,
-      baseline: Math.max(1e-6, Math.abs(m.closedAgain.rps - m.closed.rps) / on),
-      baselineLabel: 'the difference between the two runs with the log on (run-to-run noise)',
+      value: off / on - 1,
+      baseline: Math.max(1e-6, Math.abs(m.closedAgain.rps - m.closed.rps) / on, Math.abs(m.closedLogOffAgain.rps - m.closedLogOff.rps) / off),
+      baselineLabel: 'the larger difference between the two runs with the log on and the two with it off (run-to-run noise)',
       better: 'lower',
       target: TARGETS.decisionLogCost,
     }),

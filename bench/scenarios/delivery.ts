@@ -216,7 +216,8 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     );
     const peaks1 = await run.stopService(s1, 'service (1 API process: closed loop, open loop, overload)');
 
-    // 2. the decision log's cost: off, then on again (its difference from the first run is the noise)
+    // 2. the decision log's cost: off, on again, off again (on and off alternate, so a drift of the
+    // machine over the runs weighs on both; the differences within each pair are the noise)
     const closedFor = async (label: string, opts: { apiProcesses?: number; env?: Record<string, string>; label: string }) => {
       const svc = await run.startService(opts);
       const r = await run.measureLoad(label, () => svc.sampler.cpuSeconds(), closedLoop(svc.baseUrl, svcHeaders), p.warmupSec);
@@ -224,6 +225,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     };
     const off = await closedFor('service, DECISION_LOG=off (closed loop)', { env: { DECISION_LOG: 'off' }, label: 'log-off' });
     const again = await closedFor('service, decision log on again (closed loop)', { label: 'log-on-again' });
+    const offAgain = await closedFor('service, DECISION_LOG=off again (closed loop)', { env: { DECISION_LOG: 'off' }, label: 'log-off-again' });
     const two = await closedFor('service, 2 API processes (closed loop)', { apiProcesses: 2, label: 'api2' });
 
     // 3. the baseline at the same loads (last: the service is stopped, nothing takes its CPU)
@@ -250,15 +252,16 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     run.notes.push(overloadNote(`baseline at the overload rate (${overloadRate} req/s)`, baseOverload) + overflowsClause(baseOverflows));
     await b.stop();
 
-    const cost = off.r.rps / ((closed.rps + again.r.rps) / 2) - 1;
+    const cost = (off.r.rps + offAgain.r.rps) / (closed.rps + again.r.rps) - 1;
     run.notes.push(
-      `decision log: ${Math.round(closed.rps)} and ${Math.round(again.r.rps)} req/s with it on, ${Math.round(off.r.rps)} with it off: it costs ${(cost * 100).toFixed(1)} % of the throughput`,
+      `decision log: ${Math.round(closed.rps)} and ${Math.round(again.r.rps)} req/s with it on, ${Math.round(off.r.rps)} and ${Math.round(offAgain.r.rps)} with it off: it costs ${(cost * 100).toFixed(1)} % of the throughput`,
     );
     return run.result({
       ...figures({
         closed,
         closedAgain: again.r,
         closedLogOff: off.r,
+        closedLogOffAgain: offAgain.r,
         closed2Api: two.r,
         open,
         overload: outcome.overload,
@@ -269,8 +272,8 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
         openRate,
         overloadRate,
       }),
-      // the 1-API-process runs: the first (with the overload), log off, log on again
-      ...rssFigures(maxPeaks([peaks1, off.peaks, again.peaks]), s1.readyRss, { api: true }),
+      // the 1-API-process runs: the first (with the overload), log off, log on again, log off again
+      ...rssFigures(maxPeaks([peaks1, off.peaks, again.peaks, offAgain.peaks]), s1.readyRss, { api: true }),
       ...rssFigures(two.peaks, two.ready, { api: true }, { key: '2Api', label: 'API_PROCESSES=2' }),
     });
   } finally {
