@@ -3,10 +3,10 @@ import { Command, type Redis } from 'ioredis';
 
 /**
  * Arguments from which a script call is sent as a command built here rather than through
- * `redis.call`. ioredis flattens every command's arguments with `Array.prototype.flat` (twice
- * with autopipelining), which V8 runs at about 70 ns an argument against 4 ns for a copy: the
- * recompute's writes of a backfill over 100,000 users (about 50 arguments a user) spent 0.5 s of
- * its 3 s there. A command this large is a socket write of its own anyway, so it loses nothing by
+ * `redis.call`. ioredis flattens every command's arguments with `Array.prototype.flat` (once
+ * more to route an autopipelined command on a Cluster), which V8 runs at about 70 ns an argument
+ * against 4 ns for a copy: the recompute's writes of a backfill over 100,000 users (about 50
+ * arguments a user) spent 0.5 s of the background process's 3.4 s of CPU there. A command this large is a socket write of its own anyway, so it loses nothing by
  * leaving the autopipeline; the scripts of the hot paths (a job's profile update) stay below it.
  */
 export const LARGE_SCRIPT_CALL_ARGS = 2000;
@@ -46,7 +46,8 @@ export class RedisScript {
 
 /** `redis.call(name, argv)`, without ioredis's flattening of `argv` when it is large (see LARGE_SCRIPT_CALL_ARGS). */
 function send(redis: Redis, name: 'evalsha' | 'eval', argv: (string | number)[]): Promise<unknown> {
-  // a key prefix is applied by the Command's constructor, to the arguments it is given: none is ever set here, but such a client keeps the plain path
+  // a key prefix is applied by the Command's constructor to the arguments it is given: the
+  // service sets none, but a client with one keeps the plain path
   if (argv.length < LARGE_SCRIPT_CALL_ARGS || (redis.options as { keyPrefix?: string } | undefined)?.keyPrefix) return redis.call(name, argv);
   // the constructor turns its arguments into strings: these are given after it, so here
   for (let i = 0; i < argv.length; i++) if (typeof argv[i] !== 'string') argv[i] = String(argv[i]);
