@@ -18,14 +18,11 @@ local prof = KEYS[1]
 local jobKey = KEYS[2]
 local inflight = KEYS[3]
 local aliasField, upPrefix, utPrefix = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('EXISTS', jobKey) == 1 then
-  redis.call('HDEL', inflight, jobKey)
-  return -1
-end
-if redis.call('HEXISTS', prof, aliasField) == 1 then
-  redis.call('HDEL', inflight, jobKey)
-  return -2
-end
+-- the job is done with this user whatever follows (applied now or before, or an alias's: the
+-- caller marks the user it names); the script is atomic, so no reader sees it cleared early
+redis.call('HDEL', inflight, jobKey)
+if redis.call('EXISTS', jobKey) == 1 then return -1 end
+if redis.call('HEXISTS', prof, aliasField) == 1 then return -2 end
 local n = tonumber(ARGV[7])
 local pos = 8
 local older = {}
@@ -88,7 +85,6 @@ for p = 1, props do
 end
 redis.call('EXPIRE', prof, ARGV[5])
 redis.call('SET', jobKey, '1', 'EX', ARGV[4])
-redis.call('HDEL', inflight, jobKey)
 redis.call('HSET', inflight, ARGV[#ARGV - 2], ARGV[#ARGV])
 if redis.call('PTTL', inflight) < 0 then redis.call('PEXPIRE', inflight, ARGV[#ARGV - 1]) end
 return applied
