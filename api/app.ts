@@ -14,6 +14,7 @@ import { adminOperations, registerAdminRoutes } from './admin.routes.js';
 import { registerHealthRoutes } from './http/health.route.js';
 import { registerConsoleRoutes } from './console/console.route.js';
 import { pageSecurityHeaders } from './http/security-headers.js';
+import { lazyRequestLogger } from './http/request-logger.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -41,6 +42,7 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
     },
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true } },
     // The error handler words the 400 from `err.validation` (at most 100 problems); Fastify's own
     // formatter would first join every error into one message (tens of ms for 40,000 errors).
