@@ -12,7 +12,7 @@ type LevelChecking = FastifyBaseLogger & { isLevelEnabled(level: string): boolea
  * level cost a level check and make nothing; the first enabled call makes the child, with the
  * same bindings and options Fastify's own factory would give it, and every later call goes to it.
  */
-class LazyRequestLogger {
+class LazyRequestLogger implements FastifyBaseLogger {
   #child: LevelChecking | undefined;
 
   constructor(
@@ -74,5 +74,5 @@ class LazyRequestLogger {
  */
 export function lazyRequestLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
   if (opts.level !== undefined || opts.serializers !== undefined) return logger.child(bindings, opts);
-  return new LazyRequestLogger(logger as LevelChecking, bindings) as unknown as FastifyBaseLogger;
+  return new LazyRequestLogger(logger as LevelChecking, bindings);
 }
