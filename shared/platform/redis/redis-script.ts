@@ -6,8 +6,9 @@ import { Command, type Redis } from 'ioredis';
  * `redis.call`. ioredis flattens every command's arguments with `Array.prototype.flat` (once
  * more to route an autopipelined command on a Cluster), which V8 runs at about 70 ns an argument
  * against 4 ns for a copy: the recompute's writes of a backfill over 100,000 users (about 50
- * arguments a user) spent 0.5 s of the background process's 3.4 s of CPU there. A command this large is a socket write of its own anyway, so it loses nothing by
- * leaving the autopipeline; the scripts of the hot paths (a job's profile update) stay below it.
+ * arguments a user) spent 0.5 s of the background process's 3.4 s of CPU there. A command this
+ * large is a socket write of its own anyway, so it loses nothing by leaving the autopipeline; the
+ * scripts of the hot paths (a job's profile update) stay below it.
  */
 export const LARGE_SCRIPT_CALL_ARGS = 2000;
 
