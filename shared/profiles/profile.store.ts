@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
 import { UnrecoverableError } from 'bullmq';
 import { redisScript } from '../platform/redis/script-loader.js';
-import { isCluster } from '../platform/redis/redis.js';
+import { sendsCommandsTogether } from '../platform/redis/redis.js';
 import { insertMarkerDays } from './insert-markers.js';
 import { IN_FLIGHT_APPLIED, IN_FLIGHT_TTL_MS, MERGE_RULES, parseProfile, PROFILE_FIELDS, type StoredProfile } from './profile-layout.js';
 import { applyArgs, type ProfileEvent } from './profile-ops.js';
@@ -130,7 +130,7 @@ export class ProfileStore {
 
   private async markersAndAliases(units: readonly AppliedUnit[]): Promise<[boolean, string | null][]> {
     if (units.length === 0) return [];
-    if (isCluster(this.redis)) {
+    if (sendsCommandsTogether(this.redis)) {
       return Promise.all(
         units.map(async (u) => {
           const [n, alias] = await Promise.all([
@@ -249,8 +249,10 @@ export class ProfileStore {
   async applied(units: readonly AppliedUnit[]): Promise<boolean[]> {
     if (units.length === 0) return [];
     // On a cluster the markers are in their users' slots (on several nodes): one command each,
-    // which ioredis sends to the right node (a Cluster pipeline must stay on one node).
-    if (isCluster(this.redis)) return Promise.all(units.map(async (u) => (await this.redis.exists(this.keys.jobMarker(u.projectId, u.userId, u.id))) === 1));
+    // which ioredis sends to the right node (a Cluster pipeline must stay on one node); with
+    // auto-pipelining too (sendsCommandsTogether).
+    if (sendsCommandsTogether(this.redis))
+      return Promise.all(units.map(async (u) => (await this.redis.exists(this.keys.jobMarker(u.projectId, u.userId, u.id))) === 1));
     const p = this.redis.pipeline();
     for (const u of units) p.exists(this.keys.jobMarker(u.projectId, u.userId, u.id));
     const res = (await p.exec()) ?? [];
@@ -268,7 +270,7 @@ export class ProfileStore {
    */
   async expireJobMarkers(units: readonly AppliedUnit[], extraKeys: readonly string[], graceSeconds: number): Promise<void> {
     if (units.length === 0 && extraKeys.length === 0) return;
-    if (isCluster(this.redis)) {
+    if (sendsCommandsTogether(this.redis)) {
       const keys = [...units.map((u) => this.keys.jobMarker(u.projectId, u.userId, u.id)), ...extraKeys];
       await Promise.all(keys.map((k) => this.redis.expire(k, graceSeconds)));
       return;

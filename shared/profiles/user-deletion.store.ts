@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../platform/redis/redis-keys.js';
-import { isCluster } from '../platform/redis/redis.js';
+import { isCluster, sendsCommandsTogether } from '../platform/redis/redis.js';
 import { INSERT_MARKER_DAYS, JOB_MARKER_TTL_SECONDS } from './insert-markers.js';
 import { redisScript } from '../platform/redis/script-loader.js';
 import { changeFields } from '../projects/index.js';
@@ -185,7 +185,8 @@ export class UserDeletionStore {
     // after either is the same race as one recorded just after the ZSCORE.
     const projects = [...new Set(refs.map((r) => r.projectId))];
     const keys = projects.map((p) => this.keys.deletedUsers(p));
-    const cluster = isCluster(this.redis);
+    // one by one where they go out together anyway (a cluster's nodes, auto-pipelining), else one pipeline
+    const cluster = sendsCommandsTogether(this.redis);
     const exists = cluster ? await Promise.all(keys.map((k) => this.redis.exists(k))) : await this.pipelined(keys.map((k) => ['exists', k]));
     const withDeletions = new Set(projects.filter((_, i) => Number(exists[i]) === 1));
     if (withDeletions.size === 0) return refs.map(() => undefined);

@@ -104,6 +104,17 @@ export function isCluster(client: unknown): boolean {
 }
 
 /**
+ * True when commands sent one by one go out together anyway: a `Cluster` (a pipeline must stay on
+ * one node) or a connection with auto-pipelining (the producers' and the workers' stores). There,
+ * a store's few commands of a job are better sent one by one than as a `pipeline()`, which is
+ * written at once, alone: sent one by one they share the turn's single write with the commands of
+ * the other jobs of that turn.
+ */
+export function sendsCommandsTogether(client: unknown): boolean {
+  return isCluster(client) || (client as { options?: { enableAutoPipelining?: boolean } } | null)?.options?.enableAutoPipelining === true;
+}
+
+/**
  * Resolves when the client is ready (and its queue connection, when it has one: see
  * `queueConnection`), rejects after `timeoutMs`.
  */
