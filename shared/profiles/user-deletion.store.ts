@@ -174,7 +174,7 @@ export class UserDeletionStore {
 
   /**
    * The deletion time of each (project, user), undefined when it was not deleted: one round trip
-   * on a single Redis (one command per key on a cluster, in parallel).
+   * on a single Redis (one command per key on a cluster or an auto-pipelined connection, in parallel).
    */
   async deletedAt(refs: readonly UserRef[]): Promise<(number | undefined)[]> {
     if (refs.length === 0) return [];
@@ -186,12 +186,12 @@ export class UserDeletionStore {
     const projects = [...new Set(refs.map((r) => r.projectId))];
     const keys = projects.map((p) => this.keys.deletedUsers(p));
     // one by one where they go out together anyway (a cluster's nodes, auto-pipelining), else one pipeline
-    const cluster = sendsCommandsTogether(this.redis);
-    const exists = cluster ? await Promise.all(keys.map((k) => this.redis.exists(k))) : await this.pipelined(keys.map((k) => ['exists', k]));
+    const oneByOne = sendsCommandsTogether(this.redis);
+    const exists = oneByOne ? await Promise.all(keys.map((k) => this.redis.exists(k))) : await this.pipelined(keys.map((k) => ['exists', k]));
     const withDeletions = new Set(projects.filter((_, i) => Number(exists[i]) === 1));
     if (withDeletions.size === 0) return refs.map(() => undefined);
     const asked = refs.map((r, i) => ({ r, i })).filter(({ r }) => withDeletions.has(r.projectId));
-    const scores = cluster
+    const scores = oneByOne
       ? await Promise.all(asked.map(({ r }) => this.redis.zscore(this.keys.deletedUsers(r.projectId), r.userId)))
       : await this.pipelined(asked.map(({ r }) => ['zscore', this.keys.deletedUsers(r.projectId), r.userId]));
     const out: (number | undefined)[] = refs.map(() => undefined);
