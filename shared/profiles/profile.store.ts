@@ -32,6 +32,9 @@ export interface AppliedUnit {
   id: string;
 }
 
+/** The in-flight unit of the merge of a pre-login id into a user (no job id has this form: they are UUIDs or queue ids). */
+const mergeUnitId = (tempUserId: string): string => `merge:${tempUserId}`;
+
 /** Why a pre-login id cannot be claimed: it is a user of its own. */
 export type AliasRefusal = 'signed-in' | 'has-merged-ids';
 
@@ -207,6 +210,16 @@ export class ProfileStore {
     return { owner, pending: Number(left) > 0 };
   }
 
+  /**
+   * Identity merge, before (b): the user's in-flight mark for the merge of `tempUserId`, like an
+   * ingest job's (`markInFlight`): a recompute reading the user between the copy of the pre-login
+   * rows and `mergeProfile` (which clears the mark) cannot tell whether it counted them, and
+   * reads the user again later instead of counting them twice.
+   */
+  async markMergeInFlight(projectId: string, tempUserId: string, userId: string): Promise<void> {
+    await this.markInFlight(projectId, userId, mergeUnitId(tempUserId));
+  }
+
   /** Identity merge (b)+(c): reads the pre-login id's profile and insert markers and applies them to the user's profile once. True: applied now. */
   async mergeProfile(projectId: string, tempUserId: string, userId: string): Promise<boolean> {
     const { days, expireAt } = insertMarkerDays(this.wallClock());
@@ -224,6 +237,9 @@ export class ProfileStore {
       userPropertyTime,
       alias,
       done,
+      this.keys.jobMarker(projectId, userId, mergeUnitId(tempUserId)),
+      IN_FLIGHT_APPLIED,
+      String(IN_FLIGHT_TTL_MS),
       String(MERGE_RULES.length),
     ];
     for (const [prefix, rule] of MERGE_RULES) args.push(prefix, rule);
@@ -233,7 +249,11 @@ export class ProfileStore {
       args.push(String(expireAt - i * 86_400), String(sets[i].length), ...sets[i]);
     });
     for (const [f, v] of Object.entries(raw)) if (f !== ALIAS_FIELD) args.push(f, v);
-    const keys = [this.keys.profile(projectId, userId), ...days.map((d) => this.keys.insertMarkers(projectId, userId, d))];
+    const keys = [
+      this.keys.profile(projectId, userId),
+      this.keys.ingestInFlight(projectId, userId),
+      ...days.map((d) => this.keys.insertMarkers(projectId, userId, d)),
+    ];
     return Number(await MERGE.run(this.redis, keys, args)) === 1;
   }
 

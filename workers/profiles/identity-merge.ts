@@ -26,10 +26,13 @@ const MAX_HOPS = 4;
  *     of its own (it was marked in (0) of an earlier merge, or has merged ids); a T already
  *     claimed by another user is a conflict. Both are logged and counted, and nothing else
  *     happens: the event is stored under U without a merge;
- * (b) T's rows in ClickHouse (events, interactions) are copied under U with the same
- *     de-duplication keys (a repeated copy collapses), so recomputes of U count T's history;
+ * (b) U is marked in flight (as before an ingest job's rows), then T's rows in ClickHouse
+ *     (events, interactions) are copied under U with the same de-duplication keys (a repeated
+ *     copy collapses), so recomputes of U count T's history; a recompute reading U from the mark
+ *     to (c) reads U again after (c) instead of counting T's history twice;
  * (c) T's profile and insertId markers are read and applied to U by one script in U's slot,
- *     guarded by the marker `merged:<T>` in U's profile (a retry applies nothing);
+ *     guarded by the marker `merged:<T>` in U's profile (a retry applies nothing); it clears
+ *     (b)'s mark and stamps U's in-flight hash `@applied` with the counters;
  * (d) T's profile is cleared down to the alias, which lives RETENTION_DAYS like a profile.
  * Mark (0) before claim (a): the two are in different slots, and in this order two events that
  * each name the other's user as their pre-login id cannot both merge (the second claim finds the
@@ -72,6 +75,7 @@ export function identityMerger(deps: {
           'identity merge conflict: the pre-login id was merged into another user first; not merged again',
         );
       } else if (claim.pending) {
+        await deps.profiles.markMergeInFlight(projectId, tempUserId, userId);
         await userData.copyUserRows(projectId, tempUserId, userId);
         const merged = await deps.profiles.mergeProfile(projectId, tempUserId, userId);
         await deps.profiles.clearMerged(projectId, tempUserId);
