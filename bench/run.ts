@@ -17,7 +17,7 @@ import { backfillScenario } from './scenarios/backfill.js';
 import { reportScenario } from './scenarios/report.js';
 import { clientScenario } from './scenarios/client.js';
 
-/** In run order: freshness reuses the end-to-end capacity ingest measured before it. */
+/** In run order (freshness notes the ingest scenario's capacity beside its own, measured in its request size). */
 export const SCENARIOS: readonly Scenario[] = [
   deliveryScenario,
   logEventsScenario,
@@ -49,7 +49,7 @@ scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (default: all)
                 average is above ${QUIET_LOAD_AVERAGE} when the run starts, or at --size tiny)
   --cpu-prof    run the service child with --cpu-prof (profiles under <dir>, default ./bench-profiles) and summarise them
   --capacity    end-to-end ingest capacity for freshness, in LogEvents req/s of 10 events (events/s ÷ 10): it
-                loads at half of it; used when ingest does not run (else freshness measures it)
+                loads at half of it (else freshness measures it, in requests of 10 events)
 environment: REDIS_URL (default redis://127.0.0.1:6379; a local redis-server is started when nothing answers)`;
 
 export class UsageError extends Error {}

@@ -58,11 +58,11 @@ export interface ScenarioContext {
   workDir: string;
   /** When set, the service child runs with `--cpu-prof` and writes its profile under this directory. */
   cpuProfDir?: string;
-  /** Results of scenarios run earlier in the same run (freshness reuses the capacity ingest measured). */
+  /** Results of scenarios run earlier in the same run (freshness notes the capacity ingest measured). */
   previous: ReadonlyMap<string, ScenarioResult>;
   /**
    * End-to-end ingest capacity given on the command line (`--capacity`), in LogEvents requests/s
-   * of freshness's 10 events (events/s ÷ 10): freshness loads at half of it when ingest did not run.
+   * of freshness's 10 events (events/s ÷ 10): freshness loads at half of it instead of measuring it.
    */
   ingestCapacity?: number;
 }
