@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ClickHouseError } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyClickhouseError, createClickhouse, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
+import { classifyClickhouseError, createClickhouse, rawInsertOf, type ClickHouseClient } from '../../shared/platform/warehouse/clickhouse.js';
 import { loadMigrations, MIGRATIONS_DIR, runMigrations, splitStatements, type MigrationReport } from '../../shared/platform/warehouse/migrations.js';
-import { insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
+import { insertLines, insertRows } from '../../shared/platform/warehouse/sql/inserts.js';
 import { microsToClickhouseDateTime64, toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
-import { eventDedupKey, toEventRows, toInteractionRow, type EventInput } from '../../shared/ingestion/event-rows.warehouse.js';
+import { eventDedupKey, eventRowLine, toEventRows, toInteractionRow, type EventInput } from '../../shared/ingestion/event-rows.warehouse.js';
 import { toDeadLetterRow } from '../../shared/ingestion/dead-letters.warehouse.js';
 
 // chDB binds one data directory per process; vitest runs each test file in its own fork.
@@ -126,6 +126,28 @@ describe('events', () => {
     await insertRows(client, 'events', eventRows);
     await insertRows(client, 'events', eventRows);
     expect(await count("SELECT count() AS n FROM events WHERE project_id = 'p-retry'")).toBe(2);
+  });
+
+  it("hands the embedded engine the rows as bytes (its raw insert), exactly as written, and a bad row's error stays permanent", async () => {
+    expect(rawInsertOf(client)).toBeDefined();
+    expect(rawInsertOf(createClickhouse({ url: 'http://127.0.0.1:1', dataDir }))).toBeUndefined(); // a server: the statement
+    const batch = {
+      projectId: 'p-raw',
+      userId: 'ü-1',
+      events: [event('öffnen', at(-3, 10), { insertId: 'r-1', eventProperties: { city: { stringValue: 'Zürich 東京 🚀' } } })],
+    };
+    await insertLines(client, 'events', [
+      eventRowLine(batch, batch.events[0], batch.events[0].clientEventTimestamp, undefined, 'i:r-1', toClickhouseDateTime64(NOW), 'api'),
+    ]);
+    const rows = await (
+      await client.query({ query: "SELECT user_id, event_name, event_properties FROM events WHERE project_id = 'p-raw'", format: 'JSONEachRow' })
+    ).json();
+    expect(rows).toEqual([{ user_id: 'ü-1', event_name: 'öffnen', event_properties: JSON.stringify({ city: { stringValue: 'Zürich 東京 🚀' } }) }]);
+    const bad = await insertLines(client, 'events', [
+      '["p-raw","u","e","k","","not a time",null,"2026-01-01 00:00:00.000","{}","{}","","","","","","","","","api"]',
+    ]).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Error);
+    expect(classifyClickhouseError(bad)).toBe('permanent');
   });
 
   it('counts the same event (same dedup key) once with FINAL; the later ingest wins', async () => {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { drainStream, type ClickHouseClient } from '@clickhouse/client';
 import { rowLine, TABLE_COLUMNS, type ClickhouseTable } from '../tables.js';
+import { rawInsertOf } from '../clickhouse.js';
 import type { InsertOptions } from '../warehouse.js';
 
 /**
@@ -31,17 +32,34 @@ export async function insertRows(client: ClickHouseClient, table: ClickhouseTabl
   );
 }
 
+const NEWLINE = Buffer.from('\n');
+
+/** The token of an insert's exact content (the same for its bytes and its text). */
+const dedupToken = (table: ClickhouseTable, body: string | Buffer): string => createHash('sha256').update(table).update('\n').update(body).digest('hex');
+
 /** Monthly partitions one insert may touch (ClickHouse's default): an insert over it is refused. */
 export const MAX_PARTITIONS_PER_INSERT = 100;
 
 /** Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (see insertRows for the settings). */
 export async function insertLines(client: ClickHouseClient, table: ClickhouseTable, lines: readonly string[], opts: InsertOptions = {}): Promise<void> {
   if (lines.length === 0) return;
+  const raw = rawInsertOf(client);
+  if (raw) {
+    // the embedded engine: the lines as bytes, each encoded on its own and copied once into the body
+    const parts: Buffer[] = [];
+    for (const line of lines) parts.push(Buffer.from(line, 'utf8'), NEWLINE);
+    const bytes = Buffer.concat(parts);
+    const settings: Record<string, string | number> = {
+      max_partitions_per_insert_block: MAX_PARTITIONS_PER_INSERT,
+      throw_on_max_partitions_per_insert_block: 1,
+    };
+    if (opts.dedupToken !== false) settings.insert_deduplication_token = dedupToken(table, bytes);
+    await raw(table, TABLE_COLUMNS[table], settings, bytes);
+    return;
+  }
   const body = `${lines.join('\n')}\n`;
   const settings = [`max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`, 'throw_on_max_partitions_per_insert_block = 1'];
-  if (opts.dedupToken !== false) {
-    settings.unshift(`insert_deduplication_token = '${createHash('sha256').update(table).update('\n').update(body).digest('hex')}'`);
-  }
+  if (opts.dedupToken !== false) settings.unshift(`insert_deduplication_token = '${dedupToken(table, body)}'`);
   const result = await client.exec({
     query: `INSERT INTO ${table} (${TABLE_COLUMNS[table].join(', ')}) SETTINGS ${settings.join(', ')} FORMAT JSONCompactEachRow`,
     values: Readable.from([body]),
