@@ -63,7 +63,10 @@ export interface Config {
    * decision log before it becomes a dead letter (ms). @defaultValue 600000 (10 minutes)
    */
   interactionDecisionWaitMs: number;
-  /** Jobs processed at once per ingestion queue. @defaultValue 128 */
+  /**
+   * Jobs processed at once per ingestion queue. Enough for two 10,000-row inserts' worth of jobs
+   * of 100 events: while one insert runs (its jobs wait for it), the next one fills. @defaultValue 256
+   */
   workerConcurrency: number;
   /**
    * Nice value (0–19) of a process that runs the workers or scheduler role without the api role
@@ -338,7 +341,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     autoStartRedis: bool(env, 'AUTO_START_REDIS', true),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     interactionDecisionWaitMs: int(env, 'INTERACTION_DECISION_WAIT_SECONDS', 600, 1, 86_400) * 1000,
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 128, 1, 1000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     workersSchedIdle: bool(env, 'WORKERS_SCHED_IDLE', true),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),
