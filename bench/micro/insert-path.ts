@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { drainStream } from '@clickhouse/client';
 import { createClickhouse } from '../../shared/platform/warehouse/clickhouse.js';
