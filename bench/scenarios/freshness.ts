@@ -311,7 +311,7 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
       keys,
       queue,
       pr,
-      `half the ingest capacity (${Math.round(cap * le.eventsPerRequest).toLocaleString('en')} events/s)`,
+      `half the ingest capacity of ${Math.round(cap * le.eventsPerRequest).toLocaleString('en')} events/s`,
       halfRate,
       false,
     );
