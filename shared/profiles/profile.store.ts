@@ -15,6 +15,8 @@ const MERGE = redisScript(new URL('./merge-profile.lua', import.meta.url));
 const CLEAR = redisScript(new URL('./clear-merged-1.lua', import.meta.url));
 
 const ALIAS_FIELD = PROFILE_FIELDS.alias;
+/** The in-flight hash's stamp field and TTL (ms), as the profile scripts take them (stamp-applied.lua). */
+const STAMP_ARGS = [IN_FLIGHT_APPLIED, String(IN_FLIGHT_TTL_MS)] as const;
 /** Alias hops followed at most (an alias of an alias: a pre-login id merged into a user later merged again). */
 const MAX_ALIAS_HOPS = 4;
 
@@ -76,7 +78,7 @@ export class ProfileStore {
   ): Promise<{ applied: number; userId: string }> {
     const { days, expireAt } = insertMarkerDays(this.wallClock());
     const { needsMarkers, args } = applyArgs(events, { profileTtl: this.profileTtl, markersExpireAt: expireAt });
-    args.push(IN_FLIGHT_APPLIED, String(IN_FLIGHT_TTL_MS), String(this.wallClock()));
+    args.push(...STAMP_ARGS, String(this.wallClock()));
     let user = userId;
     for (let hop = 0; ; hop++) {
       const keys = [this.keys.profile(projectId, user), this.keys.jobMarker(projectId, user, jobId), this.keys.ingestInFlight(projectId, user)];
@@ -238,8 +240,7 @@ export class ProfileStore {
       alias,
       done,
       this.keys.jobMarker(projectId, userId, mergeUnitId(tempUserId)),
-      IN_FLIGHT_APPLIED,
-      String(IN_FLIGHT_TTL_MS),
+      ...STAMP_ARGS,
       String(MERGE_RULES.length),
     ];
     for (const [prefix, rule] of MERGE_RULES) args.push(prefix, rule);

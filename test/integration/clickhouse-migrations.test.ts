@@ -130,7 +130,9 @@ describe('events', () => {
 
   it("hands the embedded engine the rows as bytes (its raw insert), exactly as written, and a bad row's error stays permanent", async () => {
     expect(rawInsertOf(client)).toBeDefined();
-    expect(rawInsertOf(createClickhouse({ url: 'http://127.0.0.1:1', dataDir }))).toBeUndefined(); // a server: the statement
+    const server = createClickhouse({ url: 'http://127.0.0.1:1', dataDir });
+    expect(rawInsertOf(server)).toBeUndefined(); // a server: the statement
+    await server.close();
     const batch = {
       projectId: 'p-raw',
       userId: 'ü-1',
