@@ -15,7 +15,7 @@ interface Pending<T> {
 type QueuedJob = { name: string; data: unknown; opts: typeof INGEST_JOB_OPTIONS & { jobId: string } };
 
 export interface EnqueueBatcherOptions<T> {
-  /** Most jobs sent in one `addBulk`. @defaultValue 500 */
+  /** Most jobs sent in one `addBulk` (a lone job: `add`). @defaultValue 500 */
   maxBatch?: number;
   /** A request waits at most this long for Redis before it gets 503. @defaultValue 1000 */
   timeoutMs?: number;
@@ -112,6 +112,17 @@ export class EnqueueBatcher<T> {
     return jobs;
   }
 
+  /**
+   * A lone job (a LogEvents request of a quiet turn, or one merged job) goes by `add`, one script
+   * call; several by `addBulk`, whose pipeline costs about 40 µs more to build: ioredis copies
+   * every command defined on the connection, BullMQ's 63 scripts, onto each new pipeline
+   * (bench/micro/pipeline-cost.ts). Both add atomically with the same options and job id.
+   */
+  private add(jobs: QueuedJob[]): Promise<unknown> {
+    if (jobs.length === 1) return this.queue.add(jobs[0].name, jobs[0].data, jobs[0].opts);
+    return this.queue.addBulk(jobs);
+  }
+
   private async send(batch: Pending<T>[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_r, reject) => {
@@ -119,7 +130,7 @@ export class EnqueueBatcher<T> {
     });
     try {
       const jobs = this.jobsOf(batch);
-      await Promise.race([this.queue.addBulk(jobs), timeout]);
+      await Promise.race([this.add(jobs), timeout]);
       this.accepted.jobs += jobs.length;
       for (const p of batch) this.accepted.weight += p.weight;
       for (const p of batch) p.resolve();

@@ -148,8 +148,8 @@ export type { Redis };
 const queueConnections = new WeakMap<Redis, Redis>();
 
 /**
- * The connection the BullMQ queues of `client` use: a duplicate (same options), made once per
- * client and closed with it. BullMQ defines its Lua scripts (64 of them) as commands of the
+ * The connection the BullMQ queues of `client` use: a duplicate (same options but no
+ * auto-pipelining), made once per client and closed with it. BullMQ defines its Lua scripts (64 of them) as commands of the
  * connection it is given, and ioredis copies every defined command onto each pipeline it builds;
  * on the request path every autopipelined turn builds one, so a shared connection made a
  * pipeline cost 22 µs instead of 2 (about a fifth of a GetTreatments in an open loop at half the
@@ -159,7 +159,10 @@ const queueConnections = new WeakMap<Redis, Redis>();
 export function queueConnection(client: Redis): Redis {
   let q = queueConnections.get(client);
   if (q === undefined) {
-    const dup = duplicateRedis(client, {});
+    // Without auto-pipelining: it builds a pipeline for every turn with a command, and here a
+    // pipeline copies BullMQ's scripts (about 40 µs, bench/micro/pipeline-cost.ts), where a lone
+    // job's add written on its own costs one socket write. `addBulk` still sends its jobs together.
+    const dup = duplicateRedis(client, { enableAutoPipelining: false });
     // the client's own listener reports an outage; the duplicate sees the same one
     dup.on('error', () => undefined);
     client.once('end', () => dup.disconnect());
@@ -172,9 +175,11 @@ export function queueConnection(client: Redis): Redis {
 export function duplicateRedis(client: Redis, overrides: RedisOptions): Redis {
   if (!isCluster(client)) return client.duplicate(overrides);
   const c = client as unknown as Cluster;
-  const { enableOfflineQueue, ...node } = overrides;
+  // these two are the cluster's own options, the rest its nodes'
+  const { enableOfflineQueue, enableAutoPipelining, ...node } = overrides;
   return c.duplicate([], {
     enableOfflineQueue: enableOfflineQueue ?? c.options.enableOfflineQueue,
+    enableAutoPipelining: enableAutoPipelining ?? c.options.enableAutoPipelining,
     redisOptions: { ...c.options.redisOptions, ...node },
   }) as unknown as Redis;
 }
