@@ -12,9 +12,7 @@ import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 
 const n = Number(process.argv[2] ?? 20_000);
-const bullmqScripts = readdirSync(join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'scripts')).filter((f) =>
-  /^[a-zA-Z]+-\d+\.js$/.test(f),
-).length;
+const bullmqScripts = readdirSync(join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'scripts')).filter((f) => /^\w+-\d+\.js$/.test(f)).length;
 
 for (const scripts of [0, bullmqScripts]) {
   const client = new Redis({ lazyConnect: true });

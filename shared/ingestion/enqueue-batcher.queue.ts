@@ -115,7 +115,7 @@ export class EnqueueBatcher<T> {
   /**
    * A lone job (a LogEvents request of a quiet turn, or one merged job) goes by `add`, one script
    * call; several by `addBulk`, whose pipeline costs about 40 µs more to build: ioredis copies
-   * every command defined on the connection, BullMQ's 63 scripts, onto each new pipeline
+   * every command defined on the connection, BullMQ's 64 scripts, onto each new pipeline
    * (bench/micro/pipeline-cost.ts). Both add atomically with the same options and job id.
    */
   private add(jobs: QueuedJob[]): Promise<unknown> {

@@ -149,8 +149,9 @@ const queueConnections = new WeakMap<Redis, Redis>();
 
 /**
  * The connection the BullMQ queues of `client` use: a duplicate (same options but no
- * auto-pipelining), made once per client and closed with it. BullMQ defines its Lua scripts (64 of them) as commands of the
- * connection it is given, and ioredis copies every defined command onto each pipeline it builds;
+ * auto-pipelining), made once per client and closed with it. BullMQ defines its Lua scripts (64
+ * of them) as commands of the connection it is given, and ioredis copies every defined command
+ * onto each pipeline it builds;
  * on the request path every autopipelined turn builds one, so a shared connection made a
  * pipeline cost 22 µs instead of 2 (about a fifth of a GetTreatments in an open loop at half the
  * capacity, where most turns carry one request). Make it before `waitForRedis(client)`, which
