@@ -148,21 +148,18 @@ export type { Redis };
 const queueConnections = new WeakMap<Redis, Redis>();
 
 /**
- * The connection the BullMQ queues of `client` use: a duplicate (same options but no
- * auto-pipelining), made once per client and closed with it. BullMQ defines its Lua scripts (64
- * of them) as commands of the connection it is given, and ioredis copies every defined command
- * onto each pipeline it builds;
- * on the request path every autopipelined turn builds one, so a shared connection made a
- * pipeline cost 22 µs instead of 2 (about a fifth of a GetTreatments in an open loop at half the
- * capacity, where most turns carry one request). Make it before `waitForRedis(client)`, which
- * then waits for both.
+ * The connection the BullMQ queues of `client` use: a duplicate with the same options but no
+ * auto-pipelining, made once per client and closed with it. BullMQ defines its Lua scripts (64 of
+ * them) as commands of the connection it is given, and ioredis copies every defined command onto
+ * each pipeline it builds: about 40 µs a pipeline (bench/micro/pipeline-cost.ts). On the client
+ * itself, whose auto-pipelining builds one every turn, that was about a fifth of a GetTreatments in
+ * an open loop; here, auto-pipelining would still build one for every turn with a BullMQ command,
+ * where a lone job's add written on its own costs one socket write (`addBulk` still sends several
+ * together). Make it before `waitForRedis(client)`, which then waits for both.
  */
 export function queueConnection(client: Redis): Redis {
   let q = queueConnections.get(client);
   if (q === undefined) {
-    // Without auto-pipelining: it builds a pipeline for every turn with a command, and here a
-    // pipeline copies BullMQ's scripts (about 40 µs, bench/micro/pipeline-cost.ts), where a lone
-    // job's add written on its own costs one socket write. `addBulk` still sends its jobs together.
     const dup = duplicateRedis(client, { enableAutoPipelining: false });
     // the client's own listener reports an outage; the duplicate sees the same one
     dup.on('error', () => undefined);
