@@ -38,7 +38,8 @@ async function sample(): Promise<void> {
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: false,
+    // PROMOTED_SAMPLE_ALL=1: every allocation, the young generation's garbage included
+    includeObjectsCollectedByMinorGC: process.env.PROMOTED_SAMPLE_ALL === '1',
   });
   await new Promise((resolve) => setTimeout(resolve, Number(process.env.PROMOTED_SAMPLE_SEC ?? 8) * 1000));
   const { profile } = await session.post('HeapProfiler.stopSampling');

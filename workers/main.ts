@@ -177,14 +177,22 @@ function concatEventOps(providers: EventOpsProvider[]): EventOpsProvider {
     // per event, the providers' ops one after another (loops: this runs for every ingested event)
     const out: ProfileEvent['ops'][] = new Array(events.length);
     for (let i = 0; i < events.length; i++) {
+      // one provider's ops are taken as they are (not copied); a second one's go into a copy
       let ops: ProfileOp[] | undefined;
+      let copied = false;
       for (const part of parts) {
         const mine = part[i];
         if (mine === undefined || mine.length === 0) continue;
-        if (ops === undefined) ops = mine.slice();
-        else for (const op of mine) ops.push(op);
+        if (ops === undefined) ops = mine;
+        else {
+          if (!copied) {
+            ops = ops.slice();
+            copied = true;
+          }
+          for (const op of mine) ops.push(op);
+        }
       }
-      out[i] = ops ?? [];
+      out[i] = ops;
     }
     return out;
   };

@@ -92,7 +92,24 @@ function timestampOps(target: AggregationTarget, ms: number): ProfileOp[] {
   }
 }
 
-type EventTarget = Extract<AggregationTarget, { source: 'event' }> & { filters: [string, PropertyValue][] };
+/** `dailyOps`: the daily count's op per UTC day number, made once and shared by every event of that day (read-only). */
+type EventTarget = Extract<AggregationTarget, { source: 'event' }> & { filters: [string, PropertyValue][]; dailyOps: Map<number, ProfileOp> };
+
+const DAY_MS = 86_400_000;
+/** Days of daily-count ops a target keeps (retention plus the future an event may carry, with room). */
+const MAX_DAILY_OPS = 1000;
+
+/** The daily count's `inc` of the day of `ms`: one tuple per field and day, not one per event. */
+function dailyCountOp(target: EventTarget, ms: number): ProfileOp {
+  const day = Math.floor(ms / DAY_MS);
+  let op = target.dailyOps.get(day);
+  if (op === undefined) {
+    if (target.dailyOps.size >= MAX_DAILY_OPS) target.dailyOps.clear();
+    op = Object.freeze(['inc', dailyCountKey(target.field.dataFieldId, utcDay(ms)), 1]) as ProfileOp;
+    target.dailyOps.set(day, op);
+  }
+  return op;
+}
 
 /** The event aggregations of a field list, resolved once per list (the cache hands out the same array until a change). */
 const eventTargetsOf = new WeakMap<readonly DataFieldRecord[], EventTarget[]>();
@@ -103,7 +120,8 @@ function eventTargets(fields: readonly DataFieldRecord[]): EventTarget[] {
     targets = [];
     for (const field of fields) {
       const target = aggregationTarget(field);
-      if (target?.source === 'event') targets.push({ ...target, filters: Object.entries(target.params.propertyValueByPropertyName ?? {}) });
+      if (target?.source === 'event')
+        targets.push({ ...target, filters: Object.entries(target.params.propertyValueByPropertyName ?? {}), dailyOps: new Map() });
     }
     eventTargetsOf.set(fields, targets);
   }
@@ -119,7 +137,7 @@ export function eventOps(fields: readonly DataFieldRecord[], event: EventPayload
       const props = event.eventProperties ?? {};
       if (!target.filters.every(([name, want]) => propertyValuesEqual(want, props[name]))) continue;
     }
-    if (target.agg.key === 'dailyCountAggregation') ops.push(['inc', dailyCountKey(target.field.dataFieldId, utcDay(event.clientEventTs)), 1]);
+    if (target.agg.key === 'dailyCountAggregation') ops.push(dailyCountOp(target, event.clientEventTs));
     else ops.push(...timestampOps(target, event.clientEventTs));
   }
   return ops;

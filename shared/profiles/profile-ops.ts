@@ -42,6 +42,7 @@ export interface ProfileEvent {
 export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: number; markersExpireAt: number }): { needsMarkers: boolean; args: string[] } {
   const markers: string[] = [];
   const groups = new Map<string, { op: ProfileOp; events: number[] }>();
+  const byTuple = new Map<ProfileOp, { op: ProfileOp; events: number[] }>();
   const props: string[] = [];
   let needsMarkers = false;
   for (let i = 0; i < events.length; i++) {
@@ -53,10 +54,15 @@ export function applyArgs(events: readonly ProfileEvent[], opts: { profileTtl: n
     }
     if (e.ops) {
       for (const op of e.ops) {
-        const key = op.join('\u0000');
-        const g = groups.get(key);
-        if (g) g.events.push(i + 1);
-        else groups.set(key, { op, events: [i + 1] });
+        // a provider hands the same tuple to the events it applies to alike (a day's count): found without a key
+        let g = byTuple.get(op);
+        if (g === undefined) {
+          const key = op.join('\u0000');
+          g = groups.get(key);
+          if (g === undefined) groups.set(key, (g = { op, events: [] }));
+          byTuple.set(op, g);
+        }
+        g.events.push(i + 1);
       }
     }
     if (e.userProperties) {

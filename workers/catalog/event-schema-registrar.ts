@@ -12,6 +12,9 @@ import type { EventOpsProvider } from '../ingestion/events.processor.js';
  * an op provider so that it runs for every events job, on the API and the Pub/Sub path alike,
  * before the job's profile script (a failure retries the job, which registers again: idempotent).
  */
+/** A job's ops when a provider contributes none: one array of holes, no array per event. */
+const NO_OPS_PER_EVENT = (n: number): undefined[] => new Array<undefined>(n);
+
 export function eventSchemaRegistrar(schemas: EventSchemaStore, log: Logger, opts: { maxNames?: number } = {}): EventOpsProvider {
   const known = new LRUCache<string, true>({ max: opts.maxNames ?? 100_000 });
   // Concurrent jobs with the same new name share one registration.
@@ -38,12 +41,15 @@ export function eventSchemaRegistrar(schemas: EventSchemaStore, log: Logger, opt
     return p;
   };
   return async (projectId, _userId, events) => {
-    const fresh = new Map<string, string>();
-    for (const e of events) {
-      const key = `${projectId}\n${e.eventName}`;
-      if (!known.has(key)) fresh.set(key, e.eventName);
+    // each name of the job once (a job's events repeat a few names): no key string per event
+    const names = new Set<string>();
+    for (const e of events) names.add(e.eventName);
+    const fresh: Promise<void>[] = [];
+    for (const name of names) {
+      const key = `${projectId}\n${name}`;
+      if (!known.has(key)) fresh.push(register(projectId, name, key));
     }
-    if (fresh.size > 0) await Promise.all([...fresh].map(([key, name]) => register(projectId, name, key)));
-    return events.map(() => []);
+    if (fresh.length > 0) await Promise.all(fresh);
+    return NO_OPS_PER_EVENT(events.length);
   };
 }

@@ -49,7 +49,8 @@ export function targetActionEventOps(deps: TargetActionDeps): EventOpsProvider {
     const catalog = await deps.catalog.get(projectId);
     const times = eventTimesByTreatment(catalog, events);
     if (times.size > 0) await countConversions(deps, catalog, projectId, userId, times);
-    return events.map(() => []);
+    // no profile ops: a job's array of holes, no empty array per event
+    return new Array<undefined>(events.length);
   };
 }
 
