@@ -25,10 +25,17 @@ describe('retries skip the rows of applied requests', () => {
   let profiles: ProfileStore;
   const written: string[] = [];
   let failFor: string | undefined;
+  async function write(_table: string, lines: readonly string[]): Promise<void> {
+    if (failFor && lines.some((l) => l.includes(failFor!))) throw new Error('ClickHouse unavailable');
+    written.push(...lines);
+  }
   const writer = {
-    async write(_table: string, lines: readonly string[]) {
-      if (failFor && lines.some((l) => l.includes(failFor!))) throw new Error('ClickHouse unavailable');
-      written.push(...lines);
+    write,
+    // a request's rows come as one chunk of rows separated by commas: recorded row by row
+    async writeChunk(table: string, chunk: string, rows: number) {
+      const lines = (JSON.parse(`[${chunk}]`) as unknown[]).map((row) => JSON.stringify(row));
+      expect(lines).toHaveLength(rows);
+      await write(table, lines);
     },
   } as unknown as ClickhouseBatchWriter;
 

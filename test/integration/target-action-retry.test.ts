@@ -27,7 +27,7 @@ const DAY = 86_400_000;
 const GRACE = 1;
 const P = 'ta';
 const T0 = Date.UTC(2026, 10, 1);
-const writer = { write: async () => undefined } as unknown as ClickhouseBatchWriter;
+const writer = { write: async () => undefined, writeChunk: async () => undefined } as unknown as ClickhouseBatchWriter;
 let redis: Redis;
 let profiles: ProfileStore;
 let ranking: RankingCounterStore;

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { eventDedupKey, eventRowLine, toUserAttributeUpdateRow } from '../../shared/ingestion/event-rows.warehouse.js';
+import { eventDedupKey, eventRowsChunk, toUserAttributeUpdateRow } from '../../shared/ingestion/event-rows.warehouse.js';
 import type { EventsBatchJob, EventsJob, EventsQueueJob, UserAttributesJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
@@ -47,11 +47,10 @@ export async function acceptedBeforeDeletion(
 const receivedAtOf = (data: { receivedAt?: unknown }, job: Job | { timestamp?: number }): number =>
   typeof data.receivedAt === 'number' ? data.receivedAt : (job.timestamp ?? 0);
 
-/** Row lines of an events request; events without insertId are keyed by its id or message. */
-export function eventRowLines(job: EventsJob, jobId: string, ingestMs: number): string[] {
+/** An events request's rows as one chunk (eventRowsChunk); events without insertId are keyed by its id or message. */
+export function eventRowsOf(job: EventsJob, jobId: string, ingestMs: number): string {
   const carrier = job.origin.source === 'pubsub' ? { messageId: job.origin.messageId } : { jobId };
-  const ingest = toClickhouseDateTime64(ingestMs);
-  return job.events.map((e, i) => eventRowLine(job, e, e.clientEventTs, e.serverReceivedTs, eventDedupKey(e.insertId, carrier, i), ingest, job.origin.source));
+  return eventRowsChunk(job, job.events, (e, i) => eventDedupKey(e.insertId, carrier, i), toClickhouseDateTime64(ingestMs), job.origin.source);
 }
 
 /** A dead letter when the payload is not a request of one user; undefined when it is. */
@@ -136,7 +135,7 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
   }
   // rows stored but not yet counted in the profile: a recompute meanwhile reads this user again later
   await deps.profiles.markInFlight(data.projectId, data.userId, id);
-  await deps.writer.write('events', eventRowLines(data, id, deps.now()));
+  await deps.writer.writeChunk('events', eventRowsOf(data, id, deps.now()), data.events.length);
   const ops = deps.opsFor ? await deps.opsFor(data.projectId, data.userId, data.events) : [];
   const profileEvents: ProfileEvent[] = data.events.map((e, i) => ({
     dedupId: dedupIdOf(data, e, i),
@@ -147,7 +146,7 @@ async function processEvents(data: EventsJob, id: string, deps: EventsProcessorD
   // the user was merged into another one since the job started: its rows go there too
   const { applied, userId } = await deps.profiles.applyEventsTo(data.projectId, data.userId, id, profileEvents, async (to) => {
     await deps.profiles.markInFlight(data.projectId, to, id);
-    await deps.writer.write('events', eventRowLines({ ...data, userId: to }, id, deps.now()));
+    await deps.writer.writeChunk('events', eventRowsOf({ ...data, userId: to }, id, deps.now()), data.events.length);
   });
   data.userId = userId;
   if (applied >= 0) deps.onApplied?.(applied, data.events.length);

@@ -22,8 +22,8 @@ export interface BatchWriterOptions {
 
 interface Waiter {
   /**
-   * The caller's JSONCompactEachRow lines (TABLE_COLUMNS order: eventRowLine, rowLine) joined by
-   * newlines. One string per caller, made when it writes: its thousands of small line strings then
+   * The caller's JSONCompactEachRow rows (TABLE_COLUMNS order: rowLine, eventRowsChunk) separated by
+   * newlines or commas. One string per caller, made when it writes: its thousands of small line strings then
    * die young, instead of surviving the wait for the insert into the old generation, whose
    * collections cost the background process more CPU than joining them early (a quarter of its
    * CPU per decision logged, measured with bench/request-cost.ts).
@@ -70,15 +70,23 @@ export class ClickhouseBatchWriter {
   }
 
   write(table: ClickhouseTable, lines: readonly string[]): Promise<void> {
-    if (lines.length === 0) return Promise.resolve();
+    return this.writeChunk(table, lines.length === 1 ? lines[0] : lines.join('\n'), lines.length);
+  }
+
+  /**
+   * `rows` rows already serialised as one chunk of JSONCompactEachRow rows, separated by newlines
+   * or commas (eventRowsChunk: a request's rows in one JSON.stringify).
+   */
+  writeChunk(table: ClickhouseTable, chunk: string, rows: number): Promise<void> {
+    if (rows === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       let buf = this.buffers.get(table);
       if (!buf) {
         buf = { waiters: [], rowCount: 0 };
         this.buffers.set(table, buf);
       }
-      buf.waiters.push({ chunk: lines.length === 1 ? lines[0] : lines.join('\n'), rows: lines.length, resolve, reject });
-      buf.rowCount += lines.length;
+      buf.waiters.push({ chunk, rows, resolve, reject });
+      buf.rowCount += rows;
       if (buf.rowCount >= this.maxRows) this.flush(table);
       else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMsByTable[table] ?? this.maxDelayMs);
     });

@@ -20,7 +20,9 @@ import type { InsertOptions } from '../warehouse.js';
  * is partitioned by month of a client-given time, and the API bounds those times (RETENTION_DAYS
  * back, 24 h ahead: about 15 months), so a batch of any number of jobs spans few partitions. A
  * batch over the limit is refused whole, and the batch writer then retries it caller by caller
- * (classifyClickhouseError: permanent), so one bad job cannot hold back the others.
+ * (classifyClickhouseError: permanent), so one bad job cannot hold back the others. A JSON object
+ * given for a String column is read as its text (`input_format_json_read_objects_as_strings`, on by
+ * default since ClickHouse 23 and set here for older servers): eventRowsChunk relies on it.
  */
 export async function insertRows(client: ClickHouseClient, table: ClickhouseTable, rows: readonly object[], opts: InsertOptions = {}): Promise<void> {
   if (rows.length === 0) return;
@@ -52,13 +54,18 @@ export async function insertLines(client: ClickHouseClient, table: ClickhouseTab
     const settings: Record<string, string | number> = {
       max_partitions_per_insert_block: MAX_PARTITIONS_PER_INSERT,
       throw_on_max_partitions_per_insert_block: 1,
+      input_format_json_read_objects_as_strings: 1,
     };
     if (opts.dedupToken !== false) settings.insert_deduplication_token = dedupToken(table, bytes);
     await raw(table, TABLE_COLUMNS[table], settings, bytes);
     return;
   }
   const body = `${lines.join('\n')}\n`;
-  const settings = [`max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`, 'throw_on_max_partitions_per_insert_block = 1'];
+  const settings = [
+    `max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`,
+    'throw_on_max_partitions_per_insert_block = 1',
+    'input_format_json_read_objects_as_strings = 1',
+  ];
   if (opts.dedupToken !== false) settings.unshift(`insert_deduplication_token = '${dedupToken(table, body)}'`);
   const result = await client.exec({
     query: `INSERT INTO ${table} (${TABLE_COLUMNS[table].join(', ')}) SETTINGS ${settings.join(', ')} FORMAT JSONCompactEachRow`,
