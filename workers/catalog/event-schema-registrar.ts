@@ -12,9 +12,6 @@ import type { EventOpsProvider } from '../ingestion/events.processor.js';
  * an op provider so that it runs for every events job, on the API and the Pub/Sub path alike,
  * before the job's profile script (a failure retries the job, which registers again: idempotent).
  */
-/** A job's ops when a provider contributes none: one array of holes, no array per event. */
-const NO_OPS_PER_EVENT = (n: number): undefined[] => new Array<undefined>(n);
-
 export function eventSchemaRegistrar(schemas: EventSchemaStore, log: Logger, opts: { maxNames?: number } = {}): EventOpsProvider {
   const known = new LRUCache<string, true>({ max: opts.maxNames ?? 100_000 });
   // Concurrent jobs with the same new name share one registration.
@@ -50,6 +47,7 @@ export function eventSchemaRegistrar(schemas: EventSchemaStore, log: Logger, opt
       if (!known.has(key)) fresh.push(register(projectId, name, key));
     }
     if (fresh.length > 0) await Promise.all(fresh);
-    return NO_OPS_PER_EVENT(events.length);
+    // no profile ops: a job's array of holes, no empty array per event
+    return new Array<undefined>(events.length);
   };
 }
