@@ -10,14 +10,15 @@
  *          npx tsx bench/run.ts ingest
  *        kill -USR2 <pid of the background process>     # once the load runs
  *      It samples for PROMOTED_SAMPLE_SEC seconds (8) and writes promoted-<pid>.json to
- *      PROMOTED_SAMPLE_DIR (the system's temporary directory).
+ *      PROMOTED_SAMPLE_DIR (the system's temporary directory); with PROMOTED_SAMPLE_ALL=1 it counts
+ *      every allocation and writes allocated-<pid>.json.
  *   2. Summarise a profile: `npx tsx bench/promoted-sample.ts <file>`: the share of the sampled
  *      bytes by allocating function, and by the repository's own frame nearest to the allocation.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface SamplingNode {
@@ -43,12 +44,14 @@ async function sample(): Promise<void> {
   });
   await new Promise((resolve) => setTimeout(resolve, Number(process.env.PROMOTED_SAMPLE_SEC ?? 8) * 1000));
   const { profile } = await session.post('HeapProfiler.stopSampling');
-  writeFileSync(join(process.env.PROMOTED_SAMPLE_DIR ?? tmpdir(), `promoted-${process.pid}.json`), JSON.stringify(profile));
+  // the file's name says what was counted, so the summary can say it too
+  const kind = process.env.PROMOTED_SAMPLE_ALL === '1' ? 'allocated' : 'promoted';
+  writeFileSync(join(process.env.PROMOTED_SAMPLE_DIR ?? tmpdir(), `${kind}-${process.pid}.json`), JSON.stringify(profile));
   session.disconnect();
 }
 
 function summarise(file: string | undefined): void {
-  if (!file) throw new Error('usage: npx tsx bench/promoted-sample.ts <promoted-PID.json>');
+  if (!file) throw new Error('usage: npx tsx bench/promoted-sample.ts <promoted-PID.json | allocated-PID.json>');
   const head = (JSON.parse(readFileSync(file, 'utf8')) as { head: SamplingNode }).head;
   const byFunction = new Map<string, number>();
   const byOwnFrame = new Map<string, number>();
@@ -70,7 +73,8 @@ function summarise(file: string | undefined): void {
     console.log(title);
     for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${((100 * v) / total).toFixed(1).padStart(6)} %  ${k}`);
   };
-  console.log(`${(total / 1e6).toFixed(1)} MB sampled that outlived a scavenge`);
+  const counted = basename(file).startsWith('allocated-') ? 'allocated (every allocation)' : 'that outlived a scavenge';
+  console.log(`${(total / 1e6).toFixed(1)} MB sampled ${counted}`);
   print('by allocating function:', byFunction);
   print("by the repository's nearest frame:", byOwnFrame);
 }

@@ -1,4 +1,5 @@
 import type { EventAttributes, PropertyValue } from './types.js';
+import type { EventPayload } from './jobs.js';
 import { microsToClickhouseDateTime64, toClickhouseDateTime64 } from '../platform/warehouse/clickhouse-datetime.js';
 import { TABLE_COLUMNS } from '../platform/warehouse/tables.js';
 
@@ -163,9 +164,6 @@ export function eventRowLine(...args: Parameters<typeof eventRowValues>): string
   return JSON.stringify(eventRowValues(...args));
 }
 
-/** What eventRowsChunk needs of an event: its attributes and its times as the job carries them. */
-export type ChunkEvent = EventAttributes & { eventName: string; clientEventTs: number; serverReceivedTs?: number };
-
 /**
  * The rows of one request's events, as JSONCompactEachRow rows separated by commas (ClickHouse
  * reads a comma between rows like a newline): one JSON.stringify for all of them, so no string
@@ -174,8 +172,8 @@ export type ChunkEvent = EventAttributes & { eventName: string; clientEventTs: n
  */
 export function eventRowsChunk(
   owner: { projectId: string; userId: string },
-  events: readonly ChunkEvent[],
-  dedupKey: (e: ChunkEvent, index: number) => string,
+  events: readonly EventPayload[],
+  dedupKey: (e: EventPayload, index: number) => string,
   ingest: string,
   source: EventSource,
 ): string {

@@ -6,7 +6,8 @@ import { createClickhouse, type ClickHouseClient } from '../../shared/platform/w
 import { runMigrations } from '../../shared/platform/warehouse/migrations.js';
 import { insertLines } from '../../shared/platform/warehouse/sql/inserts.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
-import { eventRowLine, eventRowsChunk, type ChunkEvent } from '../../shared/ingestion/event-rows.warehouse.js';
+import { eventRowLine, eventRowsChunk } from '../../shared/ingestion/event-rows.warehouse.js';
+import type { EventPayload } from '../../shared/ingestion/jobs.js';
 import { TABLE_COLUMNS } from '../../shared/platform/warehouse/tables.js';
 
 /**
@@ -33,7 +34,7 @@ const ingest = toClickhouseDateTime64(NOW);
 /** Property texts a client may send: quotes, backslashes, control characters, non-Latin scripts, emoji, JSON-looking text. */
 const TRICKY = ['say "hi"', 'back\\slash \\u0041', 'line\nbreak\ttab\u0001', 'Zürich 東京 🚀', '{"not":"an object"}', '', '</script>'];
 
-const events: ChunkEvent[] = [
+const events: EventPayload[] = [
   ...TRICKY.map((text, i) => ({
     eventName: `e-${i}`,
     clientEventTs: NOW - i * 60_000,
@@ -57,7 +58,7 @@ const stored = async (projectId: string) =>
 
 describe("a request's rows as one chunk", () => {
   it('are stored exactly as one line per row would be, property maps included', async () => {
-    const dedupKey = (_e: ChunkEvent, i: number) => `j:job-1:${i}`;
+    const dedupKey = (_e: EventPayload, i: number) => `j:job-1:${i}`;
     const owner = (projectId: string) => ({ projectId, userId: 'ü "user"' });
     const lines = events.map((e, i) => eventRowLine(owner('p-lines'), e, e.clientEventTs, e.serverReceivedTs, dedupKey(e, i), ingest, 'api'));
     const chunk = eventRowsChunk(owner('p-chunk'), events, dedupKey, ingest, 'api');

@@ -42,6 +42,13 @@ const dedupToken = (table: ClickhouseTable, body: string | Buffer): string => cr
 /** Monthly partitions one insert may touch (ClickHouse's default): an insert over it is refused. */
 export const MAX_PARTITIONS_PER_INSERT = 100;
 
+/** Every insert's settings (see insertRows), the same for the embedded engine and a server. */
+const INSERT_SETTINGS: Readonly<Record<string, number>> = {
+  max_partitions_per_insert_block: MAX_PARTITIONS_PER_INSERT,
+  throw_on_max_partitions_per_insert_block: 1,
+  input_format_json_read_objects_as_strings: 1,
+};
+
 /** Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (see insertRows for the settings). */
 export async function insertLines(client: ClickHouseClient, table: ClickhouseTable, lines: readonly string[], opts: InsertOptions = {}): Promise<void> {
   if (lines.length === 0) return;
@@ -51,21 +58,13 @@ export async function insertLines(client: ClickHouseClient, table: ClickhouseTab
     const parts: Buffer[] = [];
     for (const line of lines) parts.push(Buffer.from(line, 'utf8'), NEWLINE);
     const bytes = Buffer.concat(parts);
-    const settings: Record<string, string | number> = {
-      max_partitions_per_insert_block: MAX_PARTITIONS_PER_INSERT,
-      throw_on_max_partitions_per_insert_block: 1,
-      input_format_json_read_objects_as_strings: 1,
-    };
+    const settings: Record<string, string | number> = { ...INSERT_SETTINGS };
     if (opts.dedupToken !== false) settings.insert_deduplication_token = dedupToken(table, bytes);
     await raw(table, TABLE_COLUMNS[table], settings, bytes);
     return;
   }
   const body = `${lines.join('\n')}\n`;
-  const settings = [
-    `max_partitions_per_insert_block = ${MAX_PARTITIONS_PER_INSERT}`,
-    'throw_on_max_partitions_per_insert_block = 1',
-    'input_format_json_read_objects_as_strings = 1',
-  ];
+  const settings = Object.entries(INSERT_SETTINGS).map(([name, value]) => `${name} = ${value}`);
   if (opts.dedupToken !== false) settings.unshift(`insert_deduplication_token = '${dedupToken(table, body)}'`);
   const result = await client.exec({
     query: `INSERT INTO ${table} (${TABLE_COLUMNS[table].join(', ')}) SETTINGS ${settings.join(', ')} FORMAT JSONCompactEachRow`,
