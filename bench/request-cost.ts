@@ -1,12 +1,14 @@
 /**
  * CPU per request of the API process,
- * (`npx tsx bench/request-cost.ts [seconds] [--rate N] [--cpu-prof DIR]`), closed loop at saturation (or, with
+ * (`npx tsx bench/request-cost.ts [seconds] [--rate N] [--repeat N] [--cpu-prof DIR]`), closed loop at saturation (or, with
  * `--rate`, an open loop of N requests/s over 100 connections): µs of CPU the API process, the
  * background process and Redis spend per GetTreatments, and the same for the bare baseline route.
  * At a rate below saturation most requests have an event-loop turn of their own, so the CPU per
  * request is higher than in the closed loop: that is the cost an open loop's latency depends on. CPU per
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
+ * `--repeat N` measures the same service N times in a row, which shows how far one process's own
+ * figures move from one measurement to the next.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
@@ -24,6 +26,9 @@ const cpuProfDir = profAt >= 0 ? resolve(args.splice(profAt, 2)[1] ?? 'bench-pro
 const rateAt = args.indexOf('--rate');
 const rate = rateAt >= 0 ? Number(args.splice(rateAt, 2)[1]) : undefined;
 if (rate !== undefined && !(rate > 0)) throw new Error('--rate takes a positive number of requests/s');
+const repeatAt = args.indexOf('--repeat');
+const repeats = repeatAt >= 0 ? Number(args.splice(repeatAt, 2)[1]) : 1;
+if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeat takes a whole number of runs, at least 1');
 const seconds = Number(args[0] ?? 8);
 function cpuOf(pid: number): number {
   const t = cpuTimes(pid);
@@ -122,7 +127,8 @@ async function main(): Promise<void> {
     };
     const [api] = svc.sampler.pids('api');
     const [bg] = svc.sampler.pids('background');
-    await measure('service', svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
+    for (let i = 1; i <= repeats; i++)
+      await measure(repeats === 1 ? 'service' : `service (${i} of ${repeats})`, svc.baseUrl, { api, background: bg }, { 'x-api-key': keys.delivery });
     await run.stopService(svc);
     // the peak RSS of each process (and its RSS when ready) and, with --cpu-prof, each profile's summary
     for (const note of run.notes) progress(note);

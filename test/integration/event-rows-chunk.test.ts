@@ -78,4 +78,26 @@ describe("a request's rows as one chunk", () => {
     expect(fromChunk.map((r) => r.event_properties).slice(0, events.length)).toEqual(events.map((e) => JSON.stringify(e.eventProperties ?? {})));
     expect(fromChunk.map((r) => r.user_properties).slice(0, events.length)).toEqual(events.map((e) => JSON.stringify(e.userProperties ?? {})));
   });
+
+  it('copies inside one insert are kept by the insert and read once with FINAL', async () => {
+    // A job's rows can reach one shared insert twice (a stalled job run again beside its first
+    // run). Inserts skip the engine's collapse of their own block (optimize_on_insert = 0): the
+    // copies collapse at the next merge, and the reads that need each row once use FINAL.
+    const row = eventRowLine({ projectId: 'p-copies', userId: 'u' }, events[0], NOW, undefined, 'j:job-3:0', ingest, 'api');
+    const decision = JSON.stringify(['p-copies', 'u', 'resp-1', 't-1', 1, 'home', 0, 'RETURNED', ingest, ingest]);
+    await insertLines(client, 'events', [row, row]);
+    await insertLines(client, 'decisions', [decision, decision]);
+    const count = async (table: string, final: string) =>
+      Number(
+        (
+          await (
+            await client.query({ query: `SELECT count() AS n FROM ${table} ${final} WHERE project_id = 'p-copies'`, format: 'JSONEachRow' })
+          ).json<{ n: string }>()
+        )[0].n,
+      );
+    for (const table of ['events', 'decisions']) {
+      expect(await count(table, '')).toBe(2);
+      expect(await count(table, 'FINAL')).toBe(1);
+    }
+  });
 });
