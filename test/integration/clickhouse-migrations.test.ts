@@ -60,10 +60,10 @@ function migrationsCopy(extra: Record<string, string>): URL {
 describe('runMigrations', () => {
   it('applies every migration file on a fresh chDB path, in version order', async () => {
     const files = await loadMigrations();
-    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(firstRun.applied).toEqual(files.map((m) => ({ version: m.version, name: m.name })));
     const recorded = await rows<{ version: number }>('SELECT version FROM schema_migrations FINAL ORDER BY version');
-    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it('creates ReplacingMergeTree tables whose sorting key is the de-duplication key', async () => {
@@ -85,6 +85,20 @@ describe('runMigrations', () => {
     ]);
   });
 
+  it('makes merges wait for 10 parts of a size in the tables written on every request (events, decisions)', async () => {
+    const tables = await rows<{ name: string; engine_full: string }>(
+      `SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND name != 'schema_migrations' ORDER BY name`,
+    );
+    const base = (t: { engine_full: string }) => /merge_selector_base = (\d+)/.exec(t.engine_full)?.[1];
+    expect(Object.fromEntries(tables.map((t) => [t.name, base(t)]))).toEqual({
+      dead_letters: undefined,
+      decisions: '10',
+      events: '10',
+      interactions: undefined,
+      user_attribute_updates: undefined,
+    });
+  });
+
   it('is a no-op when re-run, and applies only a new file later', async () => {
     expect((await runMigrations(client)).applied).toEqual([]);
     const dir = migrationsCopy({
@@ -93,7 +107,7 @@ describe('runMigrations', () => {
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 901, name: 'probe' }]);
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([]);
     expect(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'probe_a'")).toBe(1);
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(8);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(9);
   });
 
   it('records a migration only after all of its statements succeeded', async () => {
@@ -304,7 +318,7 @@ describe('a named database with chDB', () => {
   it('is created and used by a second client on the same path', async () => {
     const other = createClickhouse({ dataDir, database: 'tds_other' });
     try {
-      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       const rs = await other.query({ query: 'SELECT currentDatabase() AS db, count() AS n FROM events', format: 'JSONEachRow' });
       expect((await rs.json<{ db: string; n: number }>()).map((r) => ({ db: r.db, n: Number(r.n) }))).toEqual([{ db: 'tds_other', n: 0 }]);
     } finally {
