@@ -4,7 +4,7 @@ import { startTestService, projectWithKeys, type TestService } from '../helpers/
 import { eventRowLine, toInteractionRow } from '../../shared/ingestion/event-rows.warehouse.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
 import { rowLine } from '../../shared/platform/warehouse/tables.js';
-import { decisionLines } from '../../workers/impact/decisions.processor.js';
+import { decisionRowsChunk } from '../../workers/impact/decisions.processor.js';
 import type { Decision, DecisionOutcome } from '../../shared/impact/decisions.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
@@ -105,8 +105,8 @@ describe('GetTreatmentReport', () => {
 
     const decide = (userId: string, tid: string, atMs: number, outcome: DecisionOutcome, dup = false) => {
       const d: Decision = { treatmentId: tid, versionNumber: 1, surface: 'home', rank: outcome === 'RETURNED' || outcome === 'QA' ? 1 : 0, outcome };
-      const lines = decisionLines({ projectId, userId, responseId: `r${responseSeq++}`, decideTimeMs: atMs, decisions: [d] }, ingest);
-      decisions.push(...lines, ...(dup ? lines : []));
+      const { chunk } = decisionRowsChunk([{ projectId, userId, responseId: `r${responseSeq++}`, decideTimeMs: atMs, decisions: [d] }], ingest);
+      decisions.push(chunk, ...(dup ? [chunk] : []));
     };
     const interact = (userId: string, tid: string, type: string, atMs: number, dup = false) => {
       const line = rowLine(

@@ -18,11 +18,21 @@ export interface DecisionsProcessorDeps {
   markerGraceSeconds?: number;
 }
 
-/** The JSONCompactEachRow lines of a record (TABLE_COLUMNS.decisions order). */
-export function decisionLines(rec: DecisionRecord, ingest: string): string[] {
-  const head = `[${JSON.stringify(rec.projectId)},${JSON.stringify(rec.userId)},${JSON.stringify(rec.responseId)},`;
-  const tail = `,"${toClickhouseDateTime64(rec.decideTimeMs)}","${ingest}"]`;
-  return rec.decisions.map((d) => `${head}${JSON.stringify(d.treatmentId)},${d.versionNumber},${JSON.stringify(d.surface)},${d.rank},"${d.outcome}"${tail}`);
+/**
+ * The rows of records (TABLE_COLUMNS.decisions order) as one chunk of JSONCompactEachRow rows
+ * separated by commas, which ClickHouse reads like newlines: one JSON.stringify for all of them,
+ * as eventRowsChunk does for a request's events, so no string per row and no join. `userId`, when
+ * given, replaces the records' user (a merge that landed while the job ran).
+ */
+export function decisionRowsChunk(records: readonly DecisionRecord[], ingest: string, userId?: string): { chunk: string; rows: number } {
+  const rows: unknown[][] = [];
+  for (const rec of records) {
+    const decideTime = toClickhouseDateTime64(rec.decideTimeMs);
+    const user = userId ?? rec.userId;
+    for (const d of rec.decisions)
+      rows.push([rec.projectId, user, rec.responseId, d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome, decideTime, ingest]);
+  }
+  return { chunk: JSON.stringify(rows).slice(1, -1), rows: rows.length };
 }
 
 const NO_CAPS: ReadonlySet<string> = new Set();
@@ -47,10 +57,8 @@ export async function processDecisionsJob(job: Job<DecisionsJob>, deps: Decision
   if (records.length === 0) return 0;
   await readdressToMergedUsers(records, job.id!, deps.profiles);
   const ingest = toClickhouseDateTime64(deps.now());
-  await deps.writer.write(
-    'decisions',
-    records.flatMap((r) => decisionLines(r, ingest)),
-  );
+  const { chunk, rows } = decisionRowsChunk(records, ingest);
+  await deps.writer.writeChunk('decisions', chunk, rows);
   const units = await applyCapCounters(job.id!, records, ingest, deps);
   if (units.length > 0) {
     // the job is done with these markers once it completes; a duplicate execution still finds them for the grace
@@ -78,12 +86,10 @@ async function applyCapCounters(jobId: string, records: DecisionRecord[], ingest
   return Promise.all(
     [...byUser.values()].map(async (u): Promise<AppliedUnit> => {
       // merged since the records were re-addressed: their rows go to the user too, before the marker commits there
-      const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) =>
-        deps.writer.write(
-          'decisions',
-          u.records.flatMap((r) => decisionLines({ ...r, userId: to }, ingest)),
-        ),
-      );
+      const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) => {
+        const { chunk, rows } = decisionRowsChunk(u.records, ingest, to);
+        return deps.writer.writeChunk('decisions', chunk, rows);
+      });
       return { projectId: u.projectId, userId, id: jobId };
     }),
   );
