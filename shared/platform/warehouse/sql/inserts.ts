@@ -48,7 +48,7 @@ const dedupToken = (table: ClickhouseTable, body: string | Buffer): string => cr
 export const MAX_PARTITIONS_PER_INSERT = 100;
 
 /** Every insert's settings (see insertRows), the same for the embedded engine and a server. */
-const INSERT_SETTINGS: Readonly<Record<string, number>> = {
+export const INSERT_SETTINGS: Readonly<Record<string, number>> = {
   max_partitions_per_insert_block: MAX_PARTITIONS_PER_INSERT,
   throw_on_max_partitions_per_insert_block: 1,
   input_format_json_read_objects_as_strings: 1,
