@@ -100,6 +100,8 @@ async function main(): Promise<void> {
     const { keys, body } = await prepareDelivery(run, svc, p);
     const measure = async (label: string, baseUrl: string, pids: Record<string, number>, headers: Record<string, string>) => {
       const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
+      // through the run, so its progress watchdog names this step and not the catalogue's
+      run.progress(`${label}: 2 s warm-up + ${seconds} s ${rate === undefined ? 'closed loop' : `at ${rate} req/s`}`);
       await runLoad({ ...o, durationSec: 2 });
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
       const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid)]));
