@@ -1,7 +1,7 @@
 import type { EventAttributes, PropertyValue } from './types.js';
 import type { EventPayload } from './jobs.js';
 import { microsToClickhouseDateTime64, toClickhouseDateTime64 } from '../platform/warehouse/clickhouse-datetime.js';
-import { TABLE_COLUMNS } from '../platform/warehouse/tables.js';
+import { rowsChunk, TABLE_COLUMNS } from '../platform/warehouse/tables.js';
 
 /**
  * Ingestion's rows of the ClickHouse tables `events`, `interactions` and `user_attribute_updates`
@@ -182,8 +182,7 @@ export function eventRowsChunk(
     const e = events[i];
     rows[i] = eventRowValues(owner, e, e.clientEventTs, e.serverReceivedTs, dedupKey(e, i), ingest, source, propertiesObject);
   }
-  const text = JSON.stringify(rows);
-  return text.slice(1, -1);
+  return rowsChunk(rows);
 }
 
 export function toEventRow(...args: Parameters<typeof eventRowValues>): EventRow {

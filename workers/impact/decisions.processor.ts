@@ -2,6 +2,7 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import { decisionRecordsOf, type DecisionRecord, type DecisionsJob } from '../../shared/impact/index.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhouse-datetime.js';
+import { rowsChunk } from '../../shared/platform/warehouse/tables.js';
 import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
 import { acceptedBeforeDeletion, type ErasedUsers } from '../ingestion/events.processor.js';
 import { returnedCapOps, type ReturnedCaps } from '../delivery/cap-counters.js';
@@ -19,10 +20,9 @@ export interface DecisionsProcessorDeps {
 }
 
 /**
- * The rows of records (TABLE_COLUMNS.decisions order) as one chunk of JSONCompactEachRow rows
- * separated by commas, which ClickHouse reads like newlines: one JSON.stringify for all of them,
- * as eventRowsChunk does for a request's events, so no string per row and no join. `userId`, when
- * given, replaces the records' user (a merge that landed while the job ran).
+ * The rows of records (TABLE_COLUMNS.decisions order) as one chunk (rowsChunk), as eventRowsChunk
+ * makes a request's events. `userId`, when given, replaces the records' user (a merge that landed
+ * while the job ran).
  */
 export function decisionRowsChunk(records: readonly DecisionRecord[], ingest: string, userId?: string): { chunk: string; rows: number } {
   const rows: unknown[][] = [];
@@ -32,7 +32,7 @@ export function decisionRowsChunk(records: readonly DecisionRecord[], ingest: st
     for (const d of rec.decisions)
       rows.push([rec.projectId, user, rec.responseId, d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome, decideTime, ingest]);
   }
-  return { chunk: JSON.stringify(rows).slice(1, -1), rows: rows.length };
+  return { chunk: rowsChunk(rows), rows: rows.length };
 }
 
 const NO_CAPS: ReadonlySet<string> = new Set();

@@ -58,6 +58,15 @@ export const USER_TABLES = [
   { table: 'user_attribute_updates', ttlColumn: 'update_ts' },
 ] as const;
 
+/**
+ * Rows given as value arrays (TABLE_COLUMNS order) as one chunk of JSONCompactEachRow rows
+ * separated by commas, which ClickHouse reads like newlines: one JSON.stringify for all of them,
+ * so no string per row and no join (eventRowsChunk, decisionRowsChunk).
+ */
+export function rowsChunk(rows: readonly unknown[][]): string {
+  return JSON.stringify(rows).slice(1, -1);
+}
+
 /** The JSONCompactEachRow line of a row object of `table` (its values in TABLE_COLUMNS order). */
 export function rowLine(table: ClickhouseTable, row: object): string {
   return JSON.stringify(TABLE_COLUMNS[table].map((c) => (row as Record<string, unknown>)[c]));
