@@ -88,6 +88,7 @@ export function composeApi(platform: Platform, shared: ApiShared): ApiRole {
   const overload = new LoadShedder({
     maxEventLoopLagMs: config.overloadMaxLagMs,
     maxInFlight: config.overloadMaxInFlight,
+    targetLagMs: config.overloadTargetLagMs,
     stats: metrics.overload,
     cors: corsPolicy(config.corsOrigins),
   }).start();

@@ -6,8 +6,14 @@ import { CORS_EXPOSED_HEADERS, type CorsPolicy } from './cors.js';
 export interface LoadShedderOptions {
   /** Event-loop lag (ms) beyond which public requests are refused; 0: never. */
   maxEventLoopLagMs: number;
-  /** Public requests being answered at once beyond which new ones are refused; 0: no limit. */
+  /**
+   * Public requests being answered at once beyond which new ones are refused; 0: no limit. While
+   * requests are being refused for it and the event loop lags more than `targetLagMs`, the limit
+   * in force halves (down to a sixteenth of it), and it grows back while the lag is lower.
+   */
   maxInFlight: number;
+  /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue a third of maxEventLoopLagMs */
+  targetLagMs?: number;
   /** How often the lag is sampled (ms). @defaultValue 10 */
   sampleMs?: number;
   stats: OverloadStats;
@@ -47,12 +53,19 @@ export class LoadShedder {
   /** The lag of the sample before: one late sample (a GC pause, the process descheduled) is not overload. */
   private previousLagMs = 0;
   private inFlight = 0;
+  /** The in-flight limit in force: `maxInFlight`, lowered while overload is refused (`adapt`). */
+  private limit: number;
+  /** A request was refused since the last sample. */
+  private refusedSinceSample = false;
   private expected = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly sampleMs: number;
+  private readonly targetLagMs: number;
 
   constructor(private readonly opts: LoadShedderOptions) {
     this.sampleMs = opts.sampleMs ?? 10;
+    this.targetLagMs = opts.targetLagMs ?? opts.maxEventLoopLagMs / 3;
+    this.limit = opts.maxInFlight;
   }
 
   start(): this {
@@ -63,6 +76,7 @@ export class LoadShedder {
       this.previousLagMs = this.lagMs;
       this.lagMs = Math.max(0, now - this.expected);
       this.expected = now + this.sampleMs;
+      this.adapt();
     }, this.sampleMs);
     this.timer.unref();
     return this;
@@ -73,13 +87,38 @@ export class LoadShedder {
     this.timer = undefined;
   }
 
+  /**
+   * Under overload every connection has a request waiting, and the requests admitted in one turn
+   * of the event loop are answered in the next: the more a turn admits, the longer the turns (the
+   * refusals of the rest take their share too), and the longer every admitted request waits. So
+   * while requests are being refused and the loop lags beyond `targetLagMs`, the limit
+   * halves; while the lag is below it, it grows back by a thirty-second of `maxInFlight` per
+   * sample (to all of it within about 300 ms). The admitted requests then wait about the target,
+   * not a turn of `maxInFlight` requests, and as many are answered per second. A saturated closed
+   * loop of fewer clients than `maxInFlight` is never refused, however long its turns: the limit
+   * only falls while requests are refused.
+   */
+  private adapt(): void {
+    const max = this.opts.maxInFlight;
+    if (max === 0) return;
+    if (this.lagMs > this.targetLagMs) {
+      if (this.refusedSinceSample) this.limit = Math.max(Math.ceil(max / 16), this.limit >> 1);
+    } else if (this.limit < max) this.limit = Math.min(max, this.limit + Math.ceil(max / 32));
+    this.refusedSinceSample = false;
+  }
+
+  /** The in-flight limit in force now (`maxInFlight` unless lowered under overload; 0: no limit). */
+  get inFlightLimit(): number {
+    return this.limit;
+  }
+
   /** The event loop's lag over the last two samples (ms): the lower of the two, so a single pause does not count. */
   get lag(): number {
     return Math.min(this.lagMs, this.previousLagMs);
   }
 
   get overloaded(): boolean {
-    return (this.opts.maxEventLoopLagMs > 0 && this.lag > this.opts.maxEventLoopLagMs) || (this.opts.maxInFlight > 0 && this.inFlight >= this.opts.maxInFlight);
+    return (this.opts.maxEventLoopLagMs > 0 && this.lag > this.opts.maxEventLoopLagMs) || (this.limit > 0 && this.inFlight >= this.limit);
   }
 
   /** Wraps a request listener (Fastify's): refuses public requests while overloaded, counts the rest in flight. */
@@ -89,6 +128,7 @@ export class LoadShedder {
       if (req.method !== 'POST' || !isClientOperation(req.url)) return handler(req, res);
       if (this.overloaded) {
         this.opts.stats.shed++;
+        this.refusedSinceSample = true;
         // the unread body is discarded by node once the answer is sent, so the connection stays usable
         res.writeHead(503, this.refusalHeaders(req.headers.origin)).end(REFUSAL);
         return;

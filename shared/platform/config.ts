@@ -137,6 +137,11 @@ export interface Config {
    */
   overloadMaxInFlight: number;
   /**
+   * Event-loop lag (ms) that the in-flight limit, lowered while requests are being refused, keeps
+   * an API process under: the latency of the requests it admits under overload. @defaultValue 10
+   */
+  overloadTargetLagMs: number;
+  /**
    * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
    * into its signed-in user. `off` for apps whose user ids are all signed-in ids: nothing is
    * merged (ids merged before stay merged). @defaultValue on
@@ -355,6 +360,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 128, 0, 1_000_000),
+    overloadTargetLagMs: int(env, 'OVERLOAD_TARGET_LAG_MS', 10, 1, 60_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
     corsOrigins: corsOrigins(env),
   };

@@ -27,6 +27,15 @@ function fakeRes() {
   return res;
 }
 
+/** Blocks the event loop for `ms`, then lets the sampler (due earlier) run before the caller goes on. */
+async function blockFor(ms: number): Promise<void> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // the event loop is blocked
+  }
+  await new Promise((r) => setTimeout(r, 1));
+}
+
 const req = (url: string, method = 'POST', headers: Record<string, string> = {}) => ({ url, method, headers }) as unknown as IncomingMessage;
 
 describe('LoadShedder', () => {
@@ -75,17 +84,39 @@ describe('LoadShedder', () => {
     expect(fromElsewhere.headers?.['access-control-allow-origin']).toBeUndefined();
   });
 
+  it('halves the in-flight limit while it refuses and the event loop lags beyond the target, never for a lag alone, and grows it back once the lag is low', async () => {
+    const stats = { shed: 0 };
+    // the lag bound is far above the blocks, so only the in-flight limit refuses here
+    const shedder = new LoadShedder({ maxEventLoopLagMs: 10_000, maxInFlight: 16, targetLagMs: 40, sampleMs: 5, stats }).start();
+    const guard = shedder.guard(() => undefined);
+    const admit = () => {
+      const res = fakeRes();
+      guard(req('/v1/GetTreatments'), res as unknown as ServerResponse);
+      return res;
+    };
+    try {
+      const held = Array.from({ length: 10 }, admit);
+      await blockFor(150); // a long turn with 10 in flight and nothing refused: a saturated closed loop, not overload
+      expect(shedder.inFlightLimit).toBe(16);
+      held.push(...Array.from({ length: 6 }, admit));
+      expect(held.every((r) => r.status === undefined)).toBe(true);
+      expect(admit().status).toBe(503); // the 17th
+      await blockFor(150); // refusing, and lagging beyond the target
+      expect(shedder.inFlightLimit).toBe(8);
+      for (const r of held.splice(0, 9)) r.finish(); // 7 left in flight, under the lowered limit
+      expect(admit().status).toBeUndefined();
+      expect(admit().status).toBe(503); // 8 in flight: the lowered limit holds
+      expect(stats.shed).toBe(2);
+      await waitUntil(() => shedder.inFlightLimit === 16, 5000, 5); // the lag is low again: back to all of it
+    } finally {
+      shedder.stop();
+    }
+  });
+
   it('refuses while the event loop lags beyond maxEventLoopLagMs two samples in a row, and stops refusing when it catches up', async () => {
     const stats = { shed: 0 };
     // bounds well above what a loaded machine's scheduling adds to a 5 ms timer, blocks well above the bounds
     const shedder = new LoadShedder({ maxEventLoopLagMs: 100, maxInFlight: 0, sampleMs: 5, stats }).start();
-    const blockFor = async (ms: number) => {
-      const end = performance.now() + ms;
-      while (performance.now() < end) {
-        // the event loop is blocked
-      }
-      await new Promise((r) => setTimeout(r, 1)); // the sampler, due earlier, runs first
-    };
     const calm = async () => {
       await new Promise((r) => setTimeout(r, 30)); // a few samples on time
       await waitUntil(() => !shedder.overloaded, 5000, 5);

@@ -1,0 +1,72 @@
+/**
+ * Compares settings of the overload defence (`npx tsx bench/overload-ab.ts [rounds] NAME:K=V,K=V …`,
+ * after `npm run build` with BENCH_SERVICE=dist): each round starts the service once per named
+ * setting (in turn, so the machine's drift falls on every side alike) and runs, as the delivery
+ * scenario does, a closed loop (its capacity), an open loop at half the first round's capacity and
+ * an overload at twice it over 1,200 connections. The rates are the same for every setting, so the
+ * figures compare. Prints per run: capacity, the open loop's p99, and the overload's 200s p50/p99,
+ * share refused and longest wait.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runLoad } from './lib/load-runner.js';
+import { runOpenLoop } from './lib/open-loop.js';
+import { ScenarioRun } from './lib/scenario-run.js';
+import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
+
+function parseSetting(arg: string): { name: string; env: Record<string, string> } {
+  const [name, rest = ''] = arg.split(':', 2);
+  const env: Record<string, string> = {};
+  for (const kv of rest.split(',').filter(Boolean)) {
+    const [k, v] = kv.split('=', 2);
+    env[k] = v;
+  }
+  return { name, env };
+}
+
+async function main(): Promise<void> {
+  const rounds = Number(process.argv[2] ?? 2);
+  const settings = process.argv.slice(3).map(parseSetting);
+  if (!(rounds > 0) || settings.length === 0) throw new Error('usage: overload-ab.ts ROUNDS NAME:K=V,K=V [NAME:…]');
+  const workDir = mkdtempSync(join(tmpdir(), 'tds-overload-ab-'));
+  const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
+  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map() };
+  const run = ScenarioRun.open(ctx, 'overload-ab');
+  const p = { ...DELIVERY_SIZES.full, users: 20_000 };
+  const lines: string[] = [];
+  let capacity = 0;
+  let prepared: Awaited<ReturnType<typeof prepareDelivery>> | undefined;
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      for (const s of settings) {
+        const svc = await run.startService({ env: s.env, label: s.name });
+        prepared ??= await prepareDelivery(run, svc, p);
+        const { keys, body } = prepared;
+        const target = { baseUrl: svc.baseUrl, path: '/v1/GetTreatments', headers: { 'x-api-key': keys.delivery }, body };
+        await runLoad({ ...target, durationSec: 3, connections: 50 });
+        const closed = await runLoad({ ...target, durationSec: 8, connections: 50 });
+        if (capacity === 0) capacity = closed.rps;
+        const half = await runOpenLoop({ ...target, rate: Math.round(capacity / 2), durationSec: 8, connections: 100, preconnect: true });
+        const over = await runOpenLoop({ ...target, rate: Math.round(capacity * 2), durationSec: 8, connections: 1200, preconnect: true });
+        const line =
+          `round ${round} ${s.name}: closed ${closed.rps.toFixed(0)} req/s (p99 ${closed.p99.toFixed(1)} ms, non-2xx ${closed.non2xx}); ` +
+          `open ${Math.round(capacity / 2)}/s p99 ${half.p99.toFixed(1)} ms (503 ${half.refused}, send lag ${half.maxSendLagMs.toFixed(0)}); ` +
+          `overload ${Math.round(capacity * 2)}/s: 200s p50 ${over.p50.toFixed(1)} p99 ${over.p99.toFixed(1)} ms, ${over.ok} ok, ` +
+          `${((over.refused * 100) / over.sent).toFixed(1)} % 503 (p99 ${over.refusedP99.toFixed(1)}), longest ${over.maxWaitMs.toFixed(0)} ms, send lag ${over.maxSendLagMs.toFixed(0)}`;
+        lines.push(line);
+        progress(line);
+        await run.stopService(svc, s.name);
+      }
+    }
+  } finally {
+    await run.close();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});
