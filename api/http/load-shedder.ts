@@ -66,6 +66,7 @@ export class LoadShedder {
     this.sampleMs = opts.sampleMs ?? 10;
     this.targetLagMs = opts.targetLagMs ?? opts.maxEventLoopLagMs / 3;
     this.limit = opts.maxInFlight;
+    opts.stats.inFlightLimit = this.limit;
   }
 
   start(): this {
@@ -105,6 +106,7 @@ export class LoadShedder {
       if (this.refusedSinceSample) this.limit = Math.max(Math.ceil(max / 16), this.limit >> 1);
     } else if (this.limit < max) this.limit = Math.min(max, this.limit + Math.ceil(max / 32));
     this.refusedSinceSample = false;
+    this.opts.stats.inFlightLimit = this.limit;
   }
 
   /** The in-flight limit in force now (`maxInFlight` unless lowered under overload; 0: no limit). */

@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** The one prefix of every metric this service exports (process defaults included). */
 export const METRIC_PREFIX = 'tds_';
@@ -32,6 +32,8 @@ export interface DecisionLogStats {
 /** Requests refused at once with 503 because the process was overloaded (event-loop lag or requests in flight). */
 export interface OverloadStats {
   shed: number;
+  /** The in-flight limit in force (OVERLOAD_MAX_IN_FLIGHT, lowered while overload is refused); 0 where no client request is taken. */
+  inFlightLimit: number;
 }
 
 /** The plain numbers the hot paths increment, turned into counters at scrape time. */
@@ -96,6 +98,14 @@ export function registerStatsCounters(registers: Registry[], sources: StatsSourc
     collect() {
       this.reset();
       this.inc(overload.shed);
+    },
+  });
+  new Gauge({
+    name: `${P}http_in_flight_limit`,
+    help: 'Client requests an API process admits at once now: OVERLOAD_MAX_IN_FLIGHT, halved while it refuses overload with its event loop lagging beyond OVERLOAD_TARGET_LAG_MS (0: not an API process, or no limit)',
+    registers,
+    collect() {
+      this.set(overload.inFlightLimit);
     },
   });
 }

@@ -106,7 +106,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const caches = new Map<string, CacheStats>();
   const delivery: DeliveryStats = { withTreatments: 0, empty: 0, treatmentsReturned: 0 };
   const decisionLog: DecisionLogStats = { queued: 0, dropped: 0 };
-  const overload: OverloadStats = { shed: 0 };
+  const overload: OverloadStats = { shed: 0, inFlightLimit: 0 };
   const timeoutMs = opts.queueStatsTimeoutMs ?? 2000;
   const P = METRIC_PREFIX;
   let defaultsOn = false;

@@ -53,7 +53,7 @@ function post(s: Socket, path: string, key: string, body: unknown): void {
 }
 
 beforeAll(async () => {
-  t = await createTestApp({ OVERLOAD_MAX_LAG_MS: '20' });
+  t = await createTestApp({ OVERLOAD_MAX_LAG_MS: '20', OVERLOAD_MAX_IN_FLIGHT: '128' });
   k = await createProjectWithKeys(t);
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   port = (t.app.server.address() as AddressInfo).port;
@@ -82,6 +82,11 @@ describe('load shedding', () => {
       h.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
       r = await refused;
       await healthAnswer;
+      // it refused while lagging beyond the target: at the next sample (due before this timer) the
+      // in-flight limit in force is halved, and it cannot grow back while the loop still lags
+      await new Promise((res) => setTimeout(res, 15));
+      expect(t.ctx.metrics.overload.inFlightLimit).toBe(64);
+      expect(await t.ctx.metrics.render()).toMatch(/tds_http_in_flight_limit 64\b/);
     } finally {
       clearInterval(busy);
     }

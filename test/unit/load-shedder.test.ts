@@ -40,7 +40,7 @@ const req = (url: string, method = 'POST', headers: Record<string, string> = {})
 
 describe('LoadShedder', () => {
   it('refuses public requests beyond maxInFlight with 503 and Retry-After, admits them again as others finish; other paths always pass', () => {
-    const stats = { shed: 0 };
+    const stats = { shed: 0, inFlightLimit: 0 };
     const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 2, stats });
     const handled: string[] = [];
     const guard = shedder.guard((r) => handled.push(r.url!));
@@ -63,7 +63,7 @@ describe('LoadShedder', () => {
   });
 
   it('never refuses a CORS preflight, and a refusal to a page of an allowed origin carries its CORS headers', () => {
-    const stats = { shed: 0 };
+    const stats = { shed: 0, inFlightLimit: 0 };
     const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 1, stats, cors: corsPolicy(['https://shop.example']) });
     const handled: string[] = [];
     const guard = shedder.guard((r) => handled.push(`${r.method} ${r.url}`));
@@ -85,7 +85,7 @@ describe('LoadShedder', () => {
   });
 
   it('halves the in-flight limit while it refuses and the event loop lags beyond the target, never for a lag alone, and grows it back once the lag is low', async () => {
-    const stats = { shed: 0 };
+    const stats = { shed: 0, inFlightLimit: 0 };
     // the lag bound is far above the blocks, so only the in-flight limit refuses here
     const shedder = new LoadShedder({ maxEventLoopLagMs: 10_000, maxInFlight: 16, targetLagMs: 40, sampleMs: 5, stats }).start();
     const guard = shedder.guard(() => undefined);
@@ -103,6 +103,7 @@ describe('LoadShedder', () => {
       expect(admit().status).toBe(503); // the 17th
       await blockFor(150); // refusing, and lagging beyond the target
       expect(shedder.inFlightLimit).toBe(8);
+      expect(stats.inFlightLimit).toBe(8); // the gauge's source
       for (const r of held.splice(0, 9)) r.finish(); // 7 left in flight, under the lowered limit
       expect(admit().status).toBeUndefined();
       expect(admit().status).toBe(503); // 8 in flight: the lowered limit holds
@@ -114,7 +115,7 @@ describe('LoadShedder', () => {
   });
 
   it('refuses while the event loop lags beyond maxEventLoopLagMs two samples in a row, and stops refusing when it catches up', async () => {
-    const stats = { shed: 0 };
+    const stats = { shed: 0, inFlightLimit: 0 };
     // bounds well above what a loaded machine's scheduling adds to a 5 ms timer, blocks well above the bounds
     const shedder = new LoadShedder({ maxEventLoopLagMs: 100, maxInFlight: 0, sampleMs: 5, stats }).start();
     const calm = async () => {
