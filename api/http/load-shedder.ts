@@ -12,7 +12,7 @@ export interface LoadShedderOptions {
    * in force halves (down to a sixteenth of it), and it grows back while the lag is lower.
    */
   maxInFlight: number;
-  /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue a third of maxEventLoopLagMs */
+  /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue 10 */
   targetLagMs?: number;
   /** How often the lag is sampled (ms). @defaultValue 10 */
   sampleMs?: number;
@@ -64,13 +64,14 @@ export class LoadShedder {
 
   constructor(private readonly opts: LoadShedderOptions) {
     this.sampleMs = opts.sampleMs ?? 10;
-    this.targetLagMs = opts.targetLagMs ?? opts.maxEventLoopLagMs / 3;
+    this.targetLagMs = opts.targetLagMs ?? 10;
     this.limit = opts.maxInFlight;
     opts.stats.inFlightLimit = this.limit;
   }
 
   start(): this {
-    if (this.timer || this.opts.maxEventLoopLagMs === 0) return this;
+    // the samples serve the lag bound and the in-flight limit's adaptation: none without either
+    if (this.timer || (this.opts.maxEventLoopLagMs === 0 && this.opts.maxInFlight === 0)) return this;
     this.expected = performance.now() + this.sampleMs;
     this.timer = setInterval(() => {
       const now = performance.now();

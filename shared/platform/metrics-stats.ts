@@ -29,7 +29,7 @@ export interface DecisionLogStats {
   dropped: number;
 }
 
-/** Requests refused at once with 503 because the process was overloaded (event-loop lag or requests in flight). */
+/** Requests refused at once with 503 because the process was overloaded (event-loop lag or requests in flight), and the in-flight limit in force. */
 export interface OverloadStats {
   shed: number;
   /** The in-flight limit in force (OVERLOAD_MAX_IN_FLIGHT, lowered while overload is refused); 0 where no client request is taken. */
@@ -44,7 +44,7 @@ export interface StatsSources {
   overload: OverloadStats;
 }
 
-/** Counters read from plain numbers on each scrape: the hot paths pay an increment, no label lookup. */
+/** Counters (and the in-flight limit's gauge) read from plain numbers on each scrape: the hot paths pay an increment, no label lookup. */
 export function registerStatsCounters(registers: Registry[], sources: StatsSources): void {
   const { caches, delivery, decisionLog, overload } = sources;
   new Counter({
