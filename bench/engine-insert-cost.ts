@@ -9,7 +9,7 @@
  * changes the table (ALTER TABLE … MODIFY SETTING) before the inserts: run two such commands one
  * after the other to compare a change. No service, no Redis: only the engine's share of a row.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClickhouse, rawInsertOf } from '../shared/platform/warehouse/clickhouse.js';
@@ -20,7 +20,7 @@ import { TABLE_COLUMNS } from '../shared/platform/warehouse/tables.js';
 import { eventRowsChunk } from '../shared/ingestion/event-rows.warehouse.js';
 import type { DecisionRecord } from '../shared/impact/index.js';
 import { decisionRowsChunk } from '../workers/impact/decisions.processor.js';
-import { cpuTimes } from './lib/proc-stat.js';
+import { threadCpuOf } from './lib/proc-stat.js';
 
 const args = process.argv.slice(2);
 function pairs(flag: string): Record<string, string> {
@@ -37,21 +37,6 @@ const tableSettings = pairs('--table-setting');
 const table = args[0] === 'decisions' ? 'decisions' : 'events';
 const inserts = Number(args[1] ?? 150);
 const perInsert = Number(args[2] ?? 5000);
-
-/** CPU seconds of this process per thread group (thread names without their numbers). */
-function threadCpu(): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const t = cpuTimes(process.pid, Number(tid));
-      const group = Number(tid) === process.pid ? 'main' : t.name.replace(/[\d_-]+$/, '');
-      out.set(group, (out.get(group) ?? 0) + t.user + t.sys);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return out;
-}
 
 /** An insert's rows as the workers make them: requests of 100 events, or responses of 3 decisions. */
 function chunkOf(n: number, at: number, seq: number): string {
@@ -88,7 +73,7 @@ async function main(): Promise<void> {
     const raw = rawInsertOf(client);
     if (!raw) throw new Error('the embedded engine is needed (no CLICKHOUSE_URL)');
     const load = loadavg()[0].toFixed(2);
-    const before = threadCpu();
+    const before = threadCpuOf(process.pid);
     for (let i = 0; i < inserts; i++) {
       const body = Buffer.from(`${chunkOf(perInsert, Date.now(), i)}\n`);
       await raw(table, TABLE_COLUMNS[table], { ...INSERT_SETTINGS, ...settings }, body);
@@ -97,7 +82,7 @@ async function main(): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 2000));
     const rows = inserts * perInsert;
-    const after = threadCpu();
+    const after = threadCpuOf(process.pid);
     const spent = [...after]
       .map(([group, s]) => [group, ((s - (before.get(group) ?? 0)) * 1e6) / rows] as const)
       .filter(([, us]) => us >= 0.05)

@@ -7,9 +7,6 @@
  * figures compare. Prints per run: capacity, the open loop's p99, and the overload's 200s p50/p99,
  * share refused and longest wait.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { ScenarioRun } from './lib/scenario-run.js';
@@ -29,10 +26,8 @@ async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 2);
   const settings = process.argv.slice(3).map(parseSetting);
   if (!(rounds > 0) || settings.length === 0) throw new Error('usage: overload-ab.ts ROUNDS NAME:K=V,K=V [NAME:…]');
-  const workDir = mkdtempSync(join(tmpdir(), 'tds-overload-ab-'));
-  const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
-  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map() };
-  const run = ScenarioRun.open(ctx, 'overload-ab');
+  const run = ScenarioRun.openTool('overload-ab');
+  const progress = run.ctx.progress;
   const p = { ...DELIVERY_SIZES.full, users: 20_000 };
   const lines: string[] = [];
   let capacity = 0;
@@ -61,7 +56,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await run.close();
-    rmSync(workDir, { recursive: true, force: true });
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

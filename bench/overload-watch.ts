@@ -7,9 +7,7 @@
  * window are printed per 100 ms: a main thread running flat out points inside the process, one
  * asleep points at what it waits on.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { CLOCK_TICKS, cpuTimes, statFields } from './lib/proc-stat.js';
@@ -68,10 +66,8 @@ function perTenth(samples: Sample[], from: number, to: number): string[] {
 
 async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 3);
-  const workDir = mkdtempSync(join(tmpdir(), 'tds-overload-watch-'));
-  const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
-  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map() };
-  const run = ScenarioRun.open(ctx, 'overload-watch');
+  const run = ScenarioRun.openTool('overload-watch');
+  const progress = run.ctx.progress;
   const p = { ...DELIVERY_SIZES.full, users: 20_000 };
   try {
     const svc = await run.startService();
@@ -138,7 +134,6 @@ async function main(): Promise<void> {
     await run.stopService(svc);
   } finally {
     await run.close();
-    rmSync(workDir, { recursive: true, force: true });
   }
 }
 void main();

@@ -10,13 +10,12 @@
  * `--repeat N` measures the same service N times in a row, which shows how far one process's own
  * figures move from one measurement to the next.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir, loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { startBaselineServer } from './lib/baseline-server.js';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
-import { cpuTimes } from './lib/proc-stat.js';
+import { cpuTimes, threadCpuOf } from './lib/proc-stat.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
@@ -33,26 +32,6 @@ const seconds = Number(args[0] ?? 8);
 function cpuOf(pid: number): number {
   const t = cpuTimes(pid);
   return t.user + t.sys;
-}
-/** CPU seconds per thread name of a process (the main thread, V8's, libuv's, the embedded ClickHouse engine's pools). */
-function threadCpuOf(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const t = cpuTimes(pid, Number(tid));
-      if (tid === String(pid)) {
-        // the main thread's time in the kernel (system calls, wake-ups) apart from its JavaScript and native code
-        out.set('main', t.user);
-        out.set('main in the kernel', t.sys);
-        continue;
-      }
-      const group = t.name.replace(/[\d_-]+$/, '');
-      out.set(group, (out.get(group) ?? 0) + t.user + t.sys);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return out;
 }
 /** An open loop's answers slower than this are grouped into stalls. */
 const SLOW_MS = 5;
@@ -85,10 +64,8 @@ async function redisCpu(run: ScenarioRun): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(join(tmpdir(), 'tds-cost-'));
-  const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
-  const ctx = { size: 'full' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map(), cpuProfDir };
-  const run = ScenarioRun.open(ctx, 'cost');
+  const run = ScenarioRun.openTool('cost', { cpuProfDir });
+  const progress = run.ctx.progress;
   const p = { ...DELIVERY_SIZES.full, users: 10_000 };
   try {
     progress(
@@ -104,7 +81,7 @@ async function main(): Promise<void> {
       run.progress(`${label}: 2 s warm-up + ${seconds} s ${rate === undefined ? 'closed loop' : `at ${rate} req/s`}`);
       await runLoad({ ...o, durationSec: 2 });
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
-      const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid)]));
+      const threadsBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, threadCpuOf(pid, { splitMainKernel: true })]));
       const r0 = await redisCpu(run);
       const slow: { dueMs: number; waitMs: number }[] = [];
       const r =
@@ -119,7 +96,7 @@ async function main(): Promise<void> {
         `${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`,
       );
       for (const [k, pid] of Object.entries(pids)) {
-        const after = threadCpuOf(pid);
+        const after = threadCpuOf(pid, { splitMainKernel: true });
         const spent = [...after]
           .map(([t, s]) => [t, ((s - (threadsBefore[k].get(t) ?? 0)) * 1e6) / n] as const)
           .filter(([, us]) => us >= 0.5)
@@ -134,7 +111,7 @@ async function main(): Promise<void> {
     await run.stopService(svc);
     // the peak RSS of each process (and its RSS when ready) and, with --cpu-prof, each profile's summary
     for (const note of run.notes) progress(note);
-    const base = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
+    const base = await startBaselineServer('redis-hash', run.ctx.redisUrl, run.prefix);
     await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
     await base.stop();
     progress(
@@ -144,7 +121,6 @@ async function main(): Promise<void> {
     );
   } finally {
     await run.close();
-    rmSync(workDir, { recursive: true, force: true });
   }
 }
 void main();

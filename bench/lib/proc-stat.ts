@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 export const CLOCK_TICKS = 100;
@@ -18,4 +18,28 @@ export function cpuTimes(pid: number, tid?: number): { name: string; user: numbe
   const s = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
   const f = s.slice(s.lastIndexOf(') ') + 2).split(' ');
   return { name: s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), user: Number(f[11]) / CLOCK_TICKS, sys: Number(f[12]) / CLOCK_TICKS };
+}
+
+/**
+ * CPU seconds of a process per thread group (thread names without their numbers: V8's, libuv's,
+ * the embedded ClickHouse engine's pools). The main thread is `main`; with `splitMainKernel` its
+ * time in the kernel (system calls, wake-ups) is `main in the kernel`, apart from its own code.
+ */
+export function threadCpuOf(pid: number, opts: { splitMainKernel?: boolean } = {}): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const t = cpuTimes(pid, Number(tid));
+      if (Number(tid) === pid && opts.splitMainKernel) {
+        out.set('main', t.user);
+        out.set('main in the kernel', t.sys);
+        continue;
+      }
+      const group = Number(tid) === pid ? 'main' : t.name.replace(/[\d_-]+$/, '');
+      out.set(group, (out.get(group) ?? 0) + t.user + t.sys);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { redisKeys, type RedisKeys } from '../../shared/platform/redis/redis-keys.js';
@@ -61,6 +61,22 @@ export class ScenarioRun {
     const dataDir = mkdtempSync(join(ctx.workDir, `${name}-`));
     const run = new ScenarioRun(ctx, name, benchPrefix(name), dataDir, connectRedis(ctx.redisUrl));
     run.dirs.push(dataDir);
+    return run;
+  }
+
+  /**
+   * A run for a tool outside `npm run bench` (request-cost, overload-watch, overload-ab): full
+   * sizes, progress lines with the time on stderr, and a work directory of its own, removed by
+   * `close()` with the rest.
+   */
+  static openTool(name: string, opts: { cpuProfDir?: string } = {}): ScenarioRun {
+    const workDir = mkdtempSync(join(tmpdir(), `tds-${name}-`));
+    const progress = (l: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
+    const run = ScenarioRun.open(
+      { size: 'full', redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress, workDir, previous: new Map(), ...opts },
+      name,
+    );
+    run.dirs.push(workDir);
     return run;
   }
 
