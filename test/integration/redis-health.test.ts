@@ -78,7 +78,7 @@ describe('RedisHealth tells an outage from a process that was late', () => {
     // the command is sent, then the process is starved past the command's timeout: its timer
     // fires before the reply, which Redis sent at once, is read
     const pending = failure(redis.get('health-starved-key'));
-    // the autopipeline writes it in this turn's check phase; starving right after it (before the
+    // the corked socket writes it in this turn's check phase; starving right after it (before the
     // next poll phase reads the reply) leaves its timer due first when the loop wakes
     await new Promise((r) => setImmediate(r));
     starve(1300);

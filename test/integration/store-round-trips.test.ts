@@ -10,9 +10,9 @@ import { deletePrefix } from '../helpers/redis-cleanup.js';
 /**
  * The workers' stores read job markers, aliases and deletions, and shorten markers, as a
  * `pipeline()` on a plain connection and one command at a time where commands go out together
- * anyway (the workers' auto-pipelined store connection): both must answer the same.
+ * anyway (the workers' auto-pipelined store connection, the API's corked one): all must answer the same.
  */
-describe.each(['worker', 'store'] as const)('job markers, aliases and deletions on a %s connection', (profile) => {
+describe.each(['worker', 'store', 'producer'] as const)('job markers, aliases and deletions on a %s connection', (profile) => {
   const prefix = uniquePrefix(`rt-${profile}`);
   const keys = redisKeys(prefix);
   let redis: Redis;
@@ -31,7 +31,7 @@ describe.each(['worker', 'store'] as const)('job markers, aliases and deletions 
   });
 
   it('is the connection kind the test means', () => {
-    expect(sendsCommandsTogether(redis)).toBe(profile === 'store');
+    expect(sendsCommandsTogether(redis)).toBe(profile !== 'worker');
   });
 
   it('tells applied units, follows aliases, and shortens the markers of completed jobs', async () => {
