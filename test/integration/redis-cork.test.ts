@@ -6,9 +6,10 @@ import { uniquePrefix } from '../helpers/context.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
 
 /**
- * The API's connection to a single Redis (the 'producer' profile) corks its socket at the first
- * command of an event-loop turn and uncorks it at the turn's end: the commands of concurrent
- * requests leave in one `writev`, as they did auto-pipelined, and each gets its own reply.
+ * The API's connection to a single Redis (the 'producer' profile) and the workers' stores' ('store')
+ * cork their socket at the first command of an event-loop turn and uncork it at the turn's end: the
+ * commands of concurrent requests or jobs leave in one `writev`, as they did auto-pipelined, and
+ * each gets its own reply.
  */
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = uniquePrefix('cork');
@@ -36,7 +37,7 @@ function countWrites(socket: Socket): { writes: number; writevs: number; chunks:
   return counts;
 }
 
-async function connect(profile: 'producer' | 'worker', name: string): Promise<Redis> {
+async function connect(profile: 'producer' | 'store' | 'worker', name: string): Promise<Redis> {
   const redis = createRedis(REDIS_URL, profile, name);
   clients.push(redis);
   await waitForRedis(redis, 5000);
@@ -59,9 +60,9 @@ afterAll(async () => {
   for (const c of clients.splice(0)) c.disconnect();
 });
 
-describe('the producer connection on a single Redis', () => {
+describe.each(['producer', 'store'] as const)('the %s connection on a single Redis', (profile) => {
   it('sends the 50 commands of one turn in one writev, and answers each its own reply', async () => {
-    const redis = await connect('producer', 'cork-turn');
+    const redis = await connect(profile, 'cork-turn');
     const counts = countWrites(redis.stream as Socket);
     const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => redis.get(key(i))));
     expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => `v${i}`));
@@ -69,7 +70,7 @@ describe('the producer connection on a single Redis', () => {
   });
 
   it('sends each turn apart: commands of the next turn are not held back', async () => {
-    const redis = await connect('producer', 'cork-turns');
+    const redis = await connect(profile, 'cork-turns');
     const counts = countWrites(redis.stream as Socket);
     const first = [redis.get(key(1)), redis.get(key(2))];
     await new Promise((r) => setImmediate(r));
@@ -83,11 +84,11 @@ describe('the producer connection on a single Redis', () => {
   });
 
   it('keeps the order of a pipeline and a transaction sent amid the commands of the turn', async () => {
-    const redis = await connect('producer', 'cork-pipeline');
+    const redis = await connect(profile, 'cork-pipeline');
     const counts = countWrites(redis.stream as Socket);
     const before = redis.get(key(5));
-    const piped = redis.pipeline().get(key(6)).incr(`${prefix}:n`).get(key(7)).exec();
-    const multi = redis.multi().incr(`${prefix}:n`).get(key(8)).exec();
+    const piped = redis.pipeline().get(key(6)).incr(`${prefix}:n:${profile}`).get(key(7)).exec();
+    const multi = redis.multi().incr(`${prefix}:n:${profile}`).get(key(8)).exec();
     const after = redis.get(key(9));
     expect(await before).toBe('v5');
     expect(await piped).toEqual([
@@ -104,7 +105,7 @@ describe('the producer connection on a single Redis', () => {
   });
 
   it('comes back after its socket dies while corked: the unsent command is resent by ioredis on the new socket, and later turns are corked there', async () => {
-    const redis = await connect('producer', 'cork-reconnect');
+    const redis = await connect(profile, 'cork-reconnect');
     const old = redis.stream as Socket;
     const lost = redis.get(key(10)).then(
       (v) => ({ ok: v }),
@@ -122,12 +123,12 @@ describe('the producer connection on a single Redis', () => {
   });
 
   it('counts as sending commands together, and takes no defined command (as on a Cluster, where it auto-pipelines)', async () => {
-    const redis = await connect('producer', 'cork-kind');
-    expect(redis.options.enableAutoPipelining).toBe(false);
+    const redis = await connect(profile, 'cork-kind');
+    expect(redis.options.enableAutoPipelining).toBeFalsy();
     expect(sendsCommandsTogether(redis)).toBe(true);
     expect(() => redis.defineCommand('probe', { numberOfKeys: 0, lua: 'return 1' })).toThrow(/autopipelining/);
     // a Cluster's producer spreads a turn's commands over its nodes, one auto-pipeline per node
-    expect(clusterOptions('producer').enableAutoPipelining).toBe(true);
+    expect(clusterOptions(profile).enableAutoPipelining).toBe(true);
     expect(clusterOptions('worker').enableAutoPipelining).toBe(false);
     // a worker connection is left as it was: one write per command
     const worker = await connect('worker', 'cork-worker');

@@ -5,17 +5,26 @@ import type { RedisNode } from '../config.js';
  * Connection profiles. Producers on the request path fail fast, so a Redis outage is a prompt
  * 503 and never a hung request; workers and background loops wait for Redis to come back
  * (`maxRetriesPerRequest: null`, as BullMQ requires for workers); the workers' stores wait the
- * same way and pipeline the commands of one turn.
+ * same way. The producers and the stores send the commands of one event-loop turn together
+ * (`sendsTurnsTogether`).
  */
 export type RedisProfile = 'producer' | 'worker' | 'store';
+
+/**
+ * The profiles whose commands of one turn go out in one socket write instead of one write system
+ * call each: the producers' (the profile reads of concurrent GetTreatments requests) and the
+ * workers' stores' (profiles, markers, counters: hundreds of jobs at once each send a few
+ * commands, and the events worker spent a quarter of its time writing them one by one). On a
+ * single Redis the socket is corked for the turn (`corkEachTurn`), on a Cluster the commands are
+ * auto-pipelined per node. BullMQ keeps a connection of its own without either (`queueConnection`).
+ */
+function sendsTurnsTogether(profile: RedisProfile): boolean {
+  return profile !== 'worker';
+}
 
 export function redisOptions(profile: RedisProfile): RedisOptions {
   if (profile === 'producer') {
     return {
-      // Commands issued in one event-loop turn (the profile reads of concurrent GetTreatments
-      // requests) go out in one socket write instead of one write system call each: on a single
-      // Redis by corking its socket for the turn (`createRedis`), on a Cluster by auto-pipelining.
-      enableAutoPipelining: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 1000,
@@ -23,16 +32,11 @@ export function redisOptions(profile: RedisProfile): RedisOptions {
       retryStrategy: (times) => Math.min(times * 100, 1000),
     };
   }
-  const worker: RedisOptions = {
+  return {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   };
-  // The workers' stores (profiles, markers, counters): hundreds of jobs at once each send a few
-  // commands, and one socket write per turn for all of them costs a fraction of one write each
-  // (the events worker spent a quarter of its time writing commands one by one). BullMQ keeps a
-  // connection of its own without it.
-  return profile === 'store' ? { ...worker, enableAutoPipelining: true } : worker;
 }
 
 /** Where Redis is: the config (REDIS_URL, or REDIS_CLUSTER_NODES when set) or a bare URL. */
@@ -43,10 +47,9 @@ export interface RedisTarget {
 
 /** Options of an ioredis `Cluster` for a profile: the per-node options are the single-Redis ones. */
 export function clusterOptions(profile: RedisProfile, name?: string): ClusterOptions {
-  const { enableAutoPipelining, enableOfflineQueue, retryStrategy, ...node } = redisOptions(profile);
+  const { enableOfflineQueue, retryStrategy, ...node } = redisOptions(profile);
   return {
-    // a Cluster's commands of a turn go to several nodes: auto-pipelining groups them per node
-    enableAutoPipelining: enableAutoPipelining === true || profile === 'producer',
+    enableAutoPipelining: sendsTurnsTogether(profile),
     enableOfflineQueue: enableOfflineQueue ?? true,
     enableReadyCheck: true,
     // Unreachable seed nodes at start-up: keep trying, with the profile's pace.
@@ -76,9 +79,11 @@ export function createRedis(target: string | RedisTarget, profile: RedisProfile,
           clusterOptions(profile, name),
         ) as unknown as Redis)
       : new Redis(t.redisUrl, { ...redisOptions(profile), connectionName: name, lazyConnect: false });
-  // the producer takes no defined command on a single Redis either, so what runs there runs on a Cluster
-  if (client.options.enableAutoPipelining || profile === 'producer') refuseDefinedCommands(client);
-  if (profile === 'producer' && !isCluster(client)) corkEachTurn(client);
+  if (sendsTurnsTogether(profile)) {
+    // no defined command on a single Redis either, so what runs there runs on a Cluster
+    refuseDefinedCommands(client);
+    if (!isCluster(client)) corkEachTurn(client);
+  }
   return client;
 }
 
@@ -119,8 +124,8 @@ function corkEachTurn(client: Redis): void {
 }
 
 /**
- * An autopipelining client (the workers' stores, a Cluster's producer; and the producer on a single
- * Redis too, for the same code on both) takes no defined commands (BullMQ's Lua scripts). ioredis copies a
+ * An autopipelining client (a Cluster's producer or store; on a single Redis, where they are corked
+ * instead, too, for the same code on both) takes no defined commands (BullMQ's Lua scripts). ioredis copies a
  * client's defined commands onto each pipeline when it builds it, so a command defined while a
  * pipeline of the turn is pending is missing from that pipeline: BullMQ's first call after its
  * `defineCommand` (with `skipVersionCheck` nothing is awaited in between) threw "pipeline[functionName]
@@ -146,8 +151,8 @@ export function isCluster(client: unknown): boolean {
 
 /**
  * True when commands sent one by one go out together anyway: a `Cluster` (a pipeline must stay on
- * one node), a connection with auto-pipelining (the workers' stores) or one corked for each turn
- * (the producers': `corkEachTurn`). There,
+ * one node), a connection with auto-pipelining or one corked for each turn (the producers' and the
+ * workers' stores': `sendsTurnsTogether`). There,
  * a store's few commands of a job are better sent one by one than as a `pipeline()`, which is
  * written at once, alone: sent one by one they share the turn's single write with the commands of
  * the other jobs of that turn.
