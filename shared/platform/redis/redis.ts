@@ -124,12 +124,12 @@ function corkEachTurn(client: Redis): void {
 }
 
 /**
- * An autopipelining client (a Cluster's producer or store; on a single Redis, where they are corked
- * instead, too, for the same code on both) takes no defined commands (BullMQ's Lua scripts). ioredis copies a
- * client's defined commands onto each pipeline when it builds it, so a command defined while a
- * pipeline of the turn is pending is missing from that pipeline: BullMQ's first call after its
- * `defineCommand` (with `skipVersionCheck` nothing is awaited in between) threw "pipeline[functionName]
- * is not a function", and the pipeline's callback then died of "results[i] is not iterable", an
+ * An autopipelining client (a Cluster's producer or store) takes no defined commands (BullMQ's Lua
+ * scripts), and neither do those profiles on a single Redis, where they cork instead: what runs
+ * there then runs on a Cluster too. ioredis copies a client's defined commands onto each pipeline
+ * when it builds it, so a command defined while a pipeline of the turn is pending is missing from
+ * that pipeline: BullMQ's first call after its `defineCommand` (with `skipVersionCheck` nothing is
+ * awaited in between) threw "pipeline[functionName] is not a function", and the pipeline's callback then died of "results[i] is not iterable", an
  * uncaught exception that ends the process (the first DeleteUserData of an API process under
  * traffic did it). BullMQ gets `queueConnection(client)` instead, where its scripts are defined
  * before any command. Its duplicates are new clients, without this guard.
@@ -200,11 +200,12 @@ const queueConnections = new WeakMap<Redis, Redis>();
 
 /**
  * The connection the BullMQ queues of `client` use: a duplicate with the same options but no
- * auto-pipelining, made once per client and closed with it. BullMQ defines its Lua scripts (64 of
- * them) as commands of the connection it is given, and ioredis copies every defined command onto
- * each pipeline it builds: about 40 µs a pipeline (bench/micro/pipeline-cost.ts). On the client
- * itself, whose auto-pipelining builds one every turn, that was about a fifth of a GetTreatments in
- * an open loop; here, auto-pipelining would still build one for every turn with a BullMQ command,
+ * auto-pipelining (nor corking: a duplicate is a plain client), made once per client and closed
+ * with it. BullMQ defines its Lua scripts (64 of them) as commands of the connection it is given,
+ * and ioredis copies every defined command onto each pipeline it builds: about 40 µs a pipeline
+ * (bench/micro/pipeline-cost.ts). On a client that auto-pipelines (a Cluster's), which builds one
+ * every turn, that was about a fifth of a GetTreatments in an open loop; here, auto-pipelining
+ * would still build one for every turn with a BullMQ command,
  * where a lone job's add written on its own costs one socket write (`addBulk` still sends several
  * together). Make it before `waitForRedis(client)`, which then waits for both.
  */
