@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
+import { slowestClause } from './lib/overload.js';
 import { CLOCK_TICKS, cpuTimes, statFields } from './lib/proc-stat.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
@@ -111,7 +112,8 @@ async function main(): Promise<void> {
       });
       clearInterval(timer);
       progress(
-        `round ${round}: capacity ${closed.rps.toFixed(0)} req/s; overload ${rate} req/s: longest wait ${r.maxWaitMs.toFixed(0)} ms, p99 of the 200s ${r.p99.toFixed(1)} ms, ${waited.length} answers over ${WAIT_MS} ms`,
+        `round ${round}: capacity ${closed.rps.toFixed(0)} req/s; overload ${rate} req/s: longest wait ${r.maxWaitMs.toFixed(0)} ms, p99 of the 200s ${r.p99.toFixed(1)} ms, ${waited.length} answers over ${WAIT_MS} ms; ` +
+          `sent up to ${r.maxSendLagMs.toFixed(0)} ms late, written up to ${r.maxWriteLagMs.toFixed(0)} ms late (waiting for a free connection); slowest: ${slowestClause(r)}`,
       );
       const first = samples.find((x) => x.t >= startedAt);
       const end = samples[samples.length - 1];

@@ -59,10 +59,19 @@ export interface OpenLoopResult extends LoadResult {
   maxWaitMs: number;
   /** The latest the generator sent a request after it was due (ms): above a few ms, the generator, not the server, was short of CPU. */
   maxSendLagMs: number;
+  /**
+   * The latest a request was written to its connection after it was due (ms). Above
+   * `maxSendLagMs`, requests waited for a free connection: every connection had a request the
+   * server had not answered yet.
+   */
+  maxWriteLagMs: number;
   /** Requests answered (or given up) more than a second after they were due. */
   overOneSecond: number;
-  /** The slowest few: when each was due (s from the start), how long it waited, and its status (0: no answer). */
-  slowest: { dueSec: number; waitMs: number; status: number }[];
+  /**
+   * The slowest few: when each was due (s from the start), how long it waited, its status (0: no
+   * answer), and how much of the wait came before it was written to a connection.
+   */
+  slowest: { dueSec: number; waitMs: number; status: number; writeLagMs: number }[];
 }
 
 /**
@@ -95,6 +104,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   let done = 0;
   let maxWaitMs = 0;
   let maxSendLagMs = 0;
+  let maxWriteLagMs = 0;
   let overOneSecond = 0;
   const slowest: OpenLoopResult['slowest'] = [];
   let stopped = false;
@@ -136,20 +146,23 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
         answered: counts.ok + counts.non2xx,
         maxWaitMs,
         maxSendLagMs,
+        maxWriteLagMs,
         overOneSecond,
         slowest,
       });
     };
-    const settle = (i: number, due: number, outcome: Outcome) => {
+    const settle = (i: number, due: number, outcome: Outcome, writtenAt: number) => {
       if (!open.delete(i)) return;
       done++;
       lastAt = performance.now();
       const wait = lastAt - due;
       maxWaitMs = Math.max(maxWaitMs, wait);
+      const writeLagMs = Math.max(0, writtenAt - due);
+      maxWriteLagMs = Math.max(maxWriteLagMs, writeLagMs);
       const status = outcome.status;
       if (wait > 1000) overOneSecond++;
       if (slowest.length < SLOWEST_KEPT || wait > slowest[slowest.length - 1].waitMs) {
-        slowest.push({ dueSec: (due - started) / 1000, waitMs: wait, status });
+        slowest.push({ dueSec: (due - started) / 1000, waitMs: wait, status, writeLagMs });
         slowest.sort((a, b) => b.waitMs - a.waitMs);
         slowest.length = Math.min(slowest.length, SLOWEST_KEPT);
       }
@@ -171,7 +184,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     };
     const send = (i: number, due: number) => {
       open.set(i, due);
-      pool.submit({ body: o.body(i), onDone: (outcome) => settle(i, due, outcome) });
+      pool.submit({ body: o.body(i), onDone: (outcome, writtenAt) => settle(i, due, outcome, writtenAt) });
     };
     // every millisecond, every arrival that is due (timers are late under load: the due time, not
     // the send time, is where a latency starts)

@@ -136,13 +136,15 @@ export function overloadNote(label: string, r: OpenLoopResult): string {
     `${label}: ${r.sent.toLocaleString('en')} sent, ${r.ok.toLocaleString('en')} answered 200 (p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms), ` +
     `${r.refused.toLocaleString('en')} refused with 503 (${share.toFixed(1)} %, p99 ${r.refusedP99.toFixed(2)} ms), ${r.errors} errors or timeouts, ` +
     `longest wait ${r.maxWaitMs.toFixed(1)} ms (${r.overOneSecond} over 1 s; slowest: ${slowestClause(r)}); ` +
-    `the generator sent up to ${r.maxSendLagMs.toFixed(1)} ms late${generatorWarning(r)}`
+    `the generator sent up to ${r.maxSendLagMs.toFixed(1)} ms late${generatorWarning(r)}, and wrote up to ${r.maxWriteLagMs.toFixed(1)} ms late (the rest: waiting for a free connection)`
   );
 }
 
 /** The slowest requests of a run: how long each waited, its status, and when it was due. */
-function slowestClause(r: OpenLoopResult): string {
-  return r.slowest.map((x) => `${x.waitMs.toFixed(0)} ms (${x.status || 'no answer'}, due at ${x.dueSec.toFixed(2)} s)`).join(', ');
+export function slowestClause(r: OpenLoopResult): string {
+  return r.slowest
+    .map((x) => `${x.waitMs.toFixed(0)} ms (${x.status || 'no answer'}, due at ${x.dueSec.toFixed(2)} s, written ${x.writeLagMs.toFixed(0)} ms late)`)
+    .join(', ');
 }
 
 /** Above this, the open-loop generator's own lateness is worth a warning. */

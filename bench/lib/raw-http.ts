@@ -13,7 +13,8 @@ export type Outcome = { status: number } | { status: 0; failure: 'timeout' | 'er
 
 export interface RawRequest {
   body: string;
-  onDone(outcome: Outcome): void;
+  /** `writtenAt`: when the request was written to its connection (performance.now()), after any wait for a free one. */
+  onDone(outcome: Outcome, writtenAt: number): void;
 }
 
 /** A complete response at the start of `buf`: its status, its length in bytes, whether the server closes after it. */
@@ -78,7 +79,7 @@ class Connection {
     const req = this.current;
     this.current = undefined;
     this.drop();
-    req?.onDone({ status: 0, failure, message });
+    req?.onDone({ status: 0, failure, message }, this.sentAt);
     this.pool.release(this);
   }
 
@@ -121,7 +122,7 @@ class Connection {
     const req = this.current;
     this.current = undefined;
     if (r.close) this.drop();
-    req?.onDone({ status: r.status });
+    req?.onDone({ status: r.status }, this.sentAt);
     this.pool.release(this);
   }
 }

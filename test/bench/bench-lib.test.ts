@@ -107,6 +107,17 @@ describe('open loop', () => {
     expect(r.maxWaitMs).toBeGreaterThanOrEqual(300);
   });
 
+  it('tells a request that waited for a free connection from one the generator sent late', async () => {
+    // one connection: the second request waits until the first is abandoned (300–400 ms)
+    const r = await runOpenLoop({ baseUrl, path: '/hang', rate: 20, durationSec: 0.1, connections: 1, body: () => '{}', requestTimeoutMs: 300 });
+    expect(r.sent).toBe(2);
+    expect(r.maxSendLagMs).toBeLessThan(100);
+    expect(r.maxWriteLagMs).toBeGreaterThanOrEqual(200);
+    const second = r.slowest.find((x) => x.dueSec >= 0.04);
+    expect(second?.writeLagMs).toBeGreaterThanOrEqual(200);
+    expect(r.slowest.find((x) => x.dueSec < 0.04)?.writeLagMs).toBeLessThan(100);
+  });
+
   it('stops sending when its signal aborts and still awaits what it sent', async () => {
     const stop = new AbortController();
     setTimeout(() => stop.abort(), 200);

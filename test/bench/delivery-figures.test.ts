@@ -15,6 +15,7 @@ const open = (rps: number) =>
     answered: rps * 10,
     maxWaitMs: 5,
     maxSendLagMs: 0,
+    maxWriteLagMs: 0,
     overOneSecond: 0,
     slowest: [],
   }) as Measured['open'];
