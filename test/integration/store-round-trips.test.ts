@@ -10,7 +10,7 @@ import { deletePrefix } from '../helpers/redis-cleanup.js';
 /**
  * The workers' stores read job markers, aliases and deletions, and shorten markers, as a
  * `pipeline()` on a plain connection and one command at a time where commands go out together
- * anyway (the workers' auto-pipelined store connection, the API's corked one): all must answer the same.
+ * anyway (the workers' store connection and the API's, corked for each turn): all must answer the same.
  */
 describe.each(['worker', 'store', 'producer'] as const)('job markers, aliases and deletions on a %s connection', (profile) => {
   const prefix = uniquePrefix(`rt-${profile}`);

@@ -129,9 +129,9 @@ function corkEachTurn(client: Redis): void {
  * there then runs on a Cluster too. ioredis copies a client's defined commands onto each pipeline
  * when it builds it, so a command defined while a pipeline of the turn is pending is missing from
  * that pipeline: BullMQ's first call after its `defineCommand` (with `skipVersionCheck` nothing is
- * awaited in between) threw "pipeline[functionName] is not a function", and the pipeline's callback then died of "results[i] is not iterable", an
- * uncaught exception that ends the process (the first DeleteUserData of an API process under
- * traffic did it). BullMQ gets `queueConnection(client)` instead, where its scripts are defined
+ * awaited in between) threw "pipeline[functionName] is not a function", and the pipeline's
+ * callback then died of "results[i] is not iterable", an uncaught exception that ends the process
+ * (the first DeleteUserData of an API process under traffic did it). BullMQ gets `queueConnection(client)` instead, where its scripts are defined
  * before any command. Its duplicates are new clients, without this guard.
  */
 function refuseDefinedCommands(client: Redis): void {
@@ -150,19 +150,15 @@ export function isCluster(client: unknown): boolean {
 }
 
 /**
- * True when commands sent one by one go out together anyway: a `Cluster` (a pipeline must stay on
- * one node), a connection with auto-pipelining or one corked for each turn (the producers' and the
- * workers' stores': `sendsTurnsTogether`). There,
- * a store's few commands of a job are better sent one by one than as a `pipeline()`, which is
- * written at once, alone: sent one by one they share the turn's single write with the commands of
- * the other jobs of that turn.
+ * True when commands sent one by one go out together anyway: on a `Cluster` (a pipeline must stay
+ * on one node; its producer and stores auto-pipeline) or a connection corked for each turn (the
+ * producers' and the workers' stores' on a single Redis: `sendsTurnsTogether`). There, a store's
+ * few commands of a job are better sent one by one than as a `pipeline()`, which is written at
+ * once, alone: sent one by one they share the turn's single write with the commands of the other
+ * jobs of that turn.
  */
 export function sendsCommandsTogether(client: unknown): boolean {
-  return (
-    isCluster(client) ||
-    corkingClients.has(client as Redis) ||
-    (client as { options?: { enableAutoPipelining?: boolean } } | null)?.options?.enableAutoPipelining === true
-  );
+  return isCluster(client) || corkingClients.has(client as Redis);
 }
 
 /**
@@ -205,9 +201,8 @@ const queueConnections = new WeakMap<Redis, Redis>();
  * and ioredis copies every defined command onto each pipeline it builds: about 40 µs a pipeline
  * (bench/micro/pipeline-cost.ts). On a client that auto-pipelines (a Cluster's), which builds one
  * every turn, that was about a fifth of a GetTreatments in an open loop; here, auto-pipelining
- * would still build one for every turn with a BullMQ command,
- * where a lone job's add written on its own costs one socket write (`addBulk` still sends several
- * together). Make it before `waitForRedis(client)`, which then waits for both.
+ * would still build one for every turn with a BullMQ command, where a lone job's add written on
+ * its own costs one socket write (`addBulk` still sends several together). Make it before `waitForRedis(client)`, which then waits for both.
  */
 export function queueConnection(client: Redis): Redis {
   let q = queueConnections.get(client);
