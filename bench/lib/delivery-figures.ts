@@ -21,46 +21,85 @@ export function maxPeaks(all: readonly GroupPeaks[]): { apiMb: number; backgroun
 
 /** The measurements of one scenario run, named as the figures use them. */
 export interface Measured {
-  /** Closed loop, 1 API process, the decision log on (first run and a second run after the run with it off). */
-  closed: LoadResult;
-  closedAgain: LoadResult;
-  /** The same with DECISION_LOG=off: before the second run with it on, and after it. */
-  closedLogOff: LoadResult;
-  closedLogOffAgain: LoadResult;
+  /**
+   * Closed loops with 1 API process, one per round of the capacity rounds: the service with the
+   * decision log on, the same service with `DECISION_LOG=off` (a second one, alive beside it)
+   * and the baseline, one after the other in each round, so that a drift of the machine weighs
+   * on all three alike.
+   */
+  closedRounds: LoadResult[];
+  logOffRounds: LoadResult[];
+  baseRounds: LoadResult[];
   closed2Api: LoadResult;
   open: OpenLoopResult;
   overload: OpenLoopResult;
   recoveryMs: number;
-  base: LoadResult;
   baseOpen: OpenLoopResult;
   baseOverload: OpenLoopResult;
   openRate: number;
   overloadRate: number;
 }
 
+/** The run of median throughput (of an even number, the upper of the middle two). */
+export function medianRun<T extends { rps: number }>(runs: readonly T[]): T {
+  if (runs.length === 0) throw new Error('no runs');
+  return [...runs].sort((a, b) => a.rps - b.rps)[runs.length >> 1];
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** How far runs of the same thing spread: (largest − smallest) ÷ median of their requests/s. */
+export function spread(runs: readonly { rps: number }[]): number {
+  const rps = runs.map((r) => r.rps);
+  return (Math.max(...rps) - Math.min(...rps)) / median(rps);
+}
+
+/** What the capacity rounds measured, round by round: each round's requests/s and ratios. */
+export function roundsNote(m: Pick<Measured, 'closedRounds' | 'logOffRounds' | 'baseRounds'>): string {
+  const rps = (r: LoadResult) => Math.round(r.rps).toLocaleString('en');
+  const each = m.closedRounds.map(
+    (on, i) =>
+      `round ${i + 1}: log on ${rps(on)}, off ${rps(m.logOffRounds[i])}, baseline ${rps(m.baseRounds[i])} req/s ` +
+      `(ratio ${(on.rps / m.baseRounds[i].rps).toFixed(2)}, log cost ${((m.logOffRounds[i].rps / on.rps - 1) * 100).toFixed(1)} %)`,
+  );
+  return `capacity rounds (closed loops; the figures take the median of each): ${each.join('; ')}`;
+}
+
 export function figures(m: Measured): Record<string, Figure> {
   const baselineLabel = 'bare Fastify route answering one HGETALL of the profile';
   const openLabel = `the same baseline at the same open-loop rate (${m.openRate.toLocaleString('en')} req/s)`;
   const overLabel = `the same baseline at the same rate (${m.overloadRate.toLocaleString('en')} req/s), which is below its own capacity`;
-  const on = (m.closed.rps + m.closedAgain.rps) / 2;
-  const off = (m.closedLogOff.rps + m.closedLogOffAgain.rps) / 2;
+  const closed = medianRun(m.closedRounds);
+  const base = medianRun(m.baseRounds);
+  const logCost = median(m.closedRounds.map((on, i) => m.logOffRounds[i].rps / on.rps - 1));
   const shedShare = m.overload.answered > 0 ? m.overload.refused / m.overload.answered : NaN;
   return {
     requestsPerSec: figure({
-      label: 'GetTreatments requests/s',
+      label: 'GetTreatments requests/s (median of the rounds)',
       unit: 'req/s',
-      value: m.closed.rps,
-      baseline: m.base.rps,
+      value: closed.rps,
+      baseline: base.rps,
       baselineLabel,
       better: 'higher',
       target: TARGETS.rpsRatio,
     }),
-    p50Ms: figure({ label: 'GetTreatments p50 at saturation', unit: 'ms', value: m.closed.p50, baseline: m.base.p50, baselineLabel, better: 'lower' }),
-    p99Ms: figure({
-      label: 'GetTreatments p99 at saturation',
+    p50Ms: figure({
+      label: 'GetTreatments p50 at saturation (the median round)',
       unit: 'ms',
-      value: m.closed.p99,
-      baseline: m.base.p99,
+      value: closed.p50,
+      baseline: base.p50,
+      baselineLabel,
+      better: 'lower',
+    }),
+    p99Ms: figure({
+      label: 'GetTreatments p99 at saturation (the median round)',
+      unit: 'ms',
+      value: closed.p99,
+      baseline: base.p99,
       baselineLabel,
       better: 'lower',
       target: TARGETS.p99Ratio,
@@ -104,7 +143,7 @@ export function figures(m: Measured): Record<string, Figure> {
       label: 'overload at twice its capacity: share answered 503',
       unit: 'share',
       value: shedShare,
-      baseline: 1 - m.closed.rps / m.overloadRate,
+      baseline: 1 - closed.rps / m.overloadRate,
       baselineLabel: 'the share above its capacity (1 − capacity ÷ rate)',
       better: 'lower',
     }),
@@ -116,11 +155,11 @@ export function figures(m: Measured): Record<string, Figure> {
       target: TARGETS.recoveryMs,
     }),
     decisionLogCost: figure({
-      label: 'decision log cost: requests/s with it off ÷ with it on − 1',
+      label: 'decision log cost: requests/s with it off ÷ with it on − 1 (median of the rounds)',
       unit: 'share',
-      value: off / on - 1,
-      baseline: Math.max(1e-6, Math.abs(m.closedAgain.rps - m.closed.rps) / on, Math.abs(m.closedLogOffAgain.rps - m.closedLogOff.rps) / off),
-      baselineLabel: 'the larger difference between the two runs with the log on and the two with it off (run-to-run noise)',
+      value: logCost,
+      baseline: Math.max(1e-6, spread(m.closedRounds), spread(m.logOffRounds)),
+      baselineLabel: 'the larger spread (largest − smallest ÷ median) of the rounds with the log on and of those with it off (run-to-run noise)',
       better: 'lower',
       target: TARGETS.decisionLogCost,
     }),
@@ -128,7 +167,7 @@ export function figures(m: Measured): Record<string, Figure> {
       label: 'GetTreatments requests/s, API_PROCESSES=2',
       unit: 'req/s',
       value: m.closed2Api.rps,
-      baseline: m.base.rps,
+      baseline: base.rps,
       baselineLabel,
       better: 'higher',
       target: TARGETS.rpsRatio,
@@ -137,7 +176,7 @@ export function figures(m: Measured): Record<string, Figure> {
       label: 'GetTreatments p99 at saturation, API_PROCESSES=2',
       unit: 'ms',
       value: m.closed2Api.p99,
-      baseline: m.base.p99,
+      baseline: base.p99,
       baselineLabel,
       better: 'lower',
     }),

@@ -17,6 +17,17 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
   return get('used_cpu_sys') + get('used_cpu_user');
 }
 
+/**
+ * Where a second service alive beside the run's own keeps its state: its own Redis prefix (two
+ * services on one prefix would consume each other's queues) and data directory (only one
+ * ClickHouse engine may own one).
+ */
+export interface ServicePlace {
+  prefix: string;
+  keys: RedisKeys;
+  dataDir: string;
+}
+
 /** The longest a scenario stays silent: the watchdog writes a line when nothing was written for this long. */
 export const WATCHDOG_MS = 8000;
 
@@ -33,6 +44,8 @@ export class ScenarioRun {
   private readonly loadAtStart = loadavg()[0];
   private readonly services = new Set<ServiceProcess>();
   private readonly dirs: string[] = [];
+  /** The prefixes of `place()`: removed by `close()` with the run's own. */
+  private readonly otherPrefixes: string[] = [];
   /** The last progress line the scenario wrote itself, and when: the watchdog repeats it. */
   private lastMessage = 'starting';
   private lastMessageAt = performance.now();
@@ -94,11 +107,21 @@ export class ScenarioRun {
   }
 
   /**
+   * A place for a second service alive at the same time as the run's own (`startService({ place })`):
+   * a prefix and a data directory of its own, removed by `close()` with the rest.
+   */
+  place(label: string): ServicePlace {
+    const prefix = `${this.prefix}-${label}`;
+    this.otherPrefixes.push(prefix);
+    return { prefix, keys: redisKeys(prefix), dataDir: this.tempDir(label) };
+  }
+
+  /**
    * Starts the service (the supervisor, `apiProcesses` API processes and the background process);
    * `env` adds to its environment (e.g. DECISION_LOG=off); `label` names the run in the progress
-   * lines and its CPU profile directory.
+   * lines and its CPU profile directory; `place` (from `place()`) runs it beside another.
    */
-  async startService(opts: { apiProcesses?: number; env?: Record<string, string>; label?: string } = {}): Promise<ServiceProcess> {
+  async startService(opts: { apiProcesses?: number; env?: Record<string, string>; label?: string; place?: ServicePlace } = {}): Promise<ServiceProcess> {
     const n = opts.apiProcesses ?? 1;
     const label = opts.label ?? `api${n}`;
     const extra = opts.env
@@ -110,8 +133,8 @@ export class ScenarioRun {
     const cpuProfDir = this.ctx.cpuProfDir ? join(this.ctx.cpuProfDir, `${this.name}-${label}`) : undefined;
     const svc = await ServiceProcess.start({
       redisUrl: this.ctx.redisUrl,
-      prefix: this.prefix,
-      dataDir: this.dataDir,
+      prefix: opts.place?.prefix ?? this.prefix,
+      dataDir: opts.place?.dataDir ?? this.dataDir,
       cpuProfDir,
       apiProcesses: n,
       env: opts.env,
@@ -211,7 +234,7 @@ export class ScenarioRun {
     this.services.clear();
     try {
       this.progress("removing the scenario's Redis keys and data");
-      await deletePrefix(this.redis, this.prefix);
+      for (const prefix of [this.prefix, ...this.otherPrefixes]) await deletePrefix(this.redis, prefix);
     } finally {
       clearInterval(this.watchdog);
       this.redis.disconnect();

@@ -3,14 +3,14 @@ import { startBaselineServer } from '../lib/baseline-server.js';
 import { seedProfiles } from '../lib/bench-redis.js';
 import { createCatalogue, profileOf, surfaceName } from '../lib/delivery-catalogue.js';
 import { userIdOf } from '../lib/event-generator.js';
-import { checkLoad, type LoadOptions } from '../lib/load-runner.js';
+import { checkLoad, type LoadOptions, type LoadResult } from '../lib/load-runner.js';
 import { withRunQueue } from '../lib/run-queue.js';
 import { runOpenLoop } from '../lib/open-loop.js';
 import { listenOverflows, overflowsClause } from '../lib/listen-overflows.js';
 import { generatorWarning, measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
 import { rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
-import { figures, maxPeaks } from '../lib/delivery-figures.js';
+import { figures, maxPeaks, medianRun, roundsNote } from '../lib/delivery-figures.js';
 import type { ServiceProcess } from '../lib/service-process.js';
 import { PROJECT_ID } from './log-events.js';
 
@@ -25,6 +25,13 @@ export interface DeliveryParams {
   connections: number;
   durationSec: number;
   warmupSec: number;
+  /**
+   * Capacity rounds: each round runs the closed loop against the service with the decision log
+   * on, the one with it off and the baseline, one after the other; the figures take the median.
+   */
+  capacityRounds: number;
+  /** The warm-up of every round but the first (the processes are warm; the connections are new). */
+  roundWarmupSec: number;
   /** Connections of the open-loop run (enough that none waits for a free one at the target rate). */
   openLoopConnections: number;
   /** Length of the overload (open loop at twice the service's capacity). */
@@ -54,6 +61,8 @@ export const DELIVERY_SIZES: Record<Size, DeliveryParams> = {
     connections: 2,
     durationSec: 1,
     warmupSec: 0.3,
+    capacityRounds: 2,
+    roundWarmupSec: 0.2,
     openLoopConnections: 4,
     overloadSec: 1,
     overloadConnections: 50,
@@ -70,6 +79,8 @@ export const DELIVERY_SIZES: Record<Size, DeliveryParams> = {
     connections: 50,
     durationSec: 10,
     warmupSec: 3,
+    capacityRounds: 5,
+    roundWarmupSec: 1,
     openLoopConnections: 100,
     overloadSec: 10,
     overloadConnections: 1200,
@@ -95,12 +106,18 @@ export function getTreatmentsBodies(p: DeliveryParams): () => string {
  * A started service made ready for GetTreatments: its project and keys, the catalogue, `p.users`
  * seeded profiles, and the request bodies to send (`onSeeded` hears the seeding's progress).
  */
-export async function prepareDelivery(run: ScenarioRun, svc: ServiceProcess, p: DeliveryParams, onSeeded: (done: number) => void = () => undefined) {
+export async function prepareDelivery(
+  run: ScenarioRun,
+  svc: ServiceProcess,
+  p: DeliveryParams,
+  onSeeded: (done: number) => void = () => undefined,
+  redisKeys = run.keys,
+) {
   const keys = await svc.createProject(PROJECT_ID);
   run.progress(`catalogue: ${p.surfaces} surfaces, ${p.treatments} LIVE treatments with 3 rules each`);
   const catalogue = await createCatalogue(svc, keys, p);
   const today = utcDay(Date.now());
-  await seedProfiles(run.redis, run.keys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, today), onSeeded);
+  await seedProfiles(run.redis, redisKeys, PROJECT_ID, p.users, userIdOf, (i) => profileOf(i, catalogue, today), onSeeded);
   return { keys, catalogue, body: getTreatmentsBodies(p) };
 }
 
@@ -116,14 +133,24 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
   const p = DELIVERY_SIZES[ctx.size];
   const run = ScenarioRun.open(ctx, 'delivery');
   Object.assign(run.params, p);
+  let baseline: Awaited<ReturnType<typeof startBaselineServer>> | undefined;
   try {
-    const s1 = await run.startService({ label: 'api1' });
-    const { keys, body } = await prepareDelivery(run, s1, p, (done) => {
+    const seeded = (done: number) => {
       if (done % 20_000 === 0 || done === p.users) run.progress(`seeded ${done.toLocaleString('en')} / ${p.users.toLocaleString('en')} profiles`);
-    });
+    };
+    const s1 = await run.startService({ label: 'api1' });
+    const { keys, body } = await prepareDelivery(run, s1, p, seeded);
     run.notes.push(
       `treatments returned per response (sample of 50): ${(await sampleResponses(s1, keys.delivery, body, 50)).toFixed(2)} of at most ${3 * p.surfacesPerRequest}`,
     );
+    // The same service with the decision log off, alive beside it for the capacity rounds: its
+    // own prefix and data directory, the same project, catalogue and profiles.
+    const offPlace = run.place('log-off');
+    const sOff = await run.startService({ env: { DECISION_LOG: 'off' }, label: 'log-off', place: offPlace });
+    const offKeys = (await prepareDelivery(run, sOff, p, seeded, offPlace.keys)).keys;
+    // the baseline reads the first service's profiles; idle until its turn, and alive to the end
+    run.progress('baseline: bare Fastify + one Redis HGETALL');
+    const b = (baseline = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix));
 
     const path = '/v1/GetTreatments';
     const closedLoop = (baseUrl: string, headers: Record<string, string> = {}): LoadOptions => ({
@@ -163,13 +190,40 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       return m.value;
     };
 
-    // 1. the service's capacity, then open loop at half of it, the idle level, and the overload
-    const closed = await run.measureLoad(
-      'service, 1 API process (closed loop)',
-      () => s1.sampler.cpuSeconds(),
-      closedLoop(s1.baseUrl, svcHeaders),
-      p.warmupSec,
-    );
+    // 1. the capacity rounds: in each, the closed loop against the service with the decision log
+    // on, the one with it off and the baseline, one after the other, so that a drift of the
+    // machine (these VMs' throughput moves by tens of per cent within minutes) weighs on all three
+    // alike; the figures take the median of each.
+    const baseCpu = () => b.sampler.cpuSeconds();
+    const closedRounds: LoadResult[] = [];
+    const logOffRounds: LoadResult[] = [];
+    const baseRounds: LoadResult[] = [];
+    for (let round = 1; round <= p.capacityRounds; round++) {
+      const warmup = round === 1 ? p.warmupSec : p.roundWarmupSec;
+      const of = `round ${round} of ${p.capacityRounds}`;
+      closedRounds.push(
+        await run.measureLoad(`service, 1 API process (closed loop, ${of})`, () => s1.sampler.cpuSeconds(), closedLoop(s1.baseUrl, svcHeaders), warmup),
+      );
+      logOffRounds.push(
+        await run.measureLoad(
+          `service, DECISION_LOG=off (closed loop, ${of})`,
+          () => sOff.sampler.cpuSeconds(),
+          closedLoop(sOff.baseUrl, { 'x-api-key': offKeys.delivery }),
+          warmup,
+        ),
+      );
+      baseRounds.push(
+        await run.measureLoad(`baseline (closed loop, ${of})`, baseCpu, closedLoop(b.baseUrl), warmup, {
+          serverLabel: 'baseline server',
+          refusalsAllowed: false,
+        }),
+      );
+    }
+    run.notes.push(roundsNote({ closedRounds, logOffRounds, baseRounds }));
+    const logOffPeaks = await run.stopService(sOff, 'service, DECISION_LOG=off (the capacity rounds)');
+    const closed = medianRun(closedRounds);
+
+    // 2. open loop at half the service's capacity, the idle level, the overload and the recovery
     const openRate = Math.max(1, Math.round(closed.rps / 2));
     const overloadRate = Math.max(2, Math.round(closed.rps * 2));
     Object.assign(run.params, { openLoopRate: openRate, overloadRate });
@@ -216,26 +270,17 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     );
     const peaks1 = await run.stopService(s1, 'service (1 API process: closed loop, open loop, overload)');
 
-    // 2. the decision log's cost: off, on again, off again (on and off alternate, so a drift of the
-    // machine over the runs weighs on both; the differences within each pair are the noise)
-    const closedFor = async (label: string, opts: { apiProcesses?: number; env?: Record<string, string>; label: string }) => {
-      const svc = await run.startService(opts);
-      const r = await run.measureLoad(label, () => svc.sampler.cpuSeconds(), closedLoop(svc.baseUrl, svcHeaders), p.warmupSec);
-      return { r, peaks: await run.stopService(svc, label), ready: svc.readyRss };
-    };
-    const off = await closedFor('service, DECISION_LOG=off (closed loop)', { env: { DECISION_LOG: 'off' }, label: 'log-off' });
-    const again = await closedFor('service, decision log on again (closed loop)', { label: 'log-on-again' });
-    const offAgain = await closedFor('service, DECISION_LOG=off again (closed loop)', { env: { DECISION_LOG: 'off' }, label: 'log-off-again' });
-    const two = await closedFor('service, 2 API processes (closed loop)', { apiProcesses: 2, label: 'api2' });
+    // 3. 2 API processes, on a fresh start
+    const svc2 = await run.startService({ apiProcesses: 2, label: 'api2' });
+    const closed2Api = await run.measureLoad(
+      'service, 2 API processes (closed loop)',
+      () => svc2.sampler.cpuSeconds(),
+      closedLoop(svc2.baseUrl, svcHeaders),
+      p.warmupSec,
+    );
+    const peaks2 = await run.stopService(svc2, 'service, 2 API processes');
 
-    // 3. the baseline at the same loads (last: the service is stopped, nothing takes its CPU)
-    run.progress('baseline: bare Fastify + one Redis HGETALL');
-    const b = await startBaselineServer('redis-hash', ctx.redisUrl, run.prefix);
-    const baseCpu = () => b.sampler.cpuSeconds();
-    const base = await run.measureLoad('baseline (closed loop)', baseCpu, closedLoop(b.baseUrl), p.warmupSec, {
-      serverLabel: 'baseline server',
-      refusalsAllowed: false,
-    });
+    // 4. the baseline at the same open-loop rates (last: the service is stopped, nothing takes its CPU)
     const baseOpen = await openLoop(`baseline (open loop, ${openRate} req/s)`, b.baseUrl, openRate, baseCpu, 'baseline server', b.sampler.pid);
     run.progress(`baseline at the overload rate: ${overloadRate} req/s for ${p.overloadSec} s`);
     const baseOverflows = listenOverflows();
@@ -250,33 +295,27 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
       onTick: (sec) => run.progress(`baseline at the overload rate: ${sec.toFixed(0)} s`),
     });
     run.notes.push(overloadNote(`baseline at the overload rate (${overloadRate} req/s)`, baseOverload) + overflowsClause(baseOverflows));
-    await b.stop();
 
-    const cost = (off.r.rps + offAgain.r.rps) / (closed.rps + again.r.rps) - 1;
-    run.notes.push(
-      `decision log: ${Math.round(closed.rps)} and ${Math.round(again.r.rps)} req/s with it on, ${Math.round(off.r.rps)} and ${Math.round(offAgain.r.rps)} with it off: it costs ${(cost * 100).toFixed(1)} % of the throughput`,
-    );
     return run.result({
       ...figures({
-        closed,
-        closedAgain: again.r,
-        closedLogOff: off.r,
-        closedLogOffAgain: offAgain.r,
-        closed2Api: two.r,
+        closedRounds,
+        logOffRounds,
+        baseRounds,
+        closed2Api,
         open,
         overload: outcome.overload,
         recoveryMs: outcome.recoveryMs,
-        base,
         baseOpen,
         baseOverload,
         openRate,
         overloadRate,
       }),
-      // the 1-API-process runs: the first (with the overload), log off, log on again, log off again
-      ...rssFigures(maxPeaks([peaks1, off.peaks, again.peaks, offAgain.peaks]), s1.readyRss, { api: true }),
-      ...rssFigures(two.peaks, two.ready, { api: true }, { key: '2Api', label: 'API_PROCESSES=2' }),
+      // the 1-API-process services: the first (the rounds, the open loop, the overload) and the one with the log off
+      ...rssFigures(maxPeaks([peaks1, logOffPeaks]), s1.readyRss, { api: true }),
+      ...rssFigures(peaks2, svc2.readyRss, { api: true }, { key: '2Api', label: 'API_PROCESSES=2' }),
     });
   } finally {
+    await baseline?.stop();
     await run.close();
   }
 }

@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docsBlock, docsMarkers, docsRefusal, DOCS_MARKERS, writeDocsBlock, type DocsRun } from '../../bench/lib/docs-writer.js';
 import { DOCS_FILE } from '../../bench/run.js';
@@ -10,6 +11,7 @@ import { runOpenLoop } from '../../bench/lib/open-loop.js';
 import { RecoveryDetector } from '../../bench/lib/overload.js';
 import { parseResponse } from '../../bench/lib/raw-http.js';
 import { figure } from '../../bench/lib/scenario.js';
+import { ScenarioRun } from '../../bench/lib/scenario-run.js';
 import { markdownTable, resultsTable } from '../../bench/lib/table-printer.js';
 import { BENCH_PORTS, ephemeralRange, freePorts } from '../../bench/lib/tsx-child.js';
 
@@ -224,6 +226,33 @@ describe('the results table', () => {
       expect(() => docsMarkers(DOCS_FILE)).not.toThrow();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a scenario run's second place", () => {
+  it('gives a second service its own prefix and data directory, and close() removes both with the run’s own', async () => {
+    const workDir = mkdtempSync(join(tmpdir(), 'tds-place-'));
+    const ctx = { size: 'tiny' as const, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', progress: () => undefined, workDir, previous: new Map() };
+    const run = ScenarioRun.open(ctx, 'place-test');
+    const other = run.place('log-off');
+    expect(other.prefix).not.toBe(run.prefix);
+    // neither prefix's keys match the other's pattern (`prefix:*`)
+    expect(other.prefix.startsWith(`${run.prefix}:`)).toBe(false);
+    expect(other.dataDir).not.toBe(run.dataDir);
+    expect(existsSync(other.dataDir)).toBe(true);
+    expect(other.keys.prefix).toBe(other.prefix);
+    await run.redis.set(`${run.prefix}:k`, '1');
+    await run.redis.set(`${other.prefix}:k`, '1');
+    const check = new Redis(ctx.redisUrl);
+    try {
+      await run.close();
+      expect(await check.exists(`${run.prefix}:k`, `${other.prefix}:k`)).toBe(0);
+      expect(existsSync(other.dataDir)).toBe(false);
+      expect(existsSync(run.dataDir)).toBe(false);
+    } finally {
+      check.disconnect();
+      rmSync(workDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { figures, type Measured } from '../../bench/lib/delivery-figures.js';
+import { figures, medianRun, roundsNote, spread, type Measured } from '../../bench/lib/delivery-figures.js';
 
 /** A closed or open loop's result with the figures these tests read; the rest is not looked at. */
-function load(rps: number, extra: Record<string, number> = {}): Measured['closed'] {
+function load(rps: number, extra: Record<string, number> = {}): Measured['closed2Api'] {
   return { ok: rps * 10, non2xx: 0, errors: 0, timeouts: 0, statusCodes: {}, seconds: 10, rps, p50: 1, p90: 2, p99: 3, max: 4, ...extra };
 }
 const open = (rps: number) =>
@@ -20,17 +20,16 @@ const open = (rps: number) =>
     slowest: [],
   }) as Measured['open'];
 
-function measured(on: [number, number], off: [number, number]): Measured {
+/** Rounds of the service with the log on, with it off, and of the baseline (requests/s each). */
+function measured(on: number[], off: number[], base: number[] = on.map((r) => 2 * r)): Measured {
   return {
-    closed: load(on[0]),
-    closedAgain: load(on[1]),
-    closedLogOff: load(off[0]),
-    closedLogOffAgain: load(off[1]),
+    closedRounds: on.map((r) => load(r)),
+    logOffRounds: off.map((r) => load(r)),
+    baseRounds: base.map((r) => load(r)),
     closed2Api: load(on[0]),
     open: open(on[0] / 2),
     overload: open(on[0]),
     recoveryMs: 100,
-    base: load(2 * on[0]),
     baseOpen: open(on[0] / 2),
     baseOverload: open(on[0]),
     openRate: on[0] / 2,
@@ -39,18 +38,43 @@ function measured(on: [number, number], off: [number, number]): Measured {
 }
 
 describe('the delivery figures', () => {
-  it("the decision log's cost compares the mean of the two runs without it with the mean of the two with it", () => {
-    const f = figures(measured([10_000, 11_000], [12_000, 12_600])).decisionLogCost;
-    expect(f.value).toBeCloseTo(24_600 / 21_000 - 1, 10);
-    // the noise is the larger spread within a pair: 1,000 of 10,500 (on) against 600 of 12,300 (off)
-    expect(f.baseline).toBeCloseTo(1_000 / 10_500, 10);
-    expect(figures(measured([10_000, 10_100], [11_000, 13_000])).decisionLogCost.baseline).toBeCloseTo(2_000 / 12_000, 10);
+  it("the decision log's cost is the median of the rounds' costs, each round comparing the runs with it off and on", () => {
+    // costs of the rounds: 20 %, 5 %, 14.5 %: the median is 14.5 %, not the cost of the medians (12,600 / 11,000 − 1)
+    const f = figures(measured([10_000, 12_000, 11_000], [12_000, 12_600, 12_595])).decisionLogCost;
+    expect(f.value).toBeCloseTo(12_595 / 11_000 - 1, 10);
+    // the noise is the larger spread of a kind: on 2,000 of 11,000 against off 600 of 12,595
+    expect(f.baseline).toBeCloseTo(2_000 / 11_000, 10);
+    expect(figures(measured([10_000, 10_100, 10_050], [11_000, 13_000, 12_000])).decisionLogCost.baseline).toBeCloseTo(2_000 / 12_000, 10);
   });
 
-  it('a log that costs nothing measures about zero, and requests/s is the first run with it on', () => {
-    const all = figures(measured([10_000, 10_000], [10_000, 10_000]));
-    expect(all.decisionLogCost.value).toBe(0);
-    expect(all.requestsPerSec.value).toBe(10_000);
-    expect(all.requestsPerSec.baseline).toBe(20_000);
+  it('requests/s and latency at saturation are those of the median rounds, of the service and of the baseline each', () => {
+    const m = measured([6_000, 5_000, 7_000], [7_000, 7_000, 7_000], [15_000, 17_000, 12_000]);
+    m.closedRounds[0].p99 = 20;
+    m.baseRounds[0].p99 = 8;
+    const all = figures(m);
+    expect(all.requestsPerSec.value).toBe(6_000);
+    expect(all.requestsPerSec.baseline).toBe(15_000);
+    expect(all.requestsPerSec.ratio).toBeCloseTo(0.4, 10);
+    expect(all.p99Ms.value).toBe(20);
+    expect(all.p99Ms.baseline).toBe(8);
+    // the share above the capacity is the median round's
+    expect(all.overloadRefusedShare.baseline).toBeCloseTo(1 - 6_000 / 12_000, 10);
+  });
+
+  it('a log that costs nothing measures zero', () => {
+    expect(figures(measured([10_000, 10_000], [10_000, 10_000])).decisionLogCost.value).toBe(0);
+  });
+
+  it('the median run of an even number is the upper of the middle two; the spread is relative to the median', () => {
+    expect(medianRun([load(3), load(1), load(4), load(2)]).rps).toBe(3);
+    expect(() => medianRun([])).toThrow();
+    expect(spread([load(90), load(100), load(120)])).toBeCloseTo(0.3, 10);
+    expect(spread([load(100), load(120)])).toBeCloseTo(20 / 110, 10);
+  });
+
+  it('the rounds note gives every round with its ratio and cost', () => {
+    const note = roundsNote(measured([5_000, 6_000], [6_000, 6_000], [10_000, 15_000]));
+    expect(note).toContain('round 1: log on 5,000, off 6,000, baseline 10,000 req/s (ratio 0.50, log cost 20.0 %)');
+    expect(note).toContain('round 2: log on 6,000, off 6,000, baseline 15,000 req/s (ratio 0.40, log cost 0.0 %)');
   });
 });
