@@ -8,7 +8,8 @@
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
  * `--repeat N` measures the same service N times in a row, which shows how far one process's own
- * figures move from one measurement to the next.
+ * figures move from one measurement to the next; `--env NAME=VALUE` (repeatable) sets the service's
+ * environment (e.g. `--env DECISION_LOG=off`).
  */
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
@@ -28,6 +29,13 @@ if (rate !== undefined && !(rate > 0)) throw new Error('--rate takes a positive 
 const repeatAt = args.indexOf('--repeat');
 const repeats = repeatAt >= 0 ? Number(args.splice(repeatAt, 2)[1]) : 1;
 if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeat takes a whole number of runs, at least 1');
+/** `--env K=V` (repeatable): the service's environment, e.g. `--env DECISION_LOG=off`. */
+const env: Record<string, string> = {};
+for (let at = args.indexOf('--env'); at >= 0; at = args.indexOf('--env')) {
+  const [k, ...v] = (args.splice(at, 2)[1] ?? '').split('=');
+  if (!k || v.length === 0) throw new Error('--env takes NAME=VALUE');
+  env[k] = v.join('=');
+}
 const seconds = Number(args[0] ?? 8);
 function cpuOf(pid: number): number {
   const t = cpuTimes(pid);
@@ -73,7 +81,7 @@ async function main(): Promise<void> {
         .map((x) => x.toFixed(2))
         .join(' ')}`,
     );
-    const svc = await run.startService();
+    const svc = await run.startService({ env });
     const { keys, body } = await prepareDelivery(run, svc, p);
     const measure = async (label: string, baseUrl: string, pids: Record<string, number>, headers: Record<string, string>) => {
       const o = { baseUrl, path: '/v1/GetTreatments', durationSec: seconds, connections: 50, headers, body };
