@@ -7,8 +7,8 @@
  * request is higher than in the closed loop: that is the cost an open loop's latency depends on. CPU per
  * request is what bounds throughput on a CPU-bound single thread, and unlike requests/s it barely
  * moves when other work shares the machine, so it guides optimisation between full benchmark runs.
- * `--repeat N` measures the same service N times in a row, which shows how far one process's own
- * figures move from one measurement to the next; `--env NAME=VALUE` (repeatable) sets the service's
+ * `--repeat N` measures the same service N times in a row, then the baseline N times, which shows
+ * how far one process's own figures move from one measurement to the next; `--env NAME=VALUE` (repeatable) sets the service's
  * environment (e.g. `--env DECISION_LOG=off`).
  */
 import { loadavg } from 'node:os';
@@ -120,7 +120,8 @@ async function main(): Promise<void> {
     // the peak RSS of each process (and its RSS when ready) and, with --cpu-prof, each profile's summary
     for (const note of run.notes) progress(note);
     const base = await startBaselineServer('redis-hash', run.ctx.redisUrl, run.prefix);
-    await measure('baseline', base.baseUrl, { baseline: base.sampler.pid }, {});
+    for (let i = 1; i <= repeats; i++)
+      await measure(repeats === 1 ? 'baseline' : `baseline (${i} of ${repeats})`, base.baseUrl, { baseline: base.sampler.pid }, {});
     await base.stop();
     progress(
       `load average ${loadavg()

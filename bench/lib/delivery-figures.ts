@@ -1,7 +1,7 @@
 import type { LoadResult } from './load-runner.js';
 import type { OpenLoopResult } from './open-loop.js';
 import type { GroupPeaks } from './process-sampler.js';
-import { figure, type Figure } from './scenario.js';
+import { figure, percentile, type Figure } from './scenario.js';
 
 /** The delivery scenario's figures, their baselines and targets (bench/scenarios/delivery.ts measures them). */
 const TARGETS = {
@@ -40,17 +40,17 @@ export interface Measured {
   overloadRate: number;
 }
 
-/** The run of median throughput (of an even number, the upper of the middle two). */
+/** The run of median throughput (`percentile`'s median: of an even number, the lower of the middle two). */
 export function medianRun<T extends { rps: number }>(runs: readonly T[]): T {
   if (runs.length === 0) throw new Error('no runs');
-  return [...runs].sort((a, b) => a.rps - b.rps)[runs.length >> 1];
+  return [...runs].sort((a, b) => a.rps - b.rps)[Math.ceil(runs.length / 2) - 1];
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
+const median = (xs: readonly number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 /** How far runs of the same thing spread: (largest − smallest) ÷ median of their requests/s. */
 export function spread(runs: readonly { rps: number }[]): number {

@@ -65,11 +65,12 @@ describe('the delivery figures', () => {
     expect(figures(measured([10_000, 10_000], [10_000, 10_000])).decisionLogCost.value).toBe(0);
   });
 
-  it('the median run of an even number is the upper of the middle two; the spread is relative to the median', () => {
-    expect(medianRun([load(3), load(1), load(4), load(2)]).rps).toBe(3);
+  it('the median run of an even number is the lower of the middle two; the spread is relative to the median', () => {
+    expect(medianRun([load(3), load(1), load(4), load(2)]).rps).toBe(2);
+    expect(medianRun([load(3), load(1), load(2)]).rps).toBe(2);
     expect(() => medianRun([])).toThrow();
     expect(spread([load(90), load(100), load(120)])).toBeCloseTo(0.3, 10);
-    expect(spread([load(100), load(120)])).toBeCloseTo(20 / 110, 10);
+    expect(spread([load(100), load(120)])).toBeCloseTo(20 / 100, 10);
   });
 
   it('the rounds note gives every round with its ratio and cost', () => {
