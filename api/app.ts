@@ -33,6 +33,8 @@ export async function buildApp(ctx: ApiServices, opts: BuildAppOptions): Promise
     loggerInstance: ctx.log.child({ listener: opts.listener }) as FastifyBaseLogger,
     // overload is refused before Fastify sees the request (api/http/load-shedder.ts)
     serverFactory: ctx.overload.serverFactory(),
+    // applied by the server factory (api/http/load-shedder.ts): HTTP_KEEP_ALIVE_TIMEOUT_MS
+    keepAliveTimeout: ctx.config.httpKeepAliveTimeoutMs,
     bodyLimit: BODY_LIMIT,
     // TRUST_PROXY: `req.ip`, which the per-address limits count, is then the client's address
     // from X-Forwarded-For as far as trusted proxies set it; off, the connection's address.

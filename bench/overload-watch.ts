@@ -7,7 +7,9 @@
  * window are printed per 100 ms: a main thread running flat out points inside the process, one
  * asleep points at what it waits on.
  */
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { slowestClause } from './lib/overload.js';
@@ -24,6 +26,38 @@ interface Sample {
   wchan: string;
   background: number;
   redis: number;
+  /** Packets the kernel's network receive processing handled so far, all CPUs (softnet_stat). */
+  netProcessed: number;
+  /** Times that processing stopped with work left for lack of budget (softnet_stat's time_squeeze), all CPUs. */
+  netSqueezed: number;
+  /** CPU ticks of the kernel's ksoftirqd threads, where deferred network processing runs. */
+  ksoftirqd: number;
+}
+
+/** softnet_stat's processed and time_squeeze columns, summed over CPUs. */
+function softnet(): { processed: number; squeezed: number } {
+  let processed = 0;
+  let squeezed = 0;
+  for (const line of readFileSync('/proc/net/softnet_stat', 'utf8').trim().split('\n')) {
+    const cols = line.trim().split(/\s+/);
+    processed += parseInt(cols[0], 16);
+    squeezed += parseInt(cols[2], 16);
+  }
+  return { processed, squeezed };
+}
+
+/** The pids of the kernel's ksoftirqd threads. */
+function ksoftirqdPids(): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('ksoftirqd/')) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 const WAIT_MS = 300;
@@ -38,11 +72,24 @@ function processTicks(pid: number): number {
 function perTenth(samples: Sample[], from: number, to: number): string[] {
   const out: string[] = [];
   let prev: Sample | undefined;
-  let bucket: { at: number; user: number; sys: number; background: number; redis: number; states: Map<string, number> } | undefined;
+  let bucket:
+    | {
+        at: number;
+        user: number;
+        sys: number;
+        background: number;
+        redis: number;
+        net: number;
+        squeezed: number;
+        ksoftirqd: number;
+        states: Map<string, number>;
+      }
+    | undefined;
   const flush = () => {
     if (bucket)
       out.push(
-        `${(bucket.at / 1000).toFixed(1)} s: API main thread user ${bucket.user} sys ${bucket.sys} ticks (${[...bucket.states].map(([s, n]) => `${s}×${n}`).join(' ')}), background ${bucket.background}, Redis ${bucket.redis}`,
+        `${(bucket.at / 1000).toFixed(1)} s: API main thread user ${bucket.user} sys ${bucket.sys} ticks (${[...bucket.states].map(([s, n]) => `${s}×${n}`).join(' ')}), background ${bucket.background}, Redis ${bucket.redis}; ` +
+          `packets received ${bucket.net}, squeezed ${bucket.squeezed}, ksoftirqd ${bucket.ksoftirqd} ticks`,
       );
   };
   for (const s of samples) {
@@ -50,18 +97,61 @@ function perTenth(samples: Sample[], from: number, to: number): string[] {
       const at = Math.floor(s.t / 100) * 100;
       if (bucket?.at !== at) {
         flush();
-        bucket = { at, user: 0, sys: 0, background: 0, redis: 0, states: new Map() };
+        bucket = { at, user: 0, sys: 0, background: 0, redis: 0, net: 0, squeezed: 0, ksoftirqd: 0, states: new Map() };
       }
       bucket.user += s.user - prev.user;
       bucket.sys += s.sys - prev.sys;
       bucket.background += s.background - prev.background;
       bucket.redis += s.redis - prev.redis;
+      bucket.net += s.netProcessed - prev.netProcessed;
+      bucket.squeezed += s.netSqueezed - prev.netSqueezed;
+      bucket.ksoftirqd += s.ksoftirqd - prev.ksoftirqd;
       const key = s.wchan === '0' ? s.state : `${s.state}:${s.wchan}`;
       bucket.states.set(key, (bucket.states.get(key) ?? 0) + 1);
     }
     prev = s;
   }
   flush();
+  return out;
+}
+
+/** One `ss` snapshot: the connections to the API's port with bytes waiting to be read, by side. */
+interface QueueSnapshot {
+  t: number;
+  /** The API's end: a request (or part) arrived and not yet read by the API process. */
+  server: Set<string>;
+  /** The generator's end: an answer arrived and not yet read by the generator. */
+  client: Set<string>;
+}
+
+const execFileAsync = promisify(execFile);
+
+/** The connections of `port` whose receive queue holds bytes, keyed by the client's port. */
+async function queued(port: number, t: number): Promise<QueueSnapshot> {
+  const { stdout } = await execFileAsync('ss', ['-tnH', 'state', 'established', `( sport = :${port} or dport = :${port} )`], { maxBuffer: 64 << 20 });
+  const snap: QueueSnapshot = { t, server: new Set(), client: new Set() };
+  for (const line of stdout.split('\n')) {
+    const cols = line.trim().split(/\s+/);
+    if (cols.length < 4 || cols[0] === '0') continue;
+    const local = cols[2];
+    const peer = cols[3];
+    if (local.endsWith(`:${port}`)) snap.server.add(peer.slice(peer.lastIndexOf(':') + 1));
+    else snap.client.add(local.slice(local.lastIndexOf(':') + 1));
+  }
+  return snap;
+}
+
+/** Per snapshot: how many connections had unread bytes on each side, and how many of them also had 0.5 s before. */
+function queueLines(snaps: QueueSnapshot[], from: number, to: number): string[] {
+  const out: string[] = [];
+  for (const s of snaps) {
+    if (s.t < from || s.t > to) continue;
+    const before = snaps.filter((x) => x.t <= s.t - 500).at(-1);
+    const kept = (now: Set<string>, then: Set<string> | undefined) => (then === undefined ? 0 : [...now].filter((k) => then.has(k)).length);
+    out.push(
+      `${(s.t / 1000).toFixed(2)} s: unread at the API ${s.server.size} (${kept(s.server, before?.server)} of them 0.5 s ago too), unread at the generator ${s.client.size} (${kept(s.client, before?.client)})`,
+    );
+  }
   return out;
 }
 
@@ -75,6 +165,7 @@ async function main(): Promise<void> {
     const { keys, body } = await prepareDelivery(run, svc, p);
     const [api] = svc.sampler.pids('api');
     const [background] = svc.sampler.pids('background');
+    const softirqPids = ksoftirqdPids();
     const redisPid = Number(/^process_id:(\d+)/m.exec(await run.redis.info('server'))?.[1]);
     const target = { baseUrl: svc.baseUrl, path: '/v1/GetTreatments', headers: { 'x-api-key': keys.delivery }, body };
     for (let round = 1; round <= rounds; round++) {
@@ -86,6 +177,7 @@ async function main(): Promise<void> {
       const timer = setInterval(() => {
         try {
           const f = statFields(`/proc/${api}/task/${api}/stat`);
+          const net = softnet();
           samples.push({
             t: performance.now() - t0,
             state: f[0],
@@ -94,11 +186,23 @@ async function main(): Promise<void> {
             wchan: readFileSync(`/proc/${api}/task/${api}/wchan`, 'utf8'),
             background: processTicks(background),
             redis: redisPid > 0 ? processTicks(redisPid) : 0,
+            netProcessed: net.processed,
+            netSqueezed: net.squeezed,
+            ksoftirqd: softirqPids.reduce((sum, pid) => sum + processTicks(pid), 0),
           });
         } catch {
           // a process ended: the round's figures say so
         }
       }, 5);
+      const port = Number(new URL(svc.baseUrl).port);
+      const snaps: QueueSnapshot[] = [];
+      let snapping = true;
+      const snapper = (async () => {
+        while (snapping) {
+          snaps.push(await queued(port, performance.now() - t0));
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
       const waited: { dueMs: number; waitMs: number }[] = [];
       let startedAt = 0;
       const r = await runOpenLoop({
@@ -111,16 +215,19 @@ async function main(): Promise<void> {
         onAnswer: (a) => void (a.waitMs > WAIT_MS && waited.push(a)),
       });
       clearInterval(timer);
+      snapping = false;
+      await snapper;
       progress(
         `round ${round}: capacity ${closed.rps.toFixed(0)} req/s; overload ${rate} req/s: longest wait ${r.maxWaitMs.toFixed(0)} ms, p99 of the 200s ${r.p99.toFixed(1)} ms, ${waited.length} answers over ${WAIT_MS} ms; ` +
-          `sent up to ${r.maxSendLagMs.toFixed(0)} ms late, written up to ${r.maxWriteLagMs.toFixed(0)} ms late (waiting for a free connection); slowest: ${slowestClause(r)}`,
+          `sent up to ${r.maxSendLagMs.toFixed(0)} ms late, written up to ${r.maxWriteLagMs.toFixed(0)} ms late (waiting for a free connection); ${r.reconnects} connections opened again (closed by the server); slowest: ${slowestClause(r)}`,
       );
       const first = samples.find((x) => x.t >= startedAt);
       const end = samples[samples.length - 1];
       if (first && end && end.t > first.t) {
         const per = (a: number, b: number) => (((b - a) * 100) / (end.t - first.t)).toFixed(1);
         progress(
-          `  the whole overload, per 100 ms: API main thread user ${per(first.user, end.user)} sys ${per(first.sys, end.sys)} ticks, background ${per(first.background, end.background)}, Redis ${per(first.redis, end.redis)}`,
+          `  the whole overload, per 100 ms: API main thread user ${per(first.user, end.user)} sys ${per(first.sys, end.sys)} ticks, background ${per(first.background, end.background)}, Redis ${per(first.redis, end.redis)}, ` +
+            `ksoftirqd ${per(first.ksoftirqd, end.ksoftirqd)} ticks; packets received ${per(first.netProcessed, end.netProcessed)}, squeezed ${per(first.netSqueezed, end.netSqueezed)}`,
         );
       }
       if (waited.length === 0) continue;
@@ -132,6 +239,7 @@ async function main(): Promise<void> {
         `  answers over ${WAIT_MS} ms were due from ${((from + 200) / 1000).toFixed(2)} s (the overload started at ${(startedAt / 1000).toFixed(2)} s):`,
       );
       for (const line of perTenth(samples, from, to)) progress(`  ${line}`);
+      for (const line of queueLines(snaps, from, to)) progress(`  ${line}`);
     }
     await run.stopService(svc);
   } finally {

@@ -3,6 +3,12 @@ import { errorBody, UnavailableError } from '../../shared/platform/errors.js';
 import type { OverloadStats } from '../../shared/platform/metrics.js';
 import { CORS_EXPOSED_HEADERS, type CorsPolicy } from './cors.js';
 
+/** One of Fastify's connection options, as Fastify passes them (defaulted) to a server factory. */
+function numberOption(opts: Record<string, unknown>, name: string): number | undefined {
+  const v = opts[name];
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
 export interface LoadShedderOptions {
   /** Event-loop lag (ms) beyond which public requests are refused; 0: never. */
   maxEventLoopLagMs: number;
@@ -153,8 +159,24 @@ export class LoadShedder {
     };
   }
 
-  /** A Fastify `serverFactory`: a plain HTTP server whose requests pass the guard first. */
-  serverFactory(): (handler: (req: IncomingMessage, res: ServerResponse) => void) => Server {
-    return (handler) => createServer(this.guard(handler));
+  /**
+   * A Fastify `serverFactory`: a plain HTTP server whose requests pass the guard first. Fastify
+   * applies its connection options only to a server it creates itself, so they are applied here as
+   * Fastify does: without them the server would keep node:http's defaults (an idle keep-alive
+   * connection closed after 5 s instead of Fastify's 72 s).
+   */
+  serverFactory(): (handler: (req: IncomingMessage, res: ServerResponse) => void, opts: Record<string, unknown>) => Server {
+    return (handler, opts) => {
+      const server = createServer(this.guard(handler));
+      const keepAlive = numberOption(opts, 'keepAliveTimeout');
+      if (keepAlive !== undefined) server.keepAliveTimeout = keepAlive;
+      const requestTimeout = numberOption(opts, 'requestTimeout');
+      if (requestTimeout !== undefined) server.requestTimeout = requestTimeout;
+      const connectionTimeout = numberOption(opts, 'connectionTimeout');
+      if (connectionTimeout !== undefined) server.setTimeout(connectionTimeout);
+      const perSocket = numberOption(opts, 'maxRequestsPerSocket');
+      if (perSocket !== undefined && perSocket > 0) server.maxRequestsPerSocket = perSocket;
+      return server;
+    };
   }
 }

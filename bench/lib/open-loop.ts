@@ -71,7 +71,9 @@ export interface OpenLoopResult extends LoadResult {
    * The slowest few: when each was due (s from the start), how long it waited, its status (0: no
    * answer), and how much of the wait came before it was written to a connection.
    */
-  slowest: { dueSec: number; waitMs: number; status: number; writeLagMs: number }[];
+  slowest: { dueSec: number; waitMs: number; status: number; writeLagMs: number; reopened?: boolean }[];
+  /** Requests that had to open their connection again because the server had closed it (an idle keep-alive timeout, say). */
+  reconnects: number;
 }
 
 /**
@@ -149,9 +151,10 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
         maxWriteLagMs,
         overOneSecond,
         slowest,
+        reconnects: pool.reconnects,
       });
     };
-    const settle = (i: number, due: number, outcome: Outcome, writtenAt: number) => {
+    const settle = (i: number, due: number, outcome: Outcome, writtenAt: number, reopened?: boolean) => {
       if (!open.delete(i)) return;
       done++;
       lastAt = performance.now();
@@ -162,7 +165,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       const status = outcome.status;
       if (wait > 1000) overOneSecond++;
       if (slowest.length < SLOWEST_KEPT || wait > slowest[slowest.length - 1].waitMs) {
-        slowest.push({ dueSec: (due - started) / 1000, waitMs: wait, status, writeLagMs });
+        slowest.push({ dueSec: (due - started) / 1000, waitMs: wait, status, writeLagMs, ...(reopened ? { reopened } : {}) });
         slowest.sort((a, b) => b.waitMs - a.waitMs);
         slowest.length = Math.min(slowest.length, SLOWEST_KEPT);
       }
@@ -184,7 +187,7 @@ export async function runOpenLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     };
     const send = (i: number, due: number) => {
       open.set(i, due);
-      pool.submit({ body: o.body(i), onDone: (outcome, writtenAt) => settle(i, due, outcome, writtenAt) });
+      pool.submit({ body: o.body(i), onDone: (outcome, writtenAt, reopened) => settle(i, due, outcome, writtenAt, reopened) });
     };
     // every millisecond, every arrival that is due (timers are late under load: the due time, not
     // the send time, is where a latency starts)

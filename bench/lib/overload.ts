@@ -143,7 +143,10 @@ export function overloadNote(label: string, r: OpenLoopResult): string {
 /** The slowest requests of a run: how long each waited, its status, and when it was due. */
 export function slowestClause(r: OpenLoopResult): string {
   return r.slowest
-    .map((x) => `${x.waitMs.toFixed(0)} ms (${x.status || 'no answer'}, due at ${x.dueSec.toFixed(2)} s, written ${x.writeLagMs.toFixed(0)} ms late)`)
+    .map(
+      (x) =>
+        `${x.waitMs.toFixed(0)} ms (${x.status || 'no answer'}, due at ${x.dueSec.toFixed(2)} s, written ${x.writeLagMs.toFixed(0)} ms late${x.reopened ? ', on a connection opened again' : ''})`,
+    )
     .join(', ');
 }
 

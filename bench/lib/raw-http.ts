@@ -13,8 +13,11 @@ export type Outcome = { status: number } | { status: 0; failure: 'timeout' | 'er
 
 export interface RawRequest {
   body: string;
-  /** `writtenAt`: when the request was written to its connection (performance.now()), after any wait for a free one. */
-  onDone(outcome: Outcome, writtenAt: number): void;
+  /**
+   * `writtenAt`: when the request was written to its connection (performance.now()), after any wait for a free one;
+   * `reopened`: the request had to open its connection again (the server had closed it).
+   */
+  onDone(outcome: Outcome, writtenAt: number, reopened?: boolean): void;
 }
 
 /** A complete response at the start of `buf`: its status, its length in bytes, whether the server closes after it. */
@@ -51,6 +54,10 @@ class Connection {
   private current: RawRequest | undefined;
   /** When the request in flight was written (performance.now()), for the timeout sweep. */
   sentAt = 0;
+  /** The request in flight opened the connection again: the server had closed it. */
+  private reopened = false;
+  /** Opened once already: a later open is a reconnection. */
+  private opened = false;
 
   constructor(private readonly pool: RawPool) {}
 
@@ -71,6 +78,8 @@ class Connection {
   send(req: RawRequest): void {
     this.current = req;
     this.sentAt = performance.now();
+    this.reopened = this.opened && (this.socket === undefined || this.socket.destroyed);
+    if (this.reopened) this.pool.reconnects++;
     this.ensure().write(this.pool.head + Buffer.byteLength(req.body) + '\r\n\r\n' + req.body);
   }
 
@@ -90,6 +99,7 @@ class Connection {
   private ensure(): Socket {
     if (this.socket && !this.socket.destroyed) return this.socket;
     const socket = connect({ host: this.pool.host, port: this.pool.port, noDelay: true });
+    this.opened = true;
     socket.on('data', (d: Buffer) => this.onData(socket, d));
     socket.on('error', () => undefined);
     socket.on('close', () => {
@@ -122,7 +132,7 @@ class Connection {
     const req = this.current;
     this.current = undefined;
     if (r.close) this.drop();
-    req?.onDone({ status: r.status }, this.sentAt);
+    req?.onDone({ status: r.status }, this.sentAt, this.reopened);
     this.pool.release(this);
   }
 }
@@ -142,6 +152,8 @@ export class RawPool {
   private queue: RawRequest[] = [];
   private queueHead = 0;
   private readonly sweep: NodeJS.Timeout;
+  /** Requests that had to open their connection again because the server had closed it (an idle keep-alive timeout, say). */
+  reconnects = 0;
 
   constructor(url: URL, connections: number, headers: Record<string, string>, timeoutMs: number) {
     this.host = url.hostname;

@@ -142,6 +142,14 @@ export interface Config {
    */
   overloadTargetLagMs: number;
   /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: how long the public listeners keep an idle keep-alive connection
+   * open (0: until the client closes it). Longer than a load balancer's or a client pool's own idle
+   * timeout, so that they, not the service, close idle connections: a server that closes first races
+   * the next request sent on the connection, which the client then sees fail (a load balancer
+   * answers it 502). @defaultValue 72000 (Fastify's default; node:http's own is 5000)
+   */
+  httpKeepAliveTimeoutMs: number;
+  /**
    * IDENTITY_MERGE (`on`/`off`): an event carrying `preLoginTempUserId` merges that anonymous id
    * into its signed-in user. `off` for apps whose user ids are all signed-in ids: nothing is
    * merged (ids merged before stay merged). @defaultValue on
@@ -361,6 +369,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 128, 0, 1_000_000),
     overloadTargetLagMs: int(env, 'OVERLOAD_TARGET_LAG_MS', 10, 1, 60_000),
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 0, 3_600_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
     corsOrigins: corsOrigins(env),
   };

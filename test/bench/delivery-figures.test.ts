@@ -18,6 +18,7 @@ const open = (rps: number) =>
     maxWriteLagMs: 0,
     overOneSecond: 0,
     slowest: [],
+    reconnects: 0,
   }) as Measured['open'];
 
 /** Rounds of the service with the log on, with it off, and of the baseline (requests/s each). */

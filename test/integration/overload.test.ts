@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { readAnswer } from '../helpers/raw-answer.js';
 import { createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../helpers/context.js';
 
 /**
@@ -26,24 +27,7 @@ async function open(): Promise<Socket> {
   return s;
 }
 
-/** One HTTP/1.1 answer read off a keep-alive socket: status, headers and body. */
-function answer(s: Socket): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString('utf8');
-      const head = text.indexOf('\r\n\r\n');
-      if (head < 0) return;
-      const lines = text.slice(0, head).split('\r\n');
-      const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-      const length = Number(headers['content-length'] ?? 0);
-      if (text.length - head - 4 < length) return;
-      s.off('data', onData);
-      resolve({ status: Number(lines[0].split(' ')[1]), headers, body: text.slice(head + 4, head + 4 + length) });
-    };
-    s.on('data', onData).once('error', reject);
-  });
-}
+const answer = readAnswer;
 
 function post(s: Socket, path: string, key: string, body: unknown): void {
   const json = JSON.stringify(body);
