@@ -27,8 +27,6 @@ async function open(): Promise<Socket> {
   return s;
 }
 
-const answer = readAnswer;
-
 function post(s: Socket, path: string, key: string, body: unknown): void {
   const json = JSON.stringify(body);
   s.write(
@@ -56,12 +54,12 @@ describe('load shedding', () => {
     // the process is kept busy 40 ms of every turn of its event loop: a sustained lag (a single
     // late sample is a pause, not overload)
     const busy = setInterval(() => block(40), 1);
-    let r: Awaited<ReturnType<typeof answer>>;
-    let healthAnswer: Promise<Awaited<ReturnType<typeof answer>>>;
+    let r: Awaited<ReturnType<typeof readAnswer>>;
+    let healthAnswer: Promise<Awaited<ReturnType<typeof readAnswer>>>;
     try {
       await new Promise((res) => setTimeout(res, 150));
-      const refused = answer(a);
-      healthAnswer = answer(h);
+      const refused = readAnswer(a);
+      healthAnswer = readAnswer(h);
       post(a, '/v1/GetTreatments', k.delivery, request);
       h.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
       r = await refused;
@@ -83,7 +81,7 @@ describe('load shedding', () => {
 
     // the lag is gone at the next sample: the same connection is served again
     await new Promise((res) => setTimeout(res, 50));
-    const again = answer(a);
+    const again = readAnswer(a);
     post(a, '/v1/GetTreatments', k.delivery, request);
     const served = await again;
     // the surface does not exist: a 400 from the operation itself, not a refusal
