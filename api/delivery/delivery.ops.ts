@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { GetTreatmentsRequest, GetTreatmentsResponse, prepareRequest, resolveRequestUser, selectTreatments } from '../../shared/delivery/index.js';
+import {
+  deliveryResponseJson,
+  GetTreatmentsRequest,
+  GetTreatmentsResponse,
+  prepareRequest,
+  resolveRequestUser,
+  selectTreatments,
+} from '../../shared/delivery/index.js';
 import { operationsUsing } from '../http/v1-operation.js';
 import type { ApiServices } from '../compose-api.js';
 import type { DeliveryStats } from '../../shared/platform/metrics.js';
@@ -24,6 +31,7 @@ export const getTreatments = defineOperation({
   alt: true,
   body: GetTreatmentsRequest,
   response: GetTreatmentsResponse,
+  responseJson: deliveryResponseJson,
   handler: async (body, _auth, ctx) => {
     const nowMs = ctx.now();
     const plan = await ctx.delivery.catalogPlans.plan(body.projectId);

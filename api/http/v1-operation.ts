@@ -29,6 +29,11 @@ export interface V1Operation<B extends TSchema = TSchema, R extends TSchema = TS
   body: B;
   response: R;
   handler: (body: Static<B>, auth: AuthContext, ctx: D, req: FastifyRequest) => Promise<Static<R>>;
+  /**
+   * The 200 answer's JSON text, for an operation whose answers the schema's compiled serializer
+   * writes slowly (GetTreatments); it must give the same JSON value (a test compares them).
+   */
+  responseJson?: (response: Static<R>) => string;
 }
 
 /**
@@ -41,7 +46,10 @@ export function operationsUsing<D>(): <B extends TSchema, R extends TSchema>(op:
 }
 
 /** An operation of any schemas whose deps the API's services provide. */
-type AnyV1Operation = Omit<V1Operation, 'handler'> & { handler: (body: never, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<unknown> };
+type AnyV1Operation = Omit<V1Operation, 'handler' | 'responseJson'> & {
+  handler: (body: never, auth: AuthContext, ctx: ApiServices, req: FastifyRequest) => Promise<unknown>;
+  responseJson?: (response: never) => string;
+};
 /** An admin operation of any schemas whose deps the API's services provide. */
 type AnyAdminOperation = Omit<AdminOperation, 'handler'> & { handler: (body: never, ctx: ApiServices, actor: string) => Promise<unknown> };
 
@@ -159,6 +167,13 @@ export function registerOperation(app: FastifyInstance, ctx: ApiServices, op: V1
       },
       ...(op.gzip ? { preParsing: gzipBodies() } : {}),
     },
-    async (req) => op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req),
+    op.responseJson === undefined
+      ? async (req) => op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req)
+      : async (req, reply) => {
+          const response = await op.handler(req.body as never, (req as AuthedRequest).auth, ctx, req);
+          // set only once the handler has answered: an error's answer keeps the error schema's serializer
+          reply.serializer(op.responseJson!);
+          return response;
+        },
   );
 }

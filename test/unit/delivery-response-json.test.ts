@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import fastJsonStringify from 'fast-json-stringify';
+import { deliveryResponseJson, GetTreatmentsResponse, type DeliveryResponse } from '../../shared/delivery/index.js';
+
+/** What Fastify would write from the response schema (its compiled serializer). */
+const bySchema = fastJsonStringify(GetTreatmentsResponse as never);
+
+const awkward = [
+  '',
+  'plain',
+  'quote " backslash \\ slash /',
+  'controls \u0000 \u0001 \b \f \n \r \t \u001f \u007f',
+  'unicode é ü 中文 emoji 😀 and separators \u2028 \u2029',
+  'lone surrogates \ud800 x \udfff',
+  '{"title":"Offer for \\"Ada\\"","link":"https://example.com/?a=1&b=<2>"}',
+];
+
+function treatment(i: number, text: string): NonNullable<DeliveryResponse['userTreatments']>[number] {
+  return {
+    treatmentId: String(i + 1),
+    treatmentTrackingId: `${i + 1}_${text}`,
+    surface: `surface ${text}`,
+    rank: String(i + 1),
+    treatmentType: `type ${text}`,
+    treatmentContent: JSON.stringify({ title: text, body: `${text} body` }),
+    contentLanguageCode: text === '' ? 'en' : `en-${text.length}`,
+  };
+}
+
+describe('deliveryResponseJson: GetTreatments 200 answers', () => {
+  it('gives the JSON value the response schema gives, member for member', () => {
+    const responses: DeliveryResponse[] = [
+      { responseId: 'r-empty' },
+      { responseId: 'r-none', userTreatments: [] },
+      { responseId: 'r-one', userTreatments: [treatment(0, 'plain')] },
+      { responseId: 'r "quoted"', userTreatments: awkward.map((text, i) => treatment(i, text)) },
+    ];
+    for (const r of responses) {
+      const text = deliveryResponseJson(r);
+      expect(JSON.parse(text)).toEqual(JSON.parse(bySchema(r)));
+      // the same members in the same order as the schema's serializer writes them
+      expect(Object.keys(JSON.parse(text))).toEqual(Object.keys(JSON.parse(bySchema(r))));
+    }
+  });
+
+  it('writes an awkward content string back exactly (quotes, controls, unicode, lone surrogates)', () => {
+    for (const text of awkward) {
+      const r: DeliveryResponse = { responseId: 'r', userTreatments: [treatment(0, text)] };
+      const parsed = JSON.parse(deliveryResponseJson(r)) as Required<DeliveryResponse>;
+      expect(parsed.userTreatments[0]).toEqual(r.userTreatments![0]);
+      expect(JSON.parse(parsed.userTreatments[0].treatmentContent)).toEqual({ title: text, body: `${text} body` });
+    }
+  });
+
+  it('writes only the schema members, as the schema serializer does', () => {
+    const extra = { ...treatment(0, 'x'), internal: 'not for clients' };
+    const r = { responseId: 'r', userTreatments: [extra], debug: true } as unknown as DeliveryResponse;
+    expect(JSON.parse(deliveryResponseJson(r))).toEqual(JSON.parse(bySchema(r)));
+    expect(deliveryResponseJson(r)).not.toContain('not for clients');
+  });
+});
