@@ -101,7 +101,7 @@ export function assess(
   a.rulesPass = true;
   for (const planned of version.rules) {
     const input = inputOf(planned.field);
-    const outcome = evaluateRule(planned.rule, input.value, nowMs, input.fieldType);
+    const outcome = evaluateRule(planned.rule, input.value, nowMs, input.fieldType, planned);
     if (full) a.rules.push({ planned, value: input.value, source: input.source, outcome }); // only explanations show them
     if (!outcome.result) {
       a.rulesPass = false;
@@ -132,8 +132,7 @@ export function pickLanguage(t: PlannedTreatment, v: PlannedVersion, requested: 
   if (t.type?.hasPerLanguageFields !== true) return { code: requested, fields: v.agnosticFields };
   // The compiled version is the same object request after request: keep its pick per requested
   // tag, so the field list is one stable array (whose constant rendering content-render keeps).
-  let picks = languagePicks.get(v);
-  if (picks === undefined) languagePicks.set(v, (picks = new Map()));
+  const picks = v.languagePicks;
   let pick = picks.get(requested);
   if (pick === undefined) {
     const code = pickContentLanguage(v.languages, requested);
@@ -144,7 +143,6 @@ export function pickLanguage(t: PlannedTreatment, v: PlannedVersion, requested: 
   return pick;
 }
 
-export const languagePicks = new WeakMap<PlannedVersion, Map<string, LanguagePick | null>>();
 export const MAX_LANGUAGE_PICKS = 64;
 
 export function eligibilityReasons(t: PlannedTreatment, a: Assessment, surface: string): ExclusionReason[] {

@@ -13,6 +13,8 @@ import type { TreatmentStatus, VersionStatus } from '../treatments/index.js';
 import type { ContentField, EligibilityRule, TreatmentRecord } from '../treatments/index.js';
 import type { DataFieldRecord } from '../aggregation/index.js';
 import type { DeliveryType, TreatmentType } from '../catalog/index.js';
+import type { LanguagePick } from './assessment.js';
+import type { CompiledRuleHolder } from '../rules/index.js';
 
 /** A frequency cap ready for request time: the window as a day count. */
 export interface PlannedCap {
@@ -22,7 +24,7 @@ export interface PlannedCap {
   countOf: 'VIEWED' | 'RETURNED';
 }
 
-export interface PlannedRule {
+export interface PlannedRule extends CompiledRuleHolder {
   rule: EligibilityRule;
   /** undefined when the data field is not (or no longer) in the project: the rule reads no value */
   field: DataFieldRecord | undefined;
@@ -43,6 +45,11 @@ export interface PlannedVersion {
   rules: PlannedRule[];
   /** rules or placeholders: serving it needs the user's profile */
   needsProfile: boolean;
+  /**
+   * Requested language tag → the content picked for it (`pickLanguage`), filled as requests ask:
+   * the plan is the same object request after request, so each tag is resolved once.
+   */
+  languagePicks: Map<string, LanguagePick | null>;
 }
 
 export interface PlannedType {
@@ -152,7 +159,7 @@ function planTreatment(
       contentByLanguage.set(canonicalizeLanguageTag(code) ?? code, entry.contentFields);
     }
     const agnosticFields = v.content.languageAgnosticContentFields;
-    const rules = v.eligibilityRules.map((rule) => ({ rule, field: fields.get(rule.dataFieldId) }));
+    const rules = v.eligibilityRules.map((rule): PlannedRule => ({ rule, field: fields.get(rule.dataFieldId), compiledRule: undefined }));
     const allFields = [...agnosticFields, ...[...contentByLanguage.values()].flat()];
     return {
       versionNumber: v.versionNumber,
@@ -165,6 +172,7 @@ function planTreatment(
       agnosticFields,
       rules,
       needsProfile: rules.length > 0 || allFields.some((f) => hasPlaceholders(f.stringValue)),
+      languagePicks: new Map(),
     };
   });
   return {

@@ -95,7 +95,7 @@ export function selectTreatments(
     });
     const only = qa.length === 0 && fallback === NOTHING;
     const picked = only ? main.picked : [...qa, ...main.picked, ...fallback.picked];
-    for (const [i, v] of picked.entries()) v.rank = i + 1;
+    for (let i = 0; i < picked.length; i++) picked[i].rank = i + 1;
     // only explanations list the verdicts (delivery builds them for the qualifying candidates only)
     const verdicts = !explain ? NO_VERDICTS : only ? main.verdicts : [...qa, ...main.verdicts, ...fallback.verdicts];
     perSurface.push({ surface, verdicts, picked, withheld: main.withheld });
@@ -170,8 +170,10 @@ function selectAmong(
   } else {
     verdicts = NO_VERDICTS;
     qualifying = [];
+    // nothing returned yet on the first surface of most requests: no lookup per candidate
+    const returnedOn = state.returnedOn.size === 0 ? undefined : state.returnedOn;
     for (const t of candidates) {
-      if (state.returnedOn.has(t.treatmentId)) continue;
+      if (returnedOn?.has(t.treatmentId) === true) continue;
       const a = assessOf(t);
       // every member the selection sets, set now (one shape); the reasons are an explanation's only
       if (isEligible(t, a, surface.name))
@@ -184,7 +186,8 @@ function selectAmong(
     ctx.treatmentId = v.t.treatmentId;
     v.score = ranking.policy.score(ctx, ranking.stats.get(surface.name, v.t.treatmentId));
   }
-  qualifying.sort((x, y) => y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId));
+  // Explanations list every candidate in rank order; delivery takes the best few, in order, as pick reaches them.
+  if (explain) qualifying.sort(byRank);
   const withheld: Verdict[] = [];
   const picked = pick(qualifying, surface, state.groupWinners, holdouts ? state.heldOut : NEVER, withheld, explain);
   for (const v of picked) {
@@ -247,9 +250,13 @@ function pick(
   const picked: Verdict[] = [];
   // made when a picked treatment has a group: most catalogues use none
   let groupsHere: Map<string, string> | undefined;
-  for (const v of ranked) {
+  for (let i = 0; i < ranked.length; i++) {
     // once the surface is full, the rest only collect the reason explanations show
     if (!explain && picked.length >= surface.max) break;
+    // delivery's candidates are not sorted: the best of those left comes to place i (a surface
+    // takes a few of tens; explanations sorted them all first)
+    if (!explain) placeBest(ranked, i);
+    const v = ranked[i];
     const group = v.t.mutualExclusionGroupId;
     const winner = group === undefined ? undefined : (groupWinners.get(group) ?? groupsHere?.get(group));
     if (winner !== undefined) {
@@ -269,6 +276,22 @@ function pick(
   if (picked.length >= surface.min) return picked;
   if (explain) for (const v of picked) v.reasons.push('MINIMUM_COUNT_NOT_MET');
   return [];
+}
+
+/** Rank order: higher score first, ties by ascending treatment id. */
+function byRank(x: Verdict, y: Verdict): number {
+  return y.score! - x.score! || compareIds(x.t.treatmentId, y.t.treatmentId);
+}
+
+/** Moves the first in rank order of `vs[i..]` to place i (one step of a selection sort). */
+function placeBest(vs: Verdict[], i: number): void {
+  let best = i;
+  for (let j = i + 1; j < vs.length; j++) if (byRank(vs[j], vs[best]) < 0) best = j;
+  if (best !== i) {
+    const v = vs[best];
+    vs[best] = vs[i];
+    vs[i] = v;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -70,12 +70,18 @@ export function rhsProblem(condition: Condition, type: DataFieldType, rhsValue: 
  * another kind is a TYPE_MISMATCH even where its own kind would compare (a `stringValue: "9"`
  * for an INTEGER field must not be compared with "18" as text).
  */
-export function evaluateRule(rule: EligibilityRule, value: RuleValue | undefined, nowMs: number, fieldType?: DataFieldType): RuleOutcome {
+export function evaluateRule(
+  rule: EligibilityRule,
+  value: RuleValue | undefined,
+  nowMs: number,
+  fieldType?: DataFieldType,
+  holder?: CompiledRuleHolder,
+): RuleOutcome {
   if (rule.condition === 'UNSPECIFIED_CONDITION') return OUTCOME.UNSPECIFIED_CONDITION;
   if (value === undefined) return missingOutcome(rule.dataMissingBehaviour);
   const type = TYPE_OF_KIND[value.kind];
   if (fieldType !== undefined && fieldType !== type) return OUTCOME.TYPE_MISMATCH;
-  const compiled = compiledFor(rule, type);
+  const compiled = compiledFor(rule, type, holder);
   if (compiled === undefined) return OUTCOME.TYPE_MISMATCH;
   if (!compiled.ok) return OUTCOME.BAD_RHS;
   return compiled.matches(value, nowMs) ? OUTCOME.MATCHED : OUTCOME.NOT_MATCHED;
@@ -98,20 +104,30 @@ const OUTCOME: Readonly<Record<RuleReason, RuleOutcome>> = Object.freeze({
  */
 const compiledRules = new WeakMap<EligibilityRule, CompiledByType>();
 
+/**
+ * Where a caller that keeps `rule` in an object of its own (a compiled catalogue's planned rule)
+ * lets evaluation keep the rule's compiled condition: read back from there, with no WeakMap
+ * lookup on the request path. Its `compiledRule` must start undefined and belong to that one rule.
+ */
+export interface CompiledRuleHolder {
+  compiledRule: CompiledByType | undefined;
+}
+
 /** A rule's compiled condition per value type; null: the condition does not fit that type. */
-interface CompiledByType {
+export interface CompiledByType {
   /** the type of the last lookup and its answer: a rule is nearly always read with one type */
   lastType: DataFieldType | undefined;
   last: Compiled | null;
   byType: Map<DataFieldType, Compiled | null>;
 }
 
-function compiledFor(rule: EligibilityRule, type: DataFieldType): Compiled | undefined {
-  let entry = compiledRules.get(rule);
+function compiledFor(rule: EligibilityRule, type: DataFieldType, holder: CompiledRuleHolder | undefined): Compiled | undefined {
+  let entry = holder?.compiledRule ?? compiledRules.get(rule);
   if (entry === undefined) {
     entry = { lastType: undefined, last: null, byType: new Map() };
     compiledRules.set(rule, entry);
   }
+  if (holder !== undefined) holder.compiledRule = entry;
   if (entry.lastType !== type) {
     let compiled = entry.byType.get(type);
     if (compiled === undefined) {

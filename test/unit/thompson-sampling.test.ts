@@ -46,6 +46,31 @@ describe('Thompson sampling', () => {
     expect(posterior({ views: 9, actions: 2 })).toEqual({ alpha: 3, beta: 8 });
   });
 
+  it('draws from the closed forms where a parameter is 1 with the right mean and variance', () => {
+    const random = seededRandom(5);
+    const n = 40_000;
+    // [alpha, beta]: uniform, Beta(1, b) (no action yet), Beta(a, 1) (no failure yet)
+    for (const [a, b] of [
+      [1, 1],
+      [1, 5],
+      [4, 1],
+    ]) {
+      const draws = Array.from({ length: n }, () => sampleBeta(a, b, random));
+      const mean = draws.reduce((s, x) => s + x, 0) / n;
+      const variance = draws.reduce((s, x) => s + (x - mean) ** 2, 0) / n;
+      expect(mean).toBeCloseTo(a / (a + b), 2);
+      expect(variance).toBeCloseTo((a * b) / ((a + b) ** 2 * (a + b + 1)), 3);
+      expect(draws.every((x) => x >= 0 && x <= 1)).toBe(true);
+      // and the shape, not only two moments: the share below the median matches the CDF
+      const median = b === 1 ? Math.pow(0.5, 1 / a) : 1 - Math.pow(0.5, 1 / b);
+      expect(draws.filter((x) => x < median).length / n).toBeCloseTo(0.5, 1);
+    }
+    // a new arm against one with no failures in 3 views (Beta(4, 1), mean 0.8) wins about 20 % of draws
+    const rate = winRate(thompsonSampling(seededRandom(6)), { views: 0, actions: 0 }, { views: 3, actions: 3 }, 20_000);
+    expect(rate).toBeGreaterThan(0.18);
+    expect(rate).toBeLessThan(0.22);
+  });
+
   it('handles huge counts and actions logged without views', () => {
     const policy = thompsonSampling(seededRandom(4));
     const big = policy.score(ctx('a'), { views: 50_000_000, actions: 5_000_000 });

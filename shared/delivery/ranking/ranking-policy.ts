@@ -58,17 +58,24 @@ export function actionsField(surface: string, treatmentId: string): string {
  * digits, so the last `:` separates the two.
  */
 export function statsViewFromHash(raw: Record<string, string>): RankingStatsView {
-  const arms = new Map<string, { views: number; actions: number }>();
+  // by surface, then treatment: a lookup builds no key string (one per qualifying arm of every request)
+  const bySurface = new Map<string, Map<string, { views: number; actions: number }>>();
   for (const [field, value] of Object.entries(raw)) {
     const kind = field.slice(0, 2);
     if (kind !== 'v:' && kind !== 'a:') continue;
     const n = Number(value);
     if (!Number.isFinite(n)) continue;
-    const arm = field.slice(2);
-    const entry = arms.get(arm) ?? { views: 0, actions: 0 };
+    const at = field.lastIndexOf(':');
+    if (at < 2) continue;
+    const surface = field.slice(2, at);
+    const treatmentId = field.slice(at + 1);
+    let arms = bySurface.get(surface);
+    if (arms === undefined) bySurface.set(surface, (arms = new Map()));
+    let entry = arms.get(treatmentId);
+    if (entry === undefined) arms.set(treatmentId, (entry = { views: 0, actions: 0 }));
     if (kind === 'v:') entry.views = n;
     else entry.actions = n;
-    arms.set(arm, entry);
   }
-  return { get: (surface, treatmentId) => arms.get(`${surface}:${treatmentId}`) ?? NO_STATS };
+  if (bySurface.size === 0) return EMPTY_STATS_VIEW;
+  return { get: (surface, treatmentId) => bySurface.get(surface)?.get(treatmentId) ?? NO_STATS };
 }

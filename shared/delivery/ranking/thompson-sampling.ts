@@ -14,8 +14,9 @@ export function thompsonSampling(random: Random = Math.random): RankingPolicy {
   return {
     name: 'thompson-sampling',
     score: (_ctx: RankingContext, stats: ArmStats) => {
-      const { alpha, beta } = posterior(stats);
-      return sampleBeta(alpha, beta, random);
+      // posterior(stats), without an object per call: this runs once per qualifying arm of every request
+      const actions = Math.max(0, stats.actions);
+      return sampleBeta(1 + actions, 1 + Math.max(0, stats.views - actions), random);
     },
   };
 }
@@ -38,7 +39,20 @@ export function posterior(stats: ArmStats): { alpha: number; beta: number } {
   return { alpha: 1 + actions, beta: 1 + failures };
 }
 
+/**
+ * A draw from Beta(alpha, beta). An arm with no action or no failure yet (new treatments, and
+ * rarely-clicked ones: most arms of a young catalogue) has one parameter equal to 1, where the
+ * distribution has a closed form inverted exactly by one power of one uniform draw; the others take
+ * two gamma draws.
+ */
 export function sampleBeta(alpha: number, beta: number, random: Random): number {
+  if (alpha === 1) {
+    // Beta(1, 1) is uniform; Beta(1, b) has CDF 1 − (1 − x)^b. `1 - random()` is in (0, 1].
+    if (beta === 1) return random();
+    return 1 - Math.pow(1 - random(), 1 / beta);
+  }
+  // Beta(a, 1) has CDF x^a
+  if (beta === 1) return Math.pow(1 - random(), 1 / alpha);
   const x = sampleGamma(alpha, random);
   const y = sampleGamma(beta, random);
   return x / (x + y);
