@@ -249,7 +249,9 @@ export function plannedVersionStatus(v: PlannedVersion, nowMs: number): VersionS
 /** The version delivery serves now: the latest-published LIVE one; undefined when paused or none is LIVE. */
 export function servedPlannedVersion(t: PlannedTreatment, nowMs: number): PlannedVersion | undefined {
   if (t.paused) return undefined;
-  return t.versions.find((v) => plannedVersionStatus(v, nowMs) === 'LIVE');
+  // a loop, not find(): delivery asks this of every candidate of every request
+  for (const v of t.versions) if (plannedVersionStatus(v, nowMs) === 'LIVE') return v;
+  return undefined;
 }
 
 export function plannedTreatmentStatus(t: PlannedTreatment, nowMs: number): TreatmentStatus {
