@@ -5,7 +5,8 @@
 import { utcDay } from '../../shared/aggregation/index.js';
 import { seedProfiles } from '../lib/bench-redis.js';
 import { userIdOf } from '../lib/event-generator.js';
-import type { ProjectKeys, TestApp } from '../../test/helpers/context.js';
+import { createProjectWithKeys, createTestApp, type ProjectKeys, type TestApp } from '../../test/helpers/context.js';
+import { parseProfile } from '../../shared/profiles/profile-layout.js';
 import { createCatalogue, DELIVERY_SIZES, getTreatmentsBodies, profileOf } from '../scenarios/delivery.js';
 
 function report(label: string, n: number, u: NodeJS.CpuUsage): number {
@@ -60,4 +61,17 @@ export async function seedDelivery(t: TestApp, k: ProjectKeys, users: number, n:
   );
   const bodies = getTreatmentsBodies(p);
   return Array.from({ length: n }, () => JSON.parse(bodies().replace(/"projectId":"[^"]*"/, `"projectId":"${k.projectId}"`)));
+}
+
+/**
+ * What the selection micro-benchmarks time `selectTreatments` on: a test app with the delivery
+ * scenario's catalogue, `n` request bodies and the parsed profiles of their users.
+ */
+export async function seedSelection(n: number) {
+  const t = await createTestApp();
+  const k = await createProjectWithKeys(t);
+  const reqs = await seedDelivery(t, k, n, n);
+  const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
+  const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))))).map(parseProfile);
+  return { t, k, reqs, plan, profiles };
 }

@@ -6,9 +6,7 @@
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseProfile } from '../../shared/profiles/profile-layout.js';
-import { createTestApp, createProjectWithKeys } from '../../test/helpers/context.js';
-import { seedDelivery } from './micro-lib.js';
+import { seedSelection } from './micro-lib.js';
 
 type Delivery = typeof import('../../shared/delivery/index.js');
 const [distA, distB] = process.argv.slice(2, 4);
@@ -19,11 +17,7 @@ const builds = [
   { name: distA, d: await load(distA) },
   { name: distB, d: await load(distB) },
 ];
-const t = await createTestApp();
-const k = await createProjectWithKeys(t);
-const reqs = await seedDelivery(t, k, 200, 200);
-const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
-const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))))).map(parseProfile);
+const { t, reqs, plan, profiles } = await seedSelection(200);
 const now = Date.now();
 const runs = builds.map(({ d }) => {
   const ranking = { policy: d.thompsonSampling(), stats: d.statsViewFromHash({}) };

@@ -1,16 +1,10 @@
 // profiles selectTreatments alone: npx tsx --cpu-prof bench/micro/select-prof.ts
 const { selectTreatments } = (await import(process.env.SELECT_FROM ?? '../../shared/delivery/index.js')) as typeof import('../../shared/delivery/index.js');
-import { parseProfile } from '../../shared/profiles/profile-layout.js';
-import { createTestApp, createProjectWithKeys } from '../../test/helpers/context.js';
-import { seedDelivery } from './micro-lib.js';
+import { seedSelection } from './micro-lib.js';
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 
-const t = await createTestApp();
-const k = await createProjectWithKeys(t);
-const reqs = await seedDelivery(t, k, 200, 200);
-const plan = await t.ctx.delivery.catalogPlans.plan(k.projectId);
-const profiles = (await Promise.all(reqs.map((r) => t.ctx.redis.hgetall(t.ctx.keys.profile(k.projectId, r.userId))))).map(parseProfile);
+const { t, k, reqs, plan, profiles } = await seedSelection(200);
 const stats = await t.ctx.delivery.rankingStats.view(k.projectId);
 const now = Date.now();
 const policy = t.ctx.delivery.rankingPolicy;

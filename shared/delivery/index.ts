@@ -14,5 +14,4 @@ export type * from './ranking-stats.store.js';
 export * from './ranking/ranking-policy.js';
 export * from './ranking/thompson-sampling.js';
 export * from './request-user.js';
-export * from './response-json.js';
 export type * from './target-action-views.store.js';

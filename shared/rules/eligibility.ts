@@ -100,7 +100,8 @@ const OUTCOME: Readonly<Record<RuleReason, RuleOutcome>> = Object.freeze({
 
 /**
  * Rules of a compiled catalogue are the same objects request after request: their parsed rhs is
- * kept beside them (and collected with them), so the hot path never re-parses `rhsValue`.
+ * kept beside them (and collected with them), so the hot path never re-parses `rhsValue`. Kept
+ * here for callers that pass no `CompiledRuleHolder` (previews, tests); delivery passes one.
  */
 const compiledRules = new WeakMap<EligibilityRule, CompiledByType>();
 
@@ -122,12 +123,12 @@ export interface CompiledByType {
 }
 
 function compiledFor(rule: EligibilityRule, type: DataFieldType, holder: CompiledRuleHolder | undefined): Compiled | undefined {
-  let entry = holder?.compiledRule ?? compiledRules.get(rule);
+  let entry = holder !== undefined ? holder.compiledRule : compiledRules.get(rule);
   if (entry === undefined) {
     entry = { lastType: undefined, last: null, byType: new Map() };
-    compiledRules.set(rule, entry);
+    if (holder !== undefined) holder.compiledRule = entry;
+    else compiledRules.set(rule, entry);
   }
-  if (holder !== undefined) holder.compiledRule = entry;
   if (entry.lastType !== type) {
     let compiled = entry.byType.get(type);
     if (compiled === undefined) {

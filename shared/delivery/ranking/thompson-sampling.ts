@@ -14,9 +14,8 @@ export function thompsonSampling(random: Random = Math.random): RankingPolicy {
   return {
     name: 'thompson-sampling',
     score: (_ctx: RankingContext, stats: ArmStats) => {
-      // posterior(stats), without an object per call: this runs once per qualifying arm of every request
-      const actions = Math.max(0, stats.actions);
-      return sampleBeta(1 + actions, 1 + Math.max(0, stats.views - actions), random);
+      // the posterior's parameters without an object per call: this runs once per qualifying arm of every request
+      return sampleBeta(posteriorAlpha(stats), posteriorBeta(stats), random);
     },
   };
 }
@@ -34,9 +33,15 @@ export function greedy(): RankingPolicy {
 
 /** Actions logged without a view (or views lost) must not make the second parameter fall below 1. */
 export function posterior(stats: ArmStats): { alpha: number; beta: number } {
-  const actions = Math.max(0, stats.actions);
-  const failures = Math.max(0, stats.views - actions);
-  return { alpha: 1 + actions, beta: 1 + failures };
+  return { alpha: posteriorAlpha(stats), beta: posteriorBeta(stats) };
+}
+
+function posteriorAlpha(stats: ArmStats): number {
+  return 1 + Math.max(0, stats.actions);
+}
+
+function posteriorBeta(stats: ArmStats): number {
+  return 1 + Math.max(0, stats.views - Math.max(0, stats.actions));
 }
 
 /**
