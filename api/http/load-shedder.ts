@@ -18,7 +18,7 @@ export interface LoadShedderOptions {
    * in force halves (down to a sixteenth of it), and it grows back while the lag is lower.
    */
   maxInFlight: number;
-  /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue 10 */
+  /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue 3 */
   targetLagMs?: number;
   /** How often the lag is sampled (ms). @defaultValue 10 */
   sampleMs?: number;
@@ -70,7 +70,7 @@ export class LoadShedder {
 
   constructor(private readonly opts: LoadShedderOptions) {
     this.sampleMs = opts.sampleMs ?? 10;
-    this.targetLagMs = opts.targetLagMs ?? 10;
+    this.targetLagMs = opts.targetLagMs ?? 3;
     this.limit = opts.maxInFlight;
     opts.stats.inFlightLimit = this.limit;
   }
@@ -100,18 +100,20 @@ export class LoadShedder {
    * of the event loop are answered in the next: the more a turn admits, the longer the turns (the
    * refusals of the rest take their share too), and the longer every admitted request waits. So
    * while requests are being refused and the loop lags beyond `targetLagMs`, the limit
-   * halves; while the lag is below it, it grows back by a thirty-second of `maxInFlight` per
-   * sample (to all of it within about 300 ms). The admitted requests then wait about the target,
-   * not a turn of `maxInFlight` requests, and as many are answered per second. A saturated closed
+   * halves; otherwise (the lag is below it, or nothing was refused) it grows back by a
+   * thirty-second of `maxInFlight` per sample (to all of it within about 300 ms). The admitted
+   * requests then wait about two turns of a few milliseconds, not of `maxInFlight` requests, and
+   * about as many are answered per second: a turn that admits fewer is shorter. A saturated closed
    * loop of fewer clients than `maxInFlight` is never refused, however long its turns: the limit
-   * only falls while requests are refused.
+   * only falls while requests are refused. And a limit lowered by an overload does not stay low
+   * when the load falls on a machine whose lag stays above the target for other reasons (the CPU
+   * shared with other processes): a sample in which nothing was refused raises it.
    */
   private adapt(): void {
     const max = this.opts.maxInFlight;
     if (max === 0) return;
-    if (this.lagMs > this.targetLagMs) {
-      if (this.refusedSinceSample) this.limit = Math.max(Math.ceil(max / 16), this.limit >> 1);
-    } else if (this.limit < max) this.limit = Math.min(max, this.limit + Math.ceil(max / 32));
+    if (this.refusedSinceSample && this.lagMs > this.targetLagMs) this.limit = Math.max(Math.ceil(max / 16), this.limit >> 1);
+    else if (this.limit < max) this.limit = Math.min(max, this.limit + Math.ceil(max / 32));
     this.refusedSinceSample = false;
     this.opts.stats.inFlightLimit = this.limit;
   }

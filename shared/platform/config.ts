@@ -138,7 +138,7 @@ export interface Config {
   overloadMaxInFlight: number;
   /**
    * Event-loop lag (ms) that the in-flight limit, lowered while requests are being refused, keeps
-   * an API process under: the latency of the requests it admits under overload. @defaultValue 10
+   * an API process under: the latency of the requests it admits under overload. @defaultValue 3
    */
   overloadTargetLagMs: number;
   /**
@@ -368,7 +368,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     decisionLogFlushMs: int(env, 'DECISION_LOG_FLUSH_MS', 100, 1, 1000),
     overloadMaxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 30, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 128, 0, 1_000_000),
-    overloadTargetLagMs: int(env, 'OVERLOAD_TARGET_LAG_MS', 10, 1, 60_000),
+    overloadTargetLagMs: int(env, 'OVERLOAD_TARGET_LAG_MS', 3, 1, 60_000),
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 0, 3_600_000),
     identityMerge: onOff(env, 'IDENTITY_MERGE', true),
     corsOrigins: corsOrigins(env),

@@ -38,6 +38,16 @@ async function blockFor(ms: number): Promise<void> {
 
 const req = (url: string, method = 'POST', headers: Record<string, string> = {}) => ({ url, method, headers }) as unknown as IncomingMessage;
 
+/** Sends a GetTreatments through the shedder's guard to a handler that never answers: the response, open until `finish()`. */
+function admitter(shedder: LoadShedder): () => ReturnType<typeof fakeRes> {
+  const guard = shedder.guard(() => undefined);
+  return () => {
+    const res = fakeRes();
+    guard(req('/v1/GetTreatments'), res as unknown as ServerResponse);
+    return res;
+  };
+}
+
 describe('LoadShedder', () => {
   it('refuses public requests beyond maxInFlight with 503 and Retry-After, admits them again as others finish; other paths always pass', () => {
     const stats = { shed: 0, inFlightLimit: 0 };
@@ -88,12 +98,7 @@ describe('LoadShedder', () => {
     const stats = { shed: 0, inFlightLimit: 0 };
     // the lag bound is off, so only the in-flight limit refuses here (and it still adapts)
     const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 16, targetLagMs: 40, sampleMs: 5, stats }).start();
-    const guard = shedder.guard(() => undefined);
-    const admit = () => {
-      const res = fakeRes();
-      guard(req('/v1/GetTreatments'), res as unknown as ServerResponse);
-      return res;
-    };
+    const admit = admitter(shedder);
     try {
       const held = Array.from({ length: 10 }, admit);
       await blockFor(150); // a long turn with 10 in flight and nothing refused: a saturated closed loop, not overload
@@ -109,6 +114,25 @@ describe('LoadShedder', () => {
       expect(admit().status).toBe(503); // 8 in flight: the lowered limit holds
       expect(stats.shed).toBe(2);
       await waitUntil(() => shedder.inFlightLimit === 16, 5000, 5); // the lag is low again: back to all of it
+    } finally {
+      shedder.stop();
+    }
+  });
+
+  it('grows a lowered in-flight limit back once nothing is refused, even while the event loop still lags beyond the target', async () => {
+    const stats = { shed: 0, inFlightLimit: 0 };
+    const shedder = new LoadShedder({ maxEventLoopLagMs: 0, maxInFlight: 16, targetLagMs: 40, sampleMs: 5, stats }).start();
+    const admit = admitter(shedder);
+    try {
+      const held = Array.from({ length: 16 }, admit);
+      expect(admit().status).toBe(503);
+      await blockFor(150); // refusing, and lagging beyond the target
+      expect(shedder.inFlightLimit).toBe(8);
+      for (const r of held) r.finish(); // the overload is over: nothing in flight, nothing refused
+      // the machine stays slow: every sample still comes more than the target late
+      for (let i = 0; i < 12 && shedder.inFlightLimit < 16; i++) await blockFor(60);
+      expect(shedder.inFlightLimit).toBe(16);
+      expect(stats.shed).toBe(1);
     } finally {
       shedder.stop();
     }
