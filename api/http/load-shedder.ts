@@ -15,7 +15,8 @@ export interface LoadShedderOptions {
   /**
    * Public requests being answered at once beyond which new ones are refused; 0: no limit. While
    * requests are being refused for it and the event loop lags more than `targetLagMs`, the limit
-   * in force halves (down to a sixteenth of it), and it grows back while the lag is lower.
+   * in force halves (down to a sixteenth of it), and it grows back while the lag is lower or
+   * nothing is refused.
    */
   maxInFlight: number;
   /** The lag (ms) the lowered in-flight limit keeps the event loop under. @defaultValue 3 */
