@@ -10,52 +10,29 @@
  */
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
-import { ScenarioRun } from './lib/scenario-run.js';
-import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
-import { parseSetting } from './lib/service-settings.js';
+import { compareSettings, parseSetting, runTool } from './lib/service-settings.js';
 
 async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 2);
   const settings = process.argv.slice(3).map(parseSetting);
   if (!(rounds > 0) || settings.length === 0) throw new Error('usage: overload-ab.ts ROUNDS NAME:K=V,K=V [NAME:…]');
-  const run = ScenarioRun.openTool('overload-ab');
-  const progress = run.ctx.progress;
-  const p = { ...DELIVERY_SIZES.full, users: 20_000 };
-  const lines: string[] = [];
   let capacity = 0;
-  let prepared: Awaited<ReturnType<typeof prepareDelivery>> | undefined;
-  try {
-    for (let round = 1; round <= rounds; round++) {
-      for (const s of settings) {
-        const svc = await run.startService({ env: s.env, label: s.name });
-        prepared ??= await prepareDelivery(run, svc, p);
-        const { keys, body } = prepared;
-        const target = { baseUrl: svc.baseUrl, path: '/v1/GetTreatments', headers: { 'x-api-key': keys.delivery }, body };
-        await runLoad({ ...target, durationSec: 3, connections: 50 });
-        const closed = await runLoad({ ...target, durationSec: 8, connections: 50 });
-        if (capacity === 0) capacity = closed.rps;
-        const half = await runOpenLoop({ ...target, rate: Math.round(capacity / 2), durationSec: 8, connections: 100, preconnect: true });
-        const over = await runOpenLoop({ ...target, rate: Math.round(capacity * 2), durationSec: 8, connections: 1200, preconnect: true });
-        // the load back at half the capacity right after the overload: a limit lowered under the overload must not keep refusing it
-        const after = await runOpenLoop({ ...target, rate: Math.round(capacity / 2), durationSec: 8, connections: 100, preconnect: true });
-        const line =
-          `round ${round} ${s.name}: closed ${closed.rps.toFixed(0)} req/s (p99 ${closed.p99.toFixed(1)} ms, non-2xx ${closed.non2xx}); ` +
-          `open ${Math.round(capacity / 2)}/s p99 ${half.p99.toFixed(1)} ms (503 ${half.refused}, send lag ${half.maxSendLagMs.toFixed(0)}); ` +
-          `overload ${Math.round(capacity * 2)}/s: 200s p50 ${over.p50.toFixed(1)} p99 ${over.p99.toFixed(1)} ms, ${over.ok} ok, ` +
-          `${((over.refused * 100) / over.sent).toFixed(1)} % 503 (p99 ${over.refusedP99.toFixed(1)}), longest ${over.maxWaitMs.toFixed(0)} ms, send lag ${over.maxSendLagMs.toFixed(0)}; ` +
-          `then half again: p99 ${after.p99.toFixed(1)} ms, 503 ${after.refused}`;
-        lines.push(line);
-        progress(line);
-        await run.stopService(svc, s.name);
-      }
-    }
-  } finally {
-    await run.close();
-  }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  await compareSettings('overload-ab', rounds, settings, async (target) => {
+    await runLoad({ ...target, durationSec: 3, connections: 50 });
+    const closed = await runLoad({ ...target, durationSec: 8, connections: 50 });
+    if (capacity === 0) capacity = closed.rps;
+    const half = await runOpenLoop({ ...target, rate: Math.round(capacity / 2), durationSec: 8, connections: 100, preconnect: true });
+    const over = await runOpenLoop({ ...target, rate: Math.round(capacity * 2), durationSec: 8, connections: 1200, preconnect: true });
+    // the load back at half the capacity right after the overload: a limit lowered under the overload must not keep refusing it
+    const after = await runOpenLoop({ ...target, rate: Math.round(capacity / 2), durationSec: 8, connections: 100, preconnect: true });
+    return (
+      `closed ${closed.rps.toFixed(0)} req/s (p99 ${closed.p99.toFixed(1)} ms, non-2xx ${closed.non2xx}); ` +
+      `open ${Math.round(capacity / 2)}/s p99 ${half.p99.toFixed(1)} ms (503 ${half.refused}, send lag ${half.maxSendLagMs.toFixed(0)}); ` +
+      `overload ${Math.round(capacity * 2)}/s: 200s p50 ${over.p50.toFixed(1)} p99 ${over.p99.toFixed(1)} ms, ${over.ok} ok, ` +
+      `${((over.refused * 100) / over.sent).toFixed(1)} % 503 (p99 ${over.refusedP99.toFixed(1)}), longest ${over.maxWaitMs.toFixed(0)} ms, send lag ${over.maxSendLagMs.toFixed(0)}; ` +
+      `then half again: p99 ${after.p99.toFixed(1)} ms, 503 ${after.refused}`
+    );
+  });
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
-});
+runTool(main);
