@@ -29,6 +29,8 @@ export interface SendAndDrainResult {
   seconds: number;
   /** The queue when the wait ended. */
   state: { pending: number; failed: number };
+  /** Jobs still pending at the first look after every request was accepted (-1: not seen). */
+  pendingWhenAccepted: number;
 }
 
 /**
@@ -60,6 +62,7 @@ export async function sendAndDrain(o: SendAndDrainOptions): Promise<SendAndDrain
   void loading.finally(() => (loadDone = true)).catch(() => undefined);
   let state = { pending: -1, failed: 0 };
   let doneAt = NaN;
+  let pendingWhenAccepted = -1;
   let lastReport = performance.now();
   const elapsed = () => ((performance.now() - started) / 1000).toFixed(0);
   while (performance.now() < deadline && !(loadDone && accepted < o.requests)) {
@@ -73,13 +76,14 @@ export async function sendAndDrain(o: SendAndDrainOptions): Promise<SendAndDrain
     }
     if (accepted < o.requests) continue;
     state = await eventsQueueState(o.queue);
+    if (pendingWhenAccepted < 0) pendingWhenAccepted = state.pending;
     if (state.pending === 0) {
       doneAt = performance.now();
       break;
     }
   }
   const load = await loading;
-  return { load, acceptedSec: (acceptedAt - started) / 1000, state, seconds: (doneAt - started) / 1000 };
+  return { load, acceptedSec: (acceptedAt - started) / 1000, state, seconds: (doneAt - started) / 1000, pendingWhenAccepted };
 }
 
 /** Throws unless every request was accepted and every event stored, with no failed job. */

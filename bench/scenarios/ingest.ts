@@ -3,6 +3,7 @@ import { dailyCountPrefix } from '../../shared/profiles/index.js';
 import { eventsQueue, readProfiles } from '../lib/bench-redis.js';
 import { checkDrained, sendAndDrain } from '../lib/ingest-run.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
+import { threadCpuOf } from '../lib/proc-stat.js';
 import { EVENT_NAMES, userIdOf, type EventStream } from '../lib/event-generator.js';
 import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
@@ -67,6 +68,8 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     const queue = eventsQueue(run.redis, run.prefix);
 
     const cpu0 = { api: svc.sampler.kindCpuSeconds('api'), background: svc.sampler.kindCpuSeconds('background') };
+    const [backgroundPid] = svc.sampler.pids('background');
+    const threads0 = threadCpuOf(backgroundPid);
     run.progress(`sending ${events.toLocaleString('en')} events in ${requests.toLocaleString('en')} requests over ${p.connections} connections`);
     const measured = await run.withCpu(
       () => svc.sampler.cpuSeconds(),
@@ -85,10 +88,15 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     );
     const sent = measured.value;
     checkDrained(sent, requests, p.maxSec);
+    const threads1 = threadCpuOf(backgroundPid);
     const { acceptedSec, seconds } = sent;
     const eventsPerSec = events / seconds;
     run.notes.push(
       `all ${requests.toLocaleString('en')} requests accepted after ${acceptedSec.toFixed(1)} s (${Math.round(events / acceptedSec).toLocaleString('en')} events/s; p50 ${sent.load.p50.toFixed(1)} ms, p99 ${sent.load.p99.toFixed(1)} ms), all stored after ${seconds.toFixed(1)} s`,
+    );
+    // how much of the work the background did while the API was still accepting (it runs niced)
+    run.notes.push(
+      `when the last request was accepted, ${sent.pendingWhenAccepted.toLocaleString('en')} of the ${requests.toLocaleString('en')} requests' jobs were still to be stored (a job holds one request or several merged)`,
     );
     if (sent.load.refused > 0)
       run.notes.push(
@@ -101,6 +109,13 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     const perEvent = (kind: 'api' | 'background') => (((svc.sampler.kindCpuSeconds(kind) - cpu0[kind]) * 1e6) / events).toFixed(1);
     run.notes.push(
       `CPU per event: API process ${perEvent('api')} µs, background process ${perEvent('background')} µs (its JavaScript thread and the embedded ClickHouse's threads)`,
+    );
+    const byThread = [...threads1]
+      .map(([t, s]) => [t, ((s - (threads0.get(t) ?? 0)) * 1e6) / events] as const)
+      .filter(([, us]) => us >= 0.05)
+      .sort((a, b) => b[1] - a[1]);
+    run.notes.push(
+      `background by thread (µs per event; \`node\`: V8's helper threads and libuv's pool, which runs the engine's asynchronous calls): ${byThread.map(([t, us]) => `${t} ${us.toFixed(2)}`).join(', ')}`,
     );
     await queue.close();
 

@@ -96,6 +96,17 @@ describe('benchmark scenarios at --size tiny', () => {
     }, 300_000);
   }
 
+  it('ingest notes what was left to store when the last request was accepted, and the background CPU by thread', () => {
+    const notes = results.find((r) => r.scenario === 'ingest')?.notes ?? [];
+    const pending = notes.map((n) => /^when the last request was accepted, ([\d,]+) of the ([\d,]+) requests' jobs/.exec(n)).find((m) => m !== null);
+    expect(pending, notes.join('\n')).toBeDefined();
+    const [left, of] = [pending![1], pending![2]].map((s) => Number(s.replace(/,/g, '')));
+    expect(of).toBeGreaterThan(0);
+    expect(left >= 0 && left <= of, `${left} of ${of}`).toBe(true);
+    // the JavaScript thread always spends something per event
+    expect(notes.find((n) => n.startsWith('background by thread'))).toMatch(/main \d+\.\d\d/);
+  });
+
   it('prints one table row per figure', () => {
     expect(results).toHaveLength(SCENARIOS.length);
     const table = printReport({
