@@ -20,7 +20,7 @@ import { TABLE_COLUMNS } from '../shared/platform/warehouse/tables.js';
 import { eventRowsChunk } from '../shared/ingestion/event-rows.warehouse.js';
 import type { DecisionRecord } from '../shared/impact/index.js';
 import { decisionRowsChunk } from '../workers/impact/decisions.processor.js';
-import { threadCpuOf } from './lib/proc-stat.js';
+import { threadCpuOf, threadCpuPer } from './lib/proc-stat.js';
 
 const args = process.argv.slice(2);
 function pairs(flag: string): Record<string, string> {
@@ -82,11 +82,7 @@ async function main(): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 2000));
     const rows = inserts * perInsert;
-    const after = threadCpuOf(process.pid);
-    const spent = [...after]
-      .map(([group, s]) => [group, ((s - (before.get(group) ?? 0)) * 1e6) / rows] as const)
-      .filter(([, us]) => us >= 0.05)
-      .sort((a, b) => b[1] - a[1]);
+    const spent = threadCpuPer(before, threadCpuOf(process.pid), rows, 0.05);
     const total = spent.reduce((sum, [, us]) => sum + us, 0);
     const given = Object.entries({ ...settings, ...tableSettings }).map(([k, v]) => `${k}=${v}`);
     console.log(

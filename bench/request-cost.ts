@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import { startBaselineServer } from './lib/baseline-server.js';
 import { runLoad } from './lib/load-runner.js';
 import { runOpenLoop } from './lib/open-loop.js';
-import { cpuTimes, threadCpuOf } from './lib/proc-stat.js';
+import { cpuTimes, threadCpuOf, threadCpuPer } from './lib/proc-stat.js';
 import { ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
@@ -104,11 +104,7 @@ async function main(): Promise<void> {
         `${label}: ${n} requests, ${r.rps.toFixed(0)} req/s (${r.ok} ok, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms); CPU per request: ${parts.join(', ')}, redis ${(((r1 - r0) * 1e6) / n).toFixed(0)} µs`,
       );
       for (const [k, pid] of Object.entries(pids)) {
-        const after = threadCpuOf(pid, { splitMainKernel: true });
-        const spent = [...after]
-          .map(([t, s]) => [t, ((s - (threadsBefore[k].get(t) ?? 0)) * 1e6) / n] as const)
-          .filter(([, us]) => us >= 0.5)
-          .sort((a, b) => b[1] - a[1]);
+        const spent = threadCpuPer(threadsBefore[k], threadCpuOf(pid, { splitMainKernel: true }), n, 0.5);
         progress(`  ${k} by thread (µs per request): ${spent.map(([t, us]) => `${t} ${us.toFixed(1)}`).join(', ')}`);
       }
     };

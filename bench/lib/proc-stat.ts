@@ -43,3 +43,15 @@ export function threadCpuOf(pid: number, opts: { splitMainKernel?: boolean } = {
   }
   return out;
 }
+
+/**
+ * µs of CPU per unit (request, event, row) of each thread group between two readings of
+ * threadCpuOf, largest first, leaving out groups under `minMicros`. A thread that ended between
+ * the readings drops out of the second one, and so of the figures.
+ */
+export function threadCpuPer(before: Map<string, number>, after: Map<string, number>, units: number, minMicros: number): [string, number][] {
+  return [...after]
+    .map(([group, s]): [string, number] => [group, ((s - (before.get(group) ?? 0)) * 1e6) / units])
+    .filter(([, us]) => us >= minMicros)
+    .sort((a, b) => b[1] - a[1]);
+}

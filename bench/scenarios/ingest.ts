@@ -3,7 +3,7 @@ import { dailyCountPrefix } from '../../shared/profiles/index.js';
 import { eventsQueue, readProfiles } from '../lib/bench-redis.js';
 import { checkDrained, sendAndDrain } from '../lib/ingest-run.js';
 import { runClickhouseTask } from '../lib/clickhouse-task.js';
-import { threadCpuOf } from '../lib/proc-stat.js';
+import { threadCpuOf, threadCpuPer } from '../lib/proc-stat.js';
 import { EVENT_NAMES, userIdOf, type EventStream } from '../lib/event-generator.js';
 import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
@@ -110,10 +110,7 @@ export async function runIngest(ctx: ScenarioContext): Promise<ScenarioResult> {
     run.notes.push(
       `CPU per event: API process ${perEvent('api')} µs, background process ${perEvent('background')} µs (its JavaScript thread and the embedded ClickHouse's threads)`,
     );
-    const byThread = [...threads1]
-      .map(([t, s]) => [t, ((s - (threads0.get(t) ?? 0)) * 1e6) / events] as const)
-      .filter(([, us]) => us >= 0.05)
-      .sort((a, b) => b[1] - a[1]);
+    const byThread = threadCpuPer(threads0, threads1, events, 0.05);
     run.notes.push(
       `background by thread (µs per event; \`node\`: V8's helper threads and libuv's pool, which runs the engine's asynchronous calls): ${byThread.map(([t, us]) => `${t} ${us.toFixed(2)}`).join(', ')}`,
     );

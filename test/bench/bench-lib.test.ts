@@ -9,6 +9,7 @@ import { docsBlock, docsMarkers, docsRefusal, DOCS_MARKERS, writeDocsBlock, type
 import { DOCS_FILE } from '../../bench/run.js';
 import { runOpenLoop } from '../../bench/lib/open-loop.js';
 import { RecoveryDetector } from '../../bench/lib/overload.js';
+import { threadCpuOf, threadCpuPer } from '../../bench/lib/proc-stat.js';
 import { parseResponse } from '../../bench/lib/raw-http.js';
 import { figure } from '../../bench/lib/scenario.js';
 import { ScenarioRun } from '../../bench/lib/scenario-run.js';
@@ -16,6 +17,34 @@ import { markdownTable, resultsTable } from '../../bench/lib/table-printer.js';
 import { BENCH_PORTS, ephemeralRange, freePorts } from '../../bench/lib/tsx-child.js';
 
 /** The bench's own machinery, without a service: ports, the open loop's accounting, recovery, the docs table. */
+
+describe('CPU per unit by thread group', () => {
+  it('is the growth of each group between two readings per unit, in µs, largest first, small ones left out', () => {
+    const before = new Map([
+      ['main', 1.0],
+      ['ThreadPool', 0.5],
+      ['node', 0.2],
+    ]);
+    // a group that appears only in the second reading counts from zero
+    const after = new Map([
+      ['main', 1.5],
+      ['ThreadPool', 0.5001],
+      ['node', 0.4],
+      ['MergeMutate', 0.3],
+    ]);
+    expect(threadCpuPer(before, after, 100_000, 0.01)).toEqual([
+      ['main', expect.closeTo(5, 9)],
+      ['MergeMutate', expect.closeTo(3, 9)],
+      ['node', expect.closeTo(2, 9)],
+    ]);
+  });
+
+  it("reads this process's own threads, its main thread named main", () => {
+    const groups = threadCpuOf(process.pid, { splitMainKernel: true });
+    expect(groups.has('main')).toBe(true);
+    expect(groups.has('main in the kernel')).toBe(true);
+  });
+});
 
 describe('ports the bench hands out', () => {
   it('are outside the kernel ephemeral range, free, consecutive in a block, and never handed out twice', async () => {
