@@ -45,3 +45,23 @@ export function eventRequest(s: EventStream, i: number, nowMs: number): Generate
 export function logEventsBody(projectId: string, r: GeneratedRequest): string {
   return JSON.stringify({ projectId, userId: r.userId, events: r.events });
 }
+
+/**
+ * `logEventsBody(projectId, eventRequest(s, i, nowMs))`, the same bytes, made from text instead
+ * of objects and JSON.stringify: a tenth of the CPU (the load generator shares the service's two
+ * cores, and a request of 100 events cost it about 85 µs to build). The run id, names and numbers
+ * it inserts need no JSON escaping; the ids that might are escaped once.
+ */
+export function eventRequestBody(projectId: string, s: EventStream, i: number, nowMs: number): string {
+  const ts = new Date(nowMs).toISOString();
+  const head = `{"eventName":"`;
+  const mid = `","clientEventTimestamp":"${ts}","insertId":"${s.runId}-`;
+  let out = `{"projectId":${JSON.stringify(projectId)},"userId":${JSON.stringify(userIdOf(i % s.users))},"events":[`;
+  for (let k = 0; k < s.eventsPerRequest; k++) {
+    const seq = i * s.eventsPerRequest + k;
+    if (k > 0) out += ',';
+    out += `${head}${EVENT_NAMES[seq % EVENT_NAMES.length]}${mid}${seq}","eventProperties":{"amount":{"longValue":"${seq % 100}"},"plan":{"stringValue":"${seq % 3 === 0 ? 'pro' : 'basic'}"}}`;
+    out += k === s.eventsPerRequest - 1 ? `,"userProperties":{"last_request":{"longValue":"${i}"}}}` : '}';
+  }
+  return `${out}]}`;
+}

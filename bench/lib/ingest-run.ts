@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { eventsQueueState } from './bench-redis.js';
-import { eventRequest, logEventsBody, type EventStream } from './event-generator.js';
+import { eventRequestBody, type EventStream } from './event-generator.js';
 import { runRetryingLoad, type RetryingLoadResult } from './retrying-load.js';
 import type { ServiceProcess } from './service-process.js';
 import { sleep } from './tsx-child.js';
@@ -53,7 +53,7 @@ export async function sendAndDrain(o: SendAndDrainOptions): Promise<SendAndDrain
     requests: o.requests,
     maxSec: o.maxSec,
     headers: { 'x-api-key': o.key },
-    body: (i) => logEventsBody(o.projectId, eventRequest(o.stream, i, Date.now())),
+    body: (i) => eventRequestBody(o.projectId, o.stream, i, Date.now()),
     onAccepted: (n) => {
       accepted = n;
       if (n === o.requests) acceptedAt = performance.now();

@@ -9,7 +9,8 @@ import { connect, type Socket } from 'node:net';
  * is understood: Content-Length or chunked bodies, `Connection: close`.
  */
 
-export type Outcome = { status: number } | { status: 0; failure: 'timeout' | 'error'; message: string };
+/** An answer's status (and, for a refusal, its Retry-After in seconds), or why there was none. */
+export type Outcome = { status: number; retryAfterSec?: number } | { status: 0; failure: 'timeout' | 'error'; message: string };
 
 export interface RawRequest {
   body: string;
@@ -20,13 +21,21 @@ export interface RawRequest {
   onDone(outcome: Outcome, writtenAt: number, reopened?: boolean): void;
 }
 
-/** A complete response at the start of `buf`: its status, its length in bytes, whether the server closes after it. */
-export function parseResponse(buf: Buffer): { status: number; length: number; close: boolean } | undefined {
+/** A complete response at the start of `buf`: its status, its length in bytes, whether the server closes after it, a refusal's Retry-After. */
+export function parseResponse(buf: Buffer): { status: number; length: number; close: boolean; retryAfterSec?: number } | undefined {
   const headEnd = buf.indexOf('\r\n\r\n');
   if (headEnd < 0) return undefined;
   const head = buf.toString('latin1', 0, headEnd);
   const status = Number(head.slice(9, 12));
   const close = /\r\nconnection:[ \t]*close/i.test(head);
+  const r = parseBody(buf, head, headEnd, status, close);
+  if (r === undefined || status === 200) return r;
+  // a refusal says when to come back (seconds; an HTTP date is not sent by the servers measured)
+  const retryAfter = /\r\nretry-after:[ \t]*(\d+)/i.exec(head);
+  return retryAfter ? { ...r, retryAfterSec: Number(retryAfter[1]) } : r;
+}
+
+function parseBody(buf: Buffer, head: string, headEnd: number, status: number, close: boolean): { status: number; length: number; close: boolean } | undefined {
   const lengthMatch = /\r\ncontent-length:[ \t]*(\d+)/i.exec(head);
   let pos = headEnd + 4;
   if (lengthMatch) {
@@ -132,7 +141,7 @@ class Connection {
     const req = this.current;
     this.current = undefined;
     if (r.close) this.drop();
-    req?.onDone({ status: r.status }, this.sentAt, this.reopened);
+    req?.onDone(r.retryAfterSec === undefined ? { status: r.status } : { status: r.status, retryAfterSec: r.retryAfterSec }, this.sentAt, this.reopened);
     this.pool.release(this);
   }
 }

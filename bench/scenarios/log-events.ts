@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startBaselineServer } from '../lib/baseline-server.js';
 import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
-import { eventRequest, logEventsBody, type EventStream } from '../lib/event-generator.js';
+import { eventRequestBody, type EventStream } from '../lib/event-generator.js';
 import { runLoad, type LoadOptions } from '../lib/load-runner.js';
 import { figure, rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
@@ -25,7 +25,7 @@ export const PROJECT_ID = 'bench';
 export function logEventsBodies(p: Pick<LogEventsParams, 'users' | 'eventsPerRequest'>): () => string {
   const stream: EventStream = { runId: randomBytes(4).toString('hex'), users: p.users, eventsPerRequest: p.eventsPerRequest };
   let seq = 0;
-  return () => logEventsBody(PROJECT_ID, eventRequest(stream, seq++, Date.now()));
+  return () => eventRequestBody(PROJECT_ID, stream, seq++, Date.now());
 }
 
 /**

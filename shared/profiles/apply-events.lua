@@ -25,32 +25,57 @@ if redis.call('EXISTS', jobKey) == 1 then return -1 end
 if redis.call('HEXISTS', prof, aliasField) == 1 then return -2 end
 local n = tonumber(ARGV[7])
 local pos = 8
-local older = {}
-for j = 5, #KEYS do
-  if redis.call('EXISTS', KEYS[j]) == 1 then older[#older + 1] = KEYS[j] end
-end
+-- Which events are new: each distinct marker is looked up with one SMISMEMBER per existing
+-- set (today's, then the older days') and the new ones added with one SADD, instead of a call
+-- per event and set: the same answer (a marker found in any set, or met earlier in this job, is
+-- not new), at a few calls per job
 local fresh = {}
-local added = false
 local applied = 0
+local todo, todoIdx, seen = {}, {}, {}
 for i = 1, n do
-  local m = ARGV[pos]
-  pos = pos + 1
-  local new = true
-  if m ~= '' then
-    for _, key in ipairs(older) do
-      if redis.call('SISMEMBER', key, m) == 1 then new = false break end
-    end
-    if new then
-      new = redis.call('SADD', KEYS[4], m) == 1
-      added = added or new
-    end
-  end
-  if new then
+  local m = ARGV[pos + i - 1]
+  if m == '' then
     fresh[i] = true
     applied = applied + 1
+  elseif not seen[m] then
+    seen[m] = true
+    todo[#todo + 1] = m
+    todoIdx[#todoIdx + 1] = i
   end
 end
-if added then redis.call('EXPIREAT', KEYS[4], ARGV[6]) end
+pos = pos + n
+-- unpack's stack is bounded: members go in slices
+local SLICE = 1000
+local function lookup(key, members)
+  local found = {}
+  for s = 1, #members, SLICE do
+    local r = redis.call('SMISMEMBER', key, unpack(members, s, math.min(s + SLICE - 1, #members)))
+    for k = 1, #r do found[s + k - 1] = r[k] == 1 end
+  end
+  return found
+end
+if #todo > 0 then
+  for j = 4, #KEYS do
+    if #todo == 0 then break end
+    if redis.call('EXISTS', KEYS[j]) == 1 then
+      local found = lookup(KEYS[j], todo)
+      local keep, keepIdx = {}, {}
+      for k = 1, #todo do
+        if not found[k] then
+          keep[#keep + 1] = todo[k]
+          keepIdx[#keepIdx + 1] = todoIdx[k]
+        end
+      end
+      todo, todoIdx = keep, keepIdx
+    end
+  end
+  for k = 1, #todoIdx do fresh[todoIdx[k]] = true end
+  applied = applied + #todo
+  for s = 1, #todo, SLICE do
+    redis.call('SADD', KEYS[4], unpack(todo, s, math.min(s + SLICE - 1, #todo)))
+  end
+  if #todo > 0 then redis.call('EXPIREAT', KEYS[4], ARGV[6]) end
+end
 local groups = tonumber(ARGV[pos])
 pos = pos + 1
 for g = 1, groups do

@@ -11,6 +11,8 @@ import { runOpenLoop } from '../../bench/lib/open-loop.js';
 import { RecoveryDetector } from '../../bench/lib/overload.js';
 import { threadCpuOf, threadCpuPer } from '../../bench/lib/proc-stat.js';
 import { parseResponse } from '../../bench/lib/raw-http.js';
+import { eventRequest, eventRequestBody, logEventsBody } from '../../bench/lib/event-generator.js';
+import { runRetryingLoad } from '../../bench/lib/retrying-load.js';
 import { figure } from '../../bench/lib/scenario.js';
 import { ScenarioRun } from '../../bench/lib/scenario-run.js';
 import { markdownTable, resultsTable } from '../../bench/lib/table-printer.js';
@@ -79,6 +81,64 @@ describe("the open loop's HTTP client", () => {
     expect(parseResponse(b(chunked.slice(0, -2)))).toBeUndefined();
     expect(parseResponse(b(chunked.slice(0, 70)))).toBeUndefined();
     expect(parseResponse(b('HTTP/1.1 204 No Content\r\n\r\n'))).toEqual({ status: 204, length: 27, close: false });
+  });
+
+  it("reads a refusal's Retry-After, and none of an answer's", () => {
+    const refused = 'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\ncontent-length: 2\r\n\r\n{}';
+    expect(parseResponse(b(refused))).toEqual({ status: 503, length: refused.length, close: false, retryAfterSec: 2 });
+    const ok = 'HTTP/1.1 200 OK\r\nretry-after: 2\r\ncontent-length: 0\r\n\r\n';
+    expect(parseResponse(b(ok))).toEqual({ status: 200, length: ok.length, close: false });
+  });
+});
+
+describe('the ingest load', () => {
+  it('builds the bytes JSON.stringify makes of the generated request, without it', () => {
+    for (const eventsPerRequest of [1, 3, 100]) {
+      const stream = { runId: 'ab12', users: 7, eventsPerRequest };
+      for (const i of [0, 1, 6, 7, 12_345]) {
+        const body = eventRequestBody('proj "x"', stream, i, 1_765_000_000_123);
+        expect(body).toBe(logEventsBody('proj "x"', eventRequest(stream, i, 1_765_000_000_123)));
+        expect(JSON.parse(body).events).toHaveLength(eventsPerRequest);
+      }
+    }
+  });
+
+  it('gets every request accepted: a refusal is sent again after its Retry-After, another status fails', async () => {
+    // each request body's first attempt is refused (503, Retry-After: 1); "bad" answers 400
+    const seen = new Map<string, number>();
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const tries = (seen.get(body) ?? 0) + 1;
+        seen.set(body, tries);
+        if (req.headers['x-api-key'] !== 'k') return void res.writeHead(401).end('{}');
+        if (body === 'bad') return void res.writeHead(400).end('{}');
+        if (tries === 1) return void res.writeHead(503, { 'retry-after': '1' }).end('{}');
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as { port: number };
+      const started = performance.now();
+      const r = await runRetryingLoad({
+        baseUrl: `http://127.0.0.1:${port}`,
+        path: '/v1/LogEvents',
+        connections: 3,
+        requests: 6,
+        headers: { 'x-api-key': 'k' },
+        body: (i) => (i === 5 ? 'bad' : `request ${i}`),
+        maxSec: 20,
+      });
+      expect(r).toMatchObject({ accepted: 5, refused: 5, failed: 1, statusCodes: { 200: 5, 503: 5, 400: 1 } });
+      expect(r.failures).toEqual(['request 5: status 400']);
+      // every accepted request waited its Retry-After once
+      expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
+      expect([...seen.entries()].filter(([b]) => b !== 'bad').every(([, n]) => n === 2)).toBe(true);
+    } finally {
+      server.close();
+    }
   });
 });
 

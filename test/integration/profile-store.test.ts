@@ -168,6 +168,24 @@ describe('ProfileStore.applyEvents (grouped ops, positional arguments)', () => {
     for (const k of sets) expect(await redis.object('ENCODING', k)).toBe('intset');
   });
 
+  it('looks a job of more markers than one lookup takes up in slices: only the events in no set and not repeated in the job count', async () => {
+    const DAY = 86_400_000;
+    const at = (ms: number) => new ProfileStore(redis, keys, { wallClock: () => ms });
+    const now = Date.now();
+    const ev = (ids: number[]): ProfileEvent[] => ids.map((i) => ({ dedupId: `i:s-${i}`, ts: i, ops: [['inc', 'n', 1]] }));
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
+    // yesterday: 0-1199 (past the first slice of 1,000); today, earlier: 2000-2099
+    expect(await at(now - DAY).applyEvents('p', 'u9', 'y', ev(range(0, 1200)))).toBe(1200);
+    expect(await at(now).applyEvents('p', 'u9', 't', ev(range(2000, 2100)))).toBe(100);
+    // 2,600 events: 1,100 seen yesterday, 100 seen today, 1,300 new of which 100 repeat inside the job
+    const job = ev([...range(100, 1200), ...range(2000, 2100), ...range(3000, 4200), ...range(3000, 3100), ...range(4200, 4300)]);
+    expect(job.length).toBe(2600);
+    expect(await at(now).applyEvents('p', 'u9', 'big', job)).toBe(1300);
+    expect(await raw('u9')).toEqual({ n: String(1200 + 100 + 1300) });
+    // every new marker is kept: the same events again add nothing
+    expect(await at(now).applyEvents('p', 'u9', 'again', ev([...range(3000, 4300), 0, 2050]))).toBe(0);
+  });
+
   it('works with a Redis that does not know the script (first use, or after a restart): falls back from EVALSHA to EVAL', async () => {
     // A body no Redis has seen stands for a flushed script cache; SCRIPT FLUSH would empty the
     // cache every other test file shares.
