@@ -1,4 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 
@@ -25,6 +26,9 @@ export interface IdleSchedulingOptions {
 
 export type CpuClass = 'idle' | 'normal';
 
+/** Where bash may be: the helper watches for starvation only with it (dash's `read` has no timeout). */
+const BASH = ['/bin/bash', '/usr/bin/bash'];
+
 /** The class after a tick: `lateMs` is how late the timer fired, `inClassMs` how long the current class has held. */
 export function nextCpuClass(current: CpuClass, lateMs: number, inClassMs: number, o: Required<IdleSchedulingOptions>): CpuClass {
   if (current === 'idle') return lateMs > o.starvedAfterMs ? 'normal' : 'idle';
@@ -38,15 +42,27 @@ export function nextCpuClass(current: CpuClass, lateMs: number, inClassMs: numbe
  *
  * The switches back and forth are made by a small shell started before the process goes idle: a
  * `chrt` started from an idle thread would be idle too, and on the saturated machine it is meant
- * to rescue the process from it would wait for a CPU as long as the process does.
+ * to rescue the process from it would wait for a CPU as long as the process does. The shell also
+ * watches the process (with bash, whose `read` takes a timeout): the timer sends it a beat each
+ * tick, and when none has come for `starvedAfterMs` the shell, in the normal class, moves the
+ * process there itself. The process's own timer could not be relied on for that: starved, an idle
+ * thread gets a slice so seldom that with every core busy the timer first ran about 10 s late.
  */
 export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {}): { current(): CpuClass } | undefined {
   const o: Required<IdleSchedulingOptions> = { checkMs: opts.checkMs ?? 250, starvedAfterMs: opts.starvedAfterMs ?? 1000, holdMs: opts.holdMs ?? 5000 };
   const pid = String(process.pid);
   let helper: ChildProcess;
+  const watch = BASH.some((b) => existsSync(b));
   try {
-    // reads `idle` or `other`, sets that class on every thread of `pid`, answers with the class and chrt's status
-    helper = spawn('sh', ['-c', 'while read c; do chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done', 'sh', pid], {
+    // reads `idle`, `other` or `beat`; sets the class asked for on every thread of `pid` and
+    // answers with it and chrt's status; with bash, no line for $2 s (no beat: the process is
+    // starved) moves the process to the normal class and answers `starved` with chrt's status
+    const script = watch
+      ? 'while :; do read -r -t "$2" c; s=$?; if [ $s -gt 128 ]; then chrt --other --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "starved $?"; continue; fi; [ $s -eq 0 ] || exit 0; [ "$c" = beat ] && continue; chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done'
+      : 'while read c; do [ "$c" = beat ] && continue; chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done';
+    // --norc: stdin is a socket (node's pipes are socketpairs), so bash would take itself for a
+    // remote shell and run ~/.bashrc first (here, a pyenv set-up that kept it busy for seconds)
+    helper = spawn(watch ? 'bash' : 'sh', [...(watch ? ['--norc', '--noprofile'] : []), '-c', script, 'sh', pid, String(o.starvedAfterMs / 1000)], {
       stdio: ['pipe', 'pipe', 'ignore'],
       // none of the service's settings (ROLE, secrets): it only runs chrt
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
@@ -62,25 +78,39 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   let since = Date.now();
   let last = performance.now();
   let asked: { to: CpuClass; lateMs: number } | undefined;
+  const starved = (lateMs: number) => {
+    current = 'normal';
+    since = Date.now();
+    last = performance.now();
+    log.info({ lateMs: Math.round(lateMs) }, 'background process starved in the idle CPU class: back to its nice value for a while');
+  };
   createInterface({ input: helper.stdout! }).on('line', (line) => {
-    const [, status] = line.split(' ');
+    const [what, status] = line.split(' ');
+    if (what === 'starved') {
+      // the shell saw no beat: the process is in the normal class now (nothing to say if it was already)
+      if (status === '0' && current === 'idle') starved(performance.now() - last);
+      return;
+    }
     const answer = asked;
     asked = undefined;
     if (answer === undefined) return;
     if (status !== '0') return log.warn({ to: answer.to, status }, 'could not change the CPU class of the background process');
-    current = answer.to;
+    // already moved there by the shell, which saw no beat: said then
+    if (answer.to === 'normal') return current === 'normal' ? undefined : starved(answer.lateMs);
+    current = 'idle';
     since = Date.now();
     last = performance.now();
-    if (current === 'normal')
-      log.info({ lateMs: Math.round(answer.lateMs) }, 'background process starved in the idle CPU class: back to its nice value for a while');
-    else log.debug('background process back in the idle CPU class');
+    log.debug('background process back in the idle CPU class');
   });
   const timer = setInterval(() => {
     const now = performance.now();
     const late = now - last - o.checkMs;
     last = now;
     const next = nextCpuClass(current, late, Date.now() - since, o);
-    if (next === current || asked !== undefined) return;
+    if (next === current || asked !== undefined) {
+      if (watch) helper.stdin!.write('beat\n');
+      return;
+    }
     asked = { to: next, lateMs: late };
     helper.stdin!.write(`${next === 'idle' ? 'idle' : 'other'}\n`);
   }, o.checkMs);

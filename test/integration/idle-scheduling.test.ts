@@ -34,7 +34,7 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   });
 
   /** The child of test/helpers/idle-scheduling-child.ts, and its next line. */
-  function startChild(): { pid: number; next(): Promise<string>; write(line: string): void } {
+  function startChild(): { pid: number; next(waitMs?: number): Promise<string>; write(line: string): void } {
     child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/idle-scheduling-child.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
     let read = 0;
@@ -43,8 +43,8 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     return {
       pid: c.pid!,
       write: (line) => c.stdin!.write(`${line}\n`),
-      next: async () => {
-        const deadline = Date.now() + 20_000;
+      next: async (waitMs = 20_000) => {
+        const deadline = Date.now() + waitMs;
         while (lines.length <= read) {
           if (Date.now() > deadline) throw new Error(`no line after ${JSON.stringify(lines)}`);
           await new Promise((r) => setTimeout(r, 20));
@@ -81,12 +81,32 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     expect(new Set(policies(c.pid))).toEqual(new Set([0]));
   });
 
-  it('gets out of the idle class while every core is busy with other work', { timeout: 40_000 }, async () => {
+  it('gets out of the idle class while every core is busy with other work', { timeout: 90_000 }, async () => {
     const c = startChild();
     expect(await c.next()).toBe('ready');
-    // normal-class processes that want every core: an idle thread gets next to nothing
+    // normal-class processes that want every core: an idle thread gets next to nothing. Not
+    // nothing at first: alone on this machine its timer still ran every 50-120 ms for about 8 s
+    // (not starved by its measure), and only then fell silent; beside the other test files of a
+    // CI run it took longer than 20 s
     for (let i = 0; i < availableParallelism(); i++) hogs.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
-    expect(await c.next()).toBe('normal');
+    expect(await c.next(75_000)).toBe('normal');
     expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+  });
+
+  it('is moved out of the idle class by its helper when it cannot run at all (no beat for the limit)', { timeout: 30_000 }, async () => {
+    const c = startChild();
+    expect(await c.next()).toBe('ready');
+    expect(new Set(policies(c.pid))).toEqual(new Set([5]));
+    // stopped, its own timer cannot notice anything: only the helper, which saw no beat for 200 ms, can act
+    process.kill(c.pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+    } finally {
+      process.kill(c.pid, 'SIGCONT');
+    }
+    // once it runs again it reads the helper's word and says so; after the hold it tries idle again
+    expect(await c.next()).toBe('normal');
+    expect(await c.next()).toBe('idle');
   });
 });
