@@ -119,13 +119,17 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   // die, the process returns to the normal class (at its nice value) for good.
   helper.stdin!.on('error', () => undefined);
   let exiting = false;
-  helper.once('exit', () => {
+  helper.once('exit', (_code, signal) => {
     clearInterval(timer);
     if (exiting) return;
     try {
       execFileSync('chrt', ['--other', '--all-tasks', '--pid', '0', pid], { stdio: 'ignore', timeout: 5000 });
       current = 'normal';
-      log.warn('the idle CPU class helper stopped: background process back to its nice value for good');
+      // a stop of the whole process group (systemd, `timeout`, Ctrl-C) reaches the helper too: the
+      // process stops in the normal class, and that is no news
+      if (signal === 'SIGTERM' || signal === 'SIGINT' || signal === 'SIGHUP')
+        log.info({ signal }, 'the idle CPU class helper stopped with its process group: background process back to its nice value');
+      else log.warn({ signal }, 'the idle CPU class helper stopped: background process back to its nice value for good');
     } catch (err) {
       log.error({ err }, 'the idle CPU class helper stopped and the background process could not leave the idle class');
     }

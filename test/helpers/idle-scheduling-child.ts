@@ -8,7 +8,9 @@ import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { startIdleScheduling } from '../../shared/platform/idle-scheduling.js';
 
-const sched = startIdleScheduling(pino({ level: 'silent' }), { checkMs: 50, starvedAfterMs: 200, holdMs: 1500 });
+// IDLE_CHILD_LOG=1: its log on stderr (JSON lines), for a test that reads what it says
+const log = process.env.IDLE_CHILD_LOG === '1' ? pino({ level: 'info' }, pino.destination(2)) : pino({ level: 'silent' });
+const sched = startIdleScheduling(log, { checkMs: 50, starvedAfterMs: 200, holdMs: 1500 });
 if (!sched) {
   process.stdout.write('unavailable\n');
   process.exit(1);

@@ -18,6 +18,10 @@ function policies(pid: number): number[] {
 
 const O = { checkMs: 250, starvedAfterMs: 1000, holdMs: 5000 };
 
+async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
+  for (const deadline = Date.now() + ms; !ok(); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error('not within the time');
+}
+
 describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   it('leaves the idle class only when its timer ran later than the limit, and comes back after the hold', () => {
     expect(nextCpuClass('idle', 999, 60_000, O)).toBe('idle');
@@ -34,8 +38,12 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   });
 
   /** The child of test/helpers/idle-scheduling-child.ts, and its next line. */
-  function startChild(): { pid: number; next(waitMs?: number): Promise<string>; write(line: string): void } {
-    child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/idle-scheduling-child.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  function startChild(opts: { logTo?: string[] } = {}): { pid: number; next(waitMs?: number): Promise<string>; write(line: string): void } {
+    child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/idle-scheduling-child.ts'], {
+      stdio: ['pipe', 'pipe', opts.logTo ? 'pipe' : 'inherit'],
+      env: opts.logTo ? { ...process.env, IDLE_CHILD_LOG: '1' } : process.env,
+    });
+    if (opts.logTo) createInterface({ input: child.stderr! }).on('line', (l) => opts.logTo!.push(l));
     const lines: string[] = [];
     let read = 0;
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
@@ -79,6 +87,19 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     c.write('600');
     await new Promise((r) => setTimeout(r, 2000));
     expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+  });
+
+  it('says at info, not as a warning, that its helper stopped with the process group (a stop of the service)', { timeout: 30_000 }, async () => {
+    const logs: string[] = [];
+    const c = startChild({ logTo: logs });
+    expect(await c.next()).toBe('ready');
+    const [shell] = readFileSync(`/proc/${c.pid}/task/${c.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    process.kill(shell, 'SIGTERM');
+    expect(await c.next()).toBe('normal');
+    expect(new Set(policies(c.pid))).toEqual(new Set([0]));
+    await waitFor(() => logs.some((l) => l.includes('helper stopped')));
+    const said = logs.map((l) => JSON.parse(l) as { level: number; msg: string; signal?: string }).filter((l) => l.msg.includes('helper stopped'));
+    expect(said).toEqual([expect.objectContaining({ level: 30, signal: 'SIGTERM' })]);
   });
 
   it('gets out of the idle class while every core is busy with other work', { timeout: 90_000 }, async () => {
