@@ -78,17 +78,18 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   let since = Date.now();
   let last = performance.now();
   let asked: { to: CpuClass; lateMs: number } | undefined;
-  const starved = (lateMs: number) => {
+  /** `how`: the timer's lateness (its own measure), or the helper's: no beat for at least the limit. */
+  const starved = (how: { lateMs: number } | { noBeatForMs: number }) => {
     current = 'normal';
     since = Date.now();
     last = performance.now();
-    log.info({ lateMs: Math.round(lateMs) }, 'background process starved in the idle CPU class: back to its nice value for a while');
+    log.info(how, 'background process starved in the idle CPU class: back to its nice value for a while');
   };
   createInterface({ input: helper.stdout! }).on('line', (line) => {
     const [what, status] = line.split(' ');
     if (what === 'starved') {
       // the shell saw no beat: the process is in the normal class now (nothing to say if it was already)
-      if (status === '0' && current === 'idle') starved(performance.now() - last);
+      if (status === '0' && current === 'idle') starved({ noBeatForMs: o.starvedAfterMs });
       return;
     }
     const answer = asked;
@@ -96,7 +97,7 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
     if (answer === undefined) return;
     if (status !== '0') return log.warn({ to: answer.to, status }, 'could not change the CPU class of the background process');
     // already moved there by the shell, which saw no beat: said then
-    if (answer.to === 'normal') return current === 'normal' ? undefined : starved(answer.lateMs);
+    if (answer.to === 'normal') return current === 'normal' ? undefined : starved({ lateMs: Math.round(answer.lateMs) });
     current = 'idle';
     since = Date.now();
     last = performance.now();

@@ -115,7 +115,8 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   });
 
   it('is moved out of the idle class by its helper when it cannot run at all (no beat for the limit)', { timeout: 30_000 }, async () => {
-    const c = startChild();
+    const logs: string[] = [];
+    const c = startChild({ logTo: logs });
     expect(await c.next()).toBe('ready');
     expect(new Set(policies(c.pid))).toEqual(new Set([5]));
     // stopped, its own timer cannot notice anything: only the helper, which saw no beat for 200 ms, can act
@@ -129,5 +130,7 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     // once it runs again it reads the helper's word and says so; after the hold it tries idle again
     expect(await c.next()).toBe('normal');
     expect(await c.next()).toBe('idle');
+    const starved = logs.map((l) => JSON.parse(l) as { msg: string; noBeatForMs?: number }).filter((l) => l.msg.includes('starved'));
+    expect(starved).toEqual([expect.objectContaining({ noBeatForMs: 200 })]);
   });
 });
