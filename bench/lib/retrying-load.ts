@@ -58,10 +58,12 @@ export async function runRetryingLoad(o: RetryingLoadOptions): Promise<RetryingL
     new Promise((resolve) => {
       pool.submit({
         body,
-        onDone: (outcome) => {
-          if (outcome.status === 0 && 'failure' in outcome) return resolve({ status: 0, retryAfterMs: 100, error: outcome.message });
-          resolve({ status: outcome.status, retryAfterMs: 1000 * Math.min(10, ('retryAfterSec' in outcome && outcome.retryAfterSec) || 1) });
-        },
+        onDone: (outcome) =>
+          resolve(
+            'failure' in outcome
+              ? { status: 0, retryAfterMs: 100, error: outcome.message }
+              : { status: outcome.status, retryAfterMs: 1000 * Math.min(10, outcome.retryAfterSec || 1) },
+          ),
       });
     });
 

@@ -4,10 +4,11 @@
  * applied to new users through ProfileStore, against the local Redis. Prints the script's
  * microseconds per call and per event from Redis's own command statistics (evalsha), so the
  * figure is Redis's CPU, whatever else the machine does. A second pass applies the same jobs
- * under new job ids: every insertId is found, nothing is applied.
+ * under new job ids: every insertId is found, nothing is applied. `NO_MARKERS=1`: events without
+ * an insertId (the script's cost apart from the markers).
  */
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { benchPrefix, connectRedis, deletePrefix } from '../lib/bench-redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { ProfileStore } from '../../shared/profiles/profile.store.js';
 import type { ProfileEvent } from '../../shared/profiles/profile-ops.js';
@@ -21,8 +22,8 @@ async function evalshaMicros(redis: Redis): Promise<{ calls: number; usec: numbe
 async function main(): Promise<void> {
   const jobs = Number(process.argv[2] ?? 2000);
   const perJob = Number(process.argv[3] ?? 100);
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  const prefix = `bench-apply-${randomBytes(3).toString('hex')}`;
+  const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const prefix = benchPrefix('apply-events');
   const store = new ProfileStore(redis, redisKeys(prefix));
   const day = new Date().toISOString().slice(0, 10);
   const eventsOf = (j: number): ProfileEvent[] =>
@@ -48,12 +49,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deletePrefix(redis, prefix);
     redis.disconnect();
   }
 }

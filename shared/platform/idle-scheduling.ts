@@ -54,12 +54,12 @@ export function startIdleScheduling(log: Logger, opts: IdleSchedulingOptions = {
   let helper: ChildProcess;
   const watch = BASH.some((b) => existsSync(b));
   try {
-    // reads `idle`, `other` or `beat`; sets the class asked for on every thread of `pid` and
-    // answers with it and chrt's status; with bash, no line for $2 s (no beat: the process is
-    // starved) moves the process to the normal class and answers `starved` with chrt's status
+    // reads `idle` or `other`, sets that class on every thread of `pid`, answers with the class
+    // and chrt's status; with bash it also takes `beat` (sent only then), and no line for $2 s
+    // (the process is starved) moves the process to the normal class and answers `starved`
     const script = watch
       ? 'while :; do read -r -t "$2" c; s=$?; if [ $s -gt 128 ]; then chrt --other --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "starved $?"; continue; fi; [ $s -eq 0 ] || exit 0; [ "$c" = beat ] && continue; chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done'
-      : 'while read c; do [ "$c" = beat ] && continue; chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done';
+      : 'while read c; do chrt "--$c" --all-tasks --pid 0 "$1" >/dev/null 2>&1; echo "$c $?"; done';
     // --norc: stdin is a socket (node's pipes are socketpairs), so bash would take itself for a
     // remote shell and run ~/.bashrc first (here, a pyenv set-up that kept it busy for seconds)
     helper = spawn(watch ? 'bash' : 'sh', [...(watch ? ['--norc', '--noprofile'] : []), '-c', script, 'sh', pid, String(o.starvedAfterMs / 1000)], {

@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nextCpuClass } from '../../shared/platform/idle-scheduling.js';
+import { waitUntil } from '../helpers/context.js';
 
 /** Field 41 of /proc/<pid>/task/<tid>/stat: a thread's scheduling policy (0 SCHED_OTHER, 5 SCHED_IDLE). */
 function policies(pid: number): number[] {
@@ -17,10 +18,6 @@ function policies(pid: number): number[] {
 }
 
 const O = { checkMs: 250, starvedAfterMs: 1000, holdMs: 5000 };
-
-async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
-  for (const deadline = Date.now() + ms; !ok(); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error('not within the time');
-}
 
 describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
   it('leaves the idle class only when its timer ran later than the limit, and comes back after the hold', () => {
@@ -97,7 +94,7 @@ describe('the background process CPU class (WORKERS_SCHED_IDLE)', () => {
     process.kill(shell, 'SIGTERM');
     expect(await c.next()).toBe('normal');
     expect(new Set(policies(c.pid))).toEqual(new Set([0]));
-    await waitFor(() => logs.some((l) => l.includes('helper stopped')));
+    await waitUntil(() => logs.some((l) => l.includes('helper stopped')), 5000);
     const said = logs.map((l) => JSON.parse(l) as { level: number; msg: string; signal?: string }).filter((l) => l.msg.includes('helper stopped'));
     expect(said).toEqual([expect.objectContaining({ level: 30, signal: 'SIGTERM' })]);
   });
