@@ -105,8 +105,11 @@ describe('RedisHealth tells an outage from a process that was late', () => {
     const redis = createRedis(REDIS_URL, 'producer', 'health-starved-connect');
     clients.push(redis);
     const { health, lines, changes } = watch(redis);
-    // the connection is asked for, then the process is starved past the connect timeout (1 s)
-    await new Promise((r) => setImmediate(r));
+    // the connection is asked for, then the process is starved past the connect timeout (1 s):
+    // ioredis opens the socket in a tick of its own, and the starving begins before the event
+    // loop's next poll phase could see it connected (its connect timer is due first on waking)
+    for (let i = 0; i < 10 && redis.stream?.connecting !== true; i++) await new Promise((r) => process.nextTick(r));
+    expect(redis.stream?.connecting).toBe(true);
     starve(1300);
     await settle(2500);
     const timedOut = lines.find((l) => l.level === 40 && /timed out but Redis answers/.test(l.msg));
