@@ -96,6 +96,15 @@ export interface IngestWorkers {
   close(graceMs?: number): Promise<void>;
 }
 
+/**
+ * How long events gather for one insert (other tables but decisions: the writer's 50 ms). Under
+ * load an insert holds what arrived meanwhile, and the embedded engine's CPU per row falls with
+ * the insert's size (`bench/engine-insert-cost.ts events`: 9.3–10.8 µs a row in inserts of 3,750
+ * rows, what 50 ms gathers at 75,000 events/s, against 6.8–8.3 in inserts of 7,500); an event's
+ * profile update, and so delivery's view of it, waits up to 50 ms more than with 50.
+ */
+export const EVENTS_INSERT_DELAY_MS = 100;
+
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
   // Decisions wait for their insert longer than events: only their own readability (within a
@@ -103,7 +112,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const writer = new ClickhouseBatchWriter(o.warehouse, o.log, {
     isPermanent: (e) => classifyClickhouseError(e) === 'permanent',
     onInsert: o.metrics?.observeInsert,
-    maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS },
+    maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS, events: EVENTS_INSERT_DELAY_MS },
   });
   const common = {
     connection: o.connection,
