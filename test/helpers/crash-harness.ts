@@ -38,7 +38,14 @@ export interface CrashHarness {
   close(): Promise<void>;
 }
 
-export async function startCrashHarness(label: string, opts: { cluster?: boolean; apiEnv?: Record<string, string> } = {}): Promise<CrashHarness> {
+/**
+ * `workerConcurrency`: the workers' WORKER_CONCURRENCY (16). Jobs that share an insert complete
+ * together, so a kill "mid-way" needs more jobs than run at once: a scenario of few jobs sets less.
+ */
+export async function startCrashHarness(
+  label: string,
+  opts: { cluster?: boolean; apiEnv?: Record<string, string>; workerConcurrency?: number } = {},
+): Promise<CrashHarness> {
   const prefix = uniquePrefix(label);
   const dataDir = mkdtempSync(join(tmpdir(), `tds-${label}-`));
   const cluster = opts.cluster ? await startRedisCluster() : undefined;
@@ -49,7 +56,7 @@ export async function startCrashHarness(label: string, opts: { cluster?: boolean
     DATA_DIR: dataDir,
     ROLE: 'workers',
     WORKER_LOCK_MS: '2000',
-    WORKER_CONCURRENCY: '16',
+    WORKER_CONCURRENCY: String(opts.workerConcurrency ?? 16),
     AUTO_START_REDIS: 'false',
   };
   const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix, ...opts.apiEnv });

@@ -3,6 +3,14 @@ import { call, createProjectWithKeys, retryUnavailable } from './context.js';
 import { pendingJobs, type CrashHarness } from './crash-harness.js';
 
 const USERS = 10;
+
+/**
+ * The workers' concurrency for this scenario: its requests make about 12 merged jobs, which 16
+ * workers would take at once and complete together with their shared insert (events gather
+ * 100 ms), leaving nothing for a kill to interrupt; 4 at a time complete in waves, and each kill
+ * comes after a wave with jobs still to do.
+ */
+export const MERGE_CRASH_WORKER_CONCURRENCY = 4;
 const REQUESTS = 6;
 const EVENTS = 10;
 
