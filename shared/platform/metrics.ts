@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import { QUEUE } from './queues.js';
 import { readQueue, type QueueStats } from './queue-handles.js';
 import type { MetricsSnapshot } from './metrics-snapshots.js';
+import { registerRequestMetrics } from './request-metrics.js';
 import { METRIC_PREFIX, registerStatsCounters, type CacheStats, type DecisionLogStats, type DeliveryStats, type OverloadStats } from './metrics-stats.js';
 
 export { METRIC_PREFIX } from './metrics-stats.js';
@@ -122,22 +123,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     return inflight;
   };
 
-  const requests = new Counter({
-    name: `${P}http_requests_total`,
-    help: 'HTTP requests by operation (route) and status code',
-    labelNames: ['operation', 'status'],
-    registers,
-  });
-  const duration = new Histogram({
-    name: `${P}http_request_duration_seconds`,
-    help: 'HTTP request latency by operation (route)',
-    labelNames: ['operation'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers,
-  });
-  // Bound once per operation and status: every request costs two map lookups, no label hashing.
-  // Operations are route patterns (bounded), statuses a few dozen codes.
-  const requestChildren = childCache((operation) => ({ duration: duration.labels(operation), byStatus: new Map<number, Counter.Internal>() }));
+  const observeRequest = registerRequestMetrics(registers);
   const unavailable = new Counter({
     name: `${P}unavailable_responses_total`,
     help: 'Requests answered 503 because a dependency was unreachable, by dependency (redis, pubsub, workers, other); also in tds_http_requests_total',
@@ -316,13 +302,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     delivery,
     decisionLog,
     overload,
-    observeRequest: (operation, status, seconds) => {
-      const c = requestChildren(operation);
-      let count = c.byStatus.get(status);
-      if (count === undefined) c.byStatus.set(status, (count = requests.labels(operation, String(status))));
-      count.inc();
-      c.duration.observe(seconds);
-    },
+    observeRequest,
     countUnavailable: (dependency) => unavailable.inc({ dependency }),
     countOutage: (dependency) => outages.inc({ dependency }),
     countIngest: (name, n) => {

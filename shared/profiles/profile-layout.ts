@@ -116,7 +116,9 @@ export function parseProfile(raw: Record<string, string>): StoredProfile {
   const userProperties: Record<string, PropertyValue> = {};
   const fields: Record<string, string> = {};
   let mergedFrom: string[] | undefined;
-  for (const [k, v] of Object.entries(raw)) {
+  // for…in, not Object.entries: no pair array per field (this runs on every GetTreatments)
+  for (const k in raw) {
+    const v = raw[k];
     if (k.startsWith(userProperty)) userProperties[k.slice(userProperty.length)] = JSON.parse(v) as PropertyValue;
     else if (k.startsWith(merged)) (mergedFrom ??= []).push(k.slice(merged.length));
     else if (!k.startsWith(userPropertyTime) && k !== alias && k !== done && k !== signedIn) fields[k] = v;
