@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type MetricValue, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from './metrics-stats.js';
 
 /** The latency buckets of `tds_http_request_duration_seconds` (seconds). */
@@ -12,12 +12,8 @@ interface OperationTally {
   count: number;
 }
 
-/** A value of a metric in prom-client's JSON form, as `Registry` formats it. */
-interface MetricValue {
-  labels: Record<string, string | number>;
-  value: number;
-  metricName?: string;
-}
+/** A histogram's value in prom-client's JSON form: which series (`_bucket`, `_sum`, `_count`) it is in. */
+type SeriesValue = MetricValue<string> & { metricName: string };
 
 /**
  * `tds_http_requests_total{operation,status}` and `tds_http_request_duration_seconds{operation}`
@@ -67,8 +63,8 @@ export function registerRequestMetrics(registers: Registry[]): (operation: strin
 }
 
 /** The values prom-client's `Histogram` reports: cumulative buckets, `+Inf`, sum and count per operation. */
-function histogramValues(name: string, tallies: ReadonlyMap<string, OperationTally>): MetricValue[] {
-  const values: MetricValue[] = [];
+function histogramValues(name: string, tallies: ReadonlyMap<string, OperationTally>): SeriesValue[] {
+  const values: SeriesValue[] = [];
   for (const [operation, t] of tallies) {
     let cumulative = 0;
     REQUEST_DURATION_BUCKETS.forEach((le, i) => {
