@@ -38,6 +38,29 @@ describe('ClickhouseBatchWriter', () => {
     ]);
   });
 
+  it('holds a table with its own row limit until that limit, the others until the default one', async () => {
+    const inserts: [string, number][] = [];
+    const warehouse = {
+      insertLines: async (table: string, lines: readonly string[]) => void inserts.push([table, lines.join('\n').split('\n').length]),
+    };
+    const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
+      maxRows: 5,
+      maxDelayMs: 10_000,
+      maxRowsByTable: { decisions: 8 },
+    });
+    const events = writer.write('events', ['a', 'b', 'c', 'd', 'e']);
+    const decisions = writer.write('decisions', ['u', 'v', 'w', 'x', 'y', 'z']);
+    await events; // five rows: the default limit, flushed at once
+    await new Promise((r) => setTimeout(r, 50));
+    expect(inserts).toEqual([['events', 5]]); // six decisions wait: their limit is eight
+    await writer.write('decisions', ['s', 't']);
+    await decisions;
+    expect(inserts).toEqual([
+      ['events', 5],
+      ['decisions', 8],
+    ]);
+  });
+
   it("hands each caller's lines to one insert intact and in order, several callers' lines together", async () => {
     const bodies: string[] = [];
     const writer = new ClickhouseBatchWriter(

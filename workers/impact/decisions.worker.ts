@@ -4,8 +4,18 @@ import type { DecisionsJob } from '../../shared/impact/index.js';
 import { asPermanent } from '../ingestion/permanent-errors.js';
 import { processDecisionsJob, type DecisionsProcessorDeps } from './decisions.processor.js';
 
-/** How long decisions gather for one insert: with the producer's 100 ms, still readable within a second. */
-export const DECISIONS_INSERT_DELAY_MS = 300;
+/**
+ * How long decisions gather for one insert, and how many rows one insert holds at most: with the
+ * producer's 100 ms and the insert itself, still readable within a second. Every insert costs the
+ * embedded engine a part (files written, later merged) whatever its size: its threads spent 19-26
+ * ms of CPU on an insert of 500 decision rows, 50-52 on one of 5,000 and 126 on one of 20,000 on a
+ * slow guest (`bench/engine-insert-cost.ts decisions 40 500`, `40 5000`, `10 20000`, two runs each):
+ * about 20 ms an insert plus 5 µs a row. 500 ms and 30,000 rows instead of 300 and 10,000 make
+ * 40-70 % fewer inserts under GetTreatments load: the engine's threads took 0.067-0.081 µs per µs
+ * of the API's CPU against 0.090-0.107 (`bench/request-cost.ts`, five alternating pairs).
+ */
+export const DECISIONS_INSERT_DELAY_MS = 500;
+export const DECISIONS_INSERT_MAX_ROWS = 30_000;
 
 export interface DecisionsWorker {
   worker: Worker<DecisionsJob, number>;

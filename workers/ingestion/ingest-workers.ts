@@ -8,7 +8,7 @@ import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
 import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import type { ReturnedCaps } from '../delivery/cap-counters.js';
-import { DECISIONS_INSERT_DELAY_MS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
+import { DECISIONS_INSERT_DELAY_MS, DECISIONS_INSERT_MAX_ROWS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
@@ -113,6 +113,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     isPermanent: (e) => classifyClickhouseError(e) === 'permanent',
     onInsert: o.metrics?.observeInsert,
     maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS, events: EVENTS_INSERT_DELAY_MS },
+    maxRowsByTable: { decisions: DECISIONS_INSERT_MAX_ROWS },
   });
   const common = {
     connection: o.connection,

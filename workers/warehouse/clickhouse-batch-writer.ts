@@ -14,6 +14,11 @@ export interface BatchWriterOptions {
    * 5 µs in inserts of 10,000, merges included).
    */
   maxDelayMsByTable?: Partial<Record<ClickhouseTable, number>>;
+  /**
+   * Per table, a larger buffer than `maxRows`, for a table given a longer wait: without it a
+   * busy table would be flushed by its row count, not its wait, and make as many parts as before.
+   */
+  maxRowsByTable?: Partial<Record<ClickhouseTable, number>>;
   /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
   isPermanent?: (err: unknown) => boolean;
   /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
@@ -53,6 +58,7 @@ export class ClickhouseBatchWriter {
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
   private readonly maxDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
+  private readonly maxRowsByTable: Partial<Record<ClickhouseTable, number>>;
   private readonly isPermanent: (err: unknown) => boolean;
   private readonly onInsert?: BatchWriterOptions['onInsert'];
   rowsWritten = 0;
@@ -65,6 +71,7 @@ export class ClickhouseBatchWriter {
     this.maxRows = opts.maxRows ?? 10_000;
     this.maxDelayMs = opts.maxDelayMs ?? 50;
     this.maxDelayMsByTable = opts.maxDelayMsByTable ?? {};
+    this.maxRowsByTable = opts.maxRowsByTable ?? {};
     this.isPermanent = opts.isPermanent ?? (() => false);
     this.onInsert = opts.onInsert;
   }
@@ -87,7 +94,7 @@ export class ClickhouseBatchWriter {
       }
       buf.waiters.push({ chunk, rows, resolve, reject });
       buf.rowCount += rows;
-      if (buf.rowCount >= this.maxRows) this.flush(table);
+      if (buf.rowCount >= (this.maxRowsByTable[table] ?? this.maxRows)) this.flush(table);
       else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMsByTable[table] ?? this.maxDelayMs);
     });
   }
