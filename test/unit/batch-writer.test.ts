@@ -61,6 +61,27 @@ describe('ClickhouseBatchWriter', () => {
     ]);
   });
 
+  it('stores a row that finds its table quiet after the quiet delay, and never starts two inserts closer than the delay', async () => {
+    const started = performance.now();
+    const at: number[] = [];
+    const warehouse = { insertLines: async () => void at.push(performance.now() - started) };
+    const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
+      maxDelayMsByTable: { events: 300 },
+      quietDelayMsByTable: { events: 20 },
+    });
+    await writer.write('events', ['a']); // a quiet table: 20 ms, not 300
+    expect(at[0]).toBeLessThan(150);
+    const second = writer.write('events', ['b']); // right after an insert: the rest of the 300 ms
+    await new Promise((r) => setTimeout(r, 150));
+    expect(at).toHaveLength(1);
+    await second;
+    expect(at[1] - at[0]).toBeGreaterThanOrEqual(295);
+    await new Promise((r) => setTimeout(r, 320)); // quiet again
+    const quietAgain = performance.now() - started;
+    await writer.write('events', ['c']);
+    expect(at[2] - quietAgain).toBeLessThan(150);
+  });
+
   it("hands each caller's lines to one insert intact and in order, several callers' lines together", async () => {
     const bodies: string[] = [];
     const writer = new ClickhouseBatchWriter(

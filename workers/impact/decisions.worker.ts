@@ -16,6 +16,8 @@ import { processDecisionsJob, type DecisionsProcessorDeps } from './decisions.pr
  */
 export const DECISIONS_INSERT_DELAY_MS = 500;
 export const DECISIONS_INSERT_MAX_ROWS = 30_000;
+/** The wait of decisions that find the table quiet: the delay above is the least interval between inserts (ClickhouseBatchWriter). */
+export const DECISIONS_INSERT_QUIET_DELAY_MS = 100;
 
 export interface DecisionsWorker {
   worker: Worker<DecisionsJob, number>;

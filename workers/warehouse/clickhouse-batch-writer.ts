@@ -19,6 +19,14 @@ export interface BatchWriterOptions {
    * busy table would be flushed by its row count, not its wait, and make as many parts as before.
    */
   maxRowsByTable?: Partial<Record<ClickhouseTable, number>>;
+  /**
+   * Per table, the shorter wait of a row that finds the table quiet. A table's delay is then a
+   * least interval between its inserts rather than a fixed wait: a row arriving when the last
+   * insert began longer ago waits only what is left of that interval, and at least this. Under a
+   * steady stream each insert still gathers a whole delay's rows (never more inserts than one per
+   * delay, so no more CPU), but an event after a pause is stored, and shows in its profile, sooner.
+   */
+  quietDelayMsByTable?: Partial<Record<ClickhouseTable, number>>;
   /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
   isPermanent?: (err: unknown) => boolean;
   /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
@@ -59,6 +67,9 @@ export class ClickhouseBatchWriter {
   private readonly maxDelayMs: number;
   private readonly maxDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
   private readonly maxRowsByTable: Partial<Record<ClickhouseTable, number>>;
+  private readonly quietDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
+  /** When each table's last insert was sent (performance.now()). */
+  private readonly lastFlushAt = new Map<ClickhouseTable, number>();
   private readonly isPermanent: (err: unknown) => boolean;
   private readonly onInsert?: BatchWriterOptions['onInsert'];
   rowsWritten = 0;
@@ -72,6 +83,7 @@ export class ClickhouseBatchWriter {
     this.maxDelayMs = opts.maxDelayMs ?? 50;
     this.maxDelayMsByTable = opts.maxDelayMsByTable ?? {};
     this.maxRowsByTable = opts.maxRowsByTable ?? {};
+    this.quietDelayMsByTable = opts.quietDelayMsByTable ?? {};
     this.isPermanent = opts.isPermanent ?? (() => false);
     this.onInsert = opts.onInsert;
   }
@@ -95,8 +107,17 @@ export class ClickhouseBatchWriter {
       buf.waiters.push({ chunk, rows, resolve, reject });
       buf.rowCount += rows;
       if (buf.rowCount >= (this.maxRowsByTable[table] ?? this.maxRows)) this.flush(table);
-      else buf.timer ??= setTimeout(() => this.flush(table), this.maxDelayMsByTable[table] ?? this.maxDelayMs);
+      else buf.timer ??= setTimeout(() => this.flush(table), this.delayOf(table));
     });
+  }
+
+  /** How long a table's first buffered row waits: its delay, or with a quiet delay what is left of the interval. */
+  private delayOf(table: ClickhouseTable): number {
+    const delay = this.maxDelayMsByTable[table] ?? this.maxDelayMs;
+    const quiet = this.quietDelayMsByTable[table];
+    if (quiet === undefined) return delay;
+    const last = this.lastFlushAt.get(table);
+    return last === undefined ? quiet : Math.max(quiet, delay - (performance.now() - last));
   }
 
   private flush(table: ClickhouseTable): void {
@@ -104,6 +125,7 @@ export class ClickhouseBatchWriter {
     if (!buf || buf.waiters.length === 0) return;
     this.buffers.delete(table);
     clearTimeout(buf.timer);
+    this.lastFlushAt.set(table, performance.now());
     const p = this.insert(table, buf.waiters).finally(() => this.inFlight.delete(p));
     this.inFlight.add(p);
   }
