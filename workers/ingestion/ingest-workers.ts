@@ -8,7 +8,13 @@ import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
 import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import type { ReturnedCaps } from '../delivery/cap-counters.js';
-import { DECISIONS_INSERT_DELAY_MS, DECISIONS_INSERT_MAX_ROWS, DECISIONS_INSERT_QUIET_DELAY_MS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
+import {
+  DECISIONS_INSERT_DELAY_MS,
+  DECISIONS_INSERT_MAX_ROWS,
+  DECISIONS_INSERT_QUIET_DELAY_MS,
+  decisionsProject,
+  startDecisionsWorker,
+} from '../impact/decisions.worker.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
