@@ -14,7 +14,7 @@ describe('ClickhouseBatchWriter', () => {
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
       maxRows: 5,
       maxDelayMs: 20,
-      maxDelayMsByTable: { decisions: 200 },
+      tables: { decisions: { delayMs: 200 } },
     });
     const events = writer.write('events', ['a', 'b']);
     const decisions = writer.write('decisions', ['x']);
@@ -46,7 +46,7 @@ describe('ClickhouseBatchWriter', () => {
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
       maxRows: 5,
       maxDelayMs: 10_000,
-      maxRowsByTable: { decisions: 8 },
+      tables: { decisions: { delayMs: 10_000, maxRows: 8 } },
     });
     const events = writer.write('events', ['a', 'b', 'c', 'd', 'e']);
     const decisions = writer.write('decisions', ['u', 'v', 'w', 'x', 'y', 'z']);
@@ -66,8 +66,7 @@ describe('ClickhouseBatchWriter', () => {
     const at: number[] = [];
     const warehouse = { insertLines: async () => void at.push(performance.now() - started) };
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
-      maxDelayMsByTable: { events: 300 },
-      quietDelayMsByTable: { events: 20 },
+      tables: { events: { delayMs: 300, quietDelayMs: 20 } },
     });
     await writer.write('events', ['a']); // a quiet table: 20 ms, not 300
     expect(at[0]).toBeLessThan(150);

@@ -3,10 +3,12 @@ import { QUEUE } from '../../shared/platform/queues.js';
 import type { DecisionsJob } from '../../shared/impact/index.js';
 import { asPermanent } from '../ingestion/permanent-errors.js';
 import { processDecisionsJob, type DecisionsProcessorDeps } from './decisions.processor.js';
+import type { TableInserts } from '../warehouse/clickhouse-batch-writer.js';
 
 /**
- * How long decisions gather for one insert, and how many rows one insert holds at most: with the
- * producer's 100 ms and the insert itself, still readable within a second. Every insert costs the
+ * How decisions gather for one insert: at most one insert per 500 ms (100 ms after decisions that
+ * find the table quiet), at most 30,000 rows in one. With the producer's 100 ms and the insert
+ * itself, still readable within a second. Every insert costs the
  * embedded engine a part (files written, later merged) whatever its size: its threads spent 19-26
  * ms of CPU on an insert of 500 decision rows, 50-52 on one of 5,000 and 126 on one of 20,000 on a
  * slow guest (`bench/engine-insert-cost.ts decisions 40 500`, `40 5000`, `10 20000`, two runs each):
@@ -14,10 +16,7 @@ import { processDecisionsJob, type DecisionsProcessorDeps } from './decisions.pr
  * 40-70 % fewer inserts under GetTreatments load: the engine's threads took 0.067-0.081 µs per µs
  * of the API's CPU against 0.090-0.107 (`bench/request-cost.ts`, five alternating pairs).
  */
-export const DECISIONS_INSERT_DELAY_MS = 500;
-export const DECISIONS_INSERT_MAX_ROWS = 30_000;
-/** The wait of decisions that find the table quiet: the delay above is the least interval between inserts (ClickhouseBatchWriter). */
-export const DECISIONS_INSERT_QUIET_DELAY_MS = 100;
+export const DECISIONS_INSERTS: TableInserts = { delayMs: 500, maxRows: 30_000, quietDelayMs: 100 };
 
 export interface DecisionsWorker {
   worker: Worker<DecisionsJob, number>;

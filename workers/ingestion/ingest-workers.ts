@@ -8,16 +8,10 @@ import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
 import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import type { ReturnedCaps } from '../delivery/cap-counters.js';
-import {
-  DECISIONS_INSERT_DELAY_MS,
-  DECISIONS_INSERT_MAX_ROWS,
-  DECISIONS_INSERT_QUIET_DELAY_MS,
-  decisionsProject,
-  startDecisionsWorker,
-} from '../impact/decisions.worker.js';
+import { DECISIONS_INSERTS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 import { DeadLetterSink } from './dead-letter-sink.js';
-import { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer.js';
+import { ClickhouseBatchWriter, type TableInserts } from '../warehouse/clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
 import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
@@ -106,13 +100,11 @@ export interface IngestWorkers {
  * How long events gather for one insert (other tables but decisions: the writer's 50 ms). Under
  * load an insert holds what arrived meanwhile, and the embedded engine's CPU per row falls with
  * the insert's size (`bench/engine-insert-cost.ts events`: 9.3–10.8 µs a row in inserts of 3,750
- * rows, what 50 ms gathers at 75,000 events/s, against 6.8–8.3 in inserts of 7,500). It is the
- * least interval between two inserts: an event that finds the table quiet (its last insert began
- * at least that long ago) waits only EVENTS_INSERT_QUIET_DELAY_MS, so an event after a pause shows
- * in its profile sooner, and a steady stream still gets one insert per 100 ms.
+ * rows, what 50 ms gathers at 75,000 events/s, against 6.8–8.3 in inserts of 7,500): at most one
+ * insert per 100 ms, and an event that finds the table quiet waits only 20 ms, so an event after a
+ * pause shows in its profile sooner while a steady stream still gets one insert per 100 ms.
  */
-export const EVENTS_INSERT_DELAY_MS = 100;
-export const EVENTS_INSERT_QUIET_DELAY_MS = 20;
+export const EVENTS_INSERTS: TableInserts = { delayMs: 100, quietDelayMs: 20 };
 
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
@@ -121,9 +113,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const writer = new ClickhouseBatchWriter(o.warehouse, o.log, {
     isPermanent: (e) => classifyClickhouseError(e) === 'permanent',
     onInsert: o.metrics?.observeInsert,
-    maxDelayMsByTable: { decisions: DECISIONS_INSERT_DELAY_MS, events: EVENTS_INSERT_DELAY_MS },
-    maxRowsByTable: { decisions: DECISIONS_INSERT_MAX_ROWS },
-    quietDelayMsByTable: { decisions: DECISIONS_INSERT_QUIET_DELAY_MS, events: EVENTS_INSERT_QUIET_DELAY_MS },
+    tables: { decisions: DECISIONS_INSERTS, events: EVENTS_INSERTS },
   });
   const common = {
     connection: o.connection,

@@ -2,31 +2,34 @@ import type { Logger } from 'pino';
 import type { ClickhouseTable } from '../../shared/platform/warehouse/tables.js';
 import type { Warehouse } from '../../shared/platform/warehouse/warehouse.js';
 
+/**
+ * How one table's rows are gathered into inserts. Every insert makes a part the engine writes and
+ * later merges, at a fixed cost in CPU whatever its size, so fewer, larger inserts cost less per row.
+ */
+export interface TableInserts {
+  /**
+   * The least interval between two inserts of the table (ms), in place of `maxDelayMs`: a longer
+   * one where nothing waits on the insert but the rows' own readability.
+   */
+  delayMs: number;
+  /** Rows that flush the table at once, in place of `maxRows`: larger with a longer delay, else a busy table is flushed by its row count. */
+  maxRows?: number;
+  /**
+   * The wait of a row that finds the table quiet (its last insert began at least `delayMs` ago). A
+   * row after a recent insert waits what is left of the interval, at least this: a steady stream
+   * still gathers a whole delay's rows per insert (never more than one insert per delay), but an
+   * event after a pause is stored, and shows in its profile, sooner. @defaultValue `delayMs`
+   */
+  quietDelayMs?: number;
+}
+
 export interface BatchWriterOptions {
   /** Flush a table's buffer once it holds this many rows. @defaultValue 10000 */
   maxRows?: number;
   /** Flush at the latest this long after the first buffered row. @defaultValue 50 */
   maxDelayMs?: number;
-  /**
-   * Per table, a longer wait than `maxDelayMs` where nothing waits on the insert but its own
-   * readability: each insert makes a part the engine later merges, so fewer, larger inserts cost
-   * several times less CPU per row (measured with chDB: 10 µs a row in inserts of 1,000 rows, under
-   * 5 µs in inserts of 10,000, merges included).
-   */
-  maxDelayMsByTable?: Partial<Record<ClickhouseTable, number>>;
-  /**
-   * Per table, a larger buffer than `maxRows`, for a table given a longer wait: without it a
-   * busy table would be flushed by its row count, not its wait, and make as many parts as before.
-   */
-  maxRowsByTable?: Partial<Record<ClickhouseTable, number>>;
-  /**
-   * Per table, the shorter wait of a row that finds the table quiet. A table's delay is then a
-   * least interval between its inserts rather than a fixed wait: a row arriving when the last
-   * insert began longer ago waits only what is left of that interval, and at least this. Under a
-   * steady stream each insert still gathers a whole delay's rows (never more inserts than one per
-   * delay, so no more CPU), but an event after a pause is stored, and shows in its profile, sooner.
-   */
-  quietDelayMsByTable?: Partial<Record<ClickhouseTable, number>>;
+  /** Per table, its own insert policy in place of `maxDelayMs` and `maxRows` (TableInserts). */
+  tables?: Partial<Record<ClickhouseTable, TableInserts>>;
   /** Permanent (poison) vs transient error; decides whether a failed batch is split per caller. */
   isPermanent?: (err: unknown) => boolean;
   /** Told about every insert: its table, rows, latency and whether it failed (metrics). */
@@ -65,9 +68,7 @@ export class ClickhouseBatchWriter {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
-  private readonly maxDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
-  private readonly maxRowsByTable: Partial<Record<ClickhouseTable, number>>;
-  private readonly quietDelayMsByTable: Partial<Record<ClickhouseTable, number>>;
+  private readonly tables: Partial<Record<ClickhouseTable, TableInserts>>;
   /** When each table's last insert was sent (performance.now()). */
   private readonly lastFlushAt = new Map<ClickhouseTable, number>();
   private readonly isPermanent: (err: unknown) => boolean;
@@ -81,9 +82,7 @@ export class ClickhouseBatchWriter {
   ) {
     this.maxRows = opts.maxRows ?? 10_000;
     this.maxDelayMs = opts.maxDelayMs ?? 50;
-    this.maxDelayMsByTable = opts.maxDelayMsByTable ?? {};
-    this.maxRowsByTable = opts.maxRowsByTable ?? {};
-    this.quietDelayMsByTable = opts.quietDelayMsByTable ?? {};
+    this.tables = opts.tables ?? {};
     this.isPermanent = opts.isPermanent ?? (() => false);
     this.onInsert = opts.onInsert;
   }
@@ -106,18 +105,18 @@ export class ClickhouseBatchWriter {
       }
       buf.waiters.push({ chunk, rows, resolve, reject });
       buf.rowCount += rows;
-      if (buf.rowCount >= (this.maxRowsByTable[table] ?? this.maxRows)) this.flush(table);
+      if (buf.rowCount >= (this.tables[table]?.maxRows ?? this.maxRows)) this.flush(table);
       else buf.timer ??= setTimeout(() => this.flush(table), this.delayOf(table));
     });
   }
 
   /** How long a table's first buffered row waits: its delay, or with a quiet delay what is left of the interval. */
   private delayOf(table: ClickhouseTable): number {
-    const delay = this.maxDelayMsByTable[table] ?? this.maxDelayMs;
-    const quiet = this.quietDelayMsByTable[table];
-    if (quiet === undefined) return delay;
+    const policy = this.tables[table];
+    if (policy === undefined) return this.maxDelayMs;
+    const { delayMs, quietDelayMs = delayMs } = policy;
     const last = this.lastFlushAt.get(table);
-    return last === undefined ? quiet : Math.max(quiet, delay - (performance.now() - last));
+    return last === undefined ? quietDelayMs : Math.max(quietDelayMs, delayMs - (performance.now() - last));
   }
 
   private flush(table: ClickhouseTable): void {
