@@ -1,4 +1,4 @@
-import type { LoadResult } from './load-runner.js';
+import type { LoadCpu, LoadResult } from './load-runner.js';
 import type { OpenLoopResult } from './open-loop.js';
 import type { GroupPeaks } from './process-sampler.js';
 import { figure, percentile, type Figure } from './scenario.js';
@@ -27,8 +27,8 @@ export interface Measured {
    * and the baseline, one after the other in each round, so that a drift of the machine weighs
    * on all three alike.
    */
-  closedRounds: LoadResult[];
-  logOffRounds: LoadResult[];
+  closedRounds: Round[];
+  logOffRounds: Round[];
   baseRounds: LoadResult[];
   closed2Api: LoadResult;
   open: OpenLoopResult;
@@ -38,6 +38,19 @@ export interface Measured {
   baseOverload: OpenLoopResult;
   openRate: number;
   overloadRate: number;
+}
+
+/** A capacity round of the service: its closed loop, with the CPU it cost when that was read. */
+export type Round = LoadResult & { cpu?: Pick<LoadCpu, 'serviceCores' | 'apiCores' | 'redisCores'> };
+
+/**
+ * CPU per request of a round, µs: of its API process (`api`), and of all the service's processes
+ * and Redis together (`all`: the machine's work for a request but the load generator's). NaN when
+ * the round's CPU was not read.
+ */
+export function cpuPerRequest(r: Round): { api: number; all: number } {
+  if (!r.cpu || !(r.rps > 0)) return { api: NaN, all: NaN };
+  return { api: (r.cpu.apiCores * 1e6) / r.rps, all: ((r.cpu.serviceCores + r.cpu.redisCores) * 1e6) / r.rps };
 }
 
 /** The run of median throughput (`percentile`'s median: of an even number, the lower of the middle two). */
@@ -64,9 +77,44 @@ export function roundsNote(m: Pick<Measured, 'closedRounds' | 'logOffRounds' | '
   const each = m.closedRounds.map(
     (on, i) =>
       `round ${i + 1}: log on ${rps(on)}, off ${rps(m.logOffRounds[i])}, baseline ${rps(m.baseRounds[i])} req/s ` +
-      `(ratio ${(on.rps / m.baseRounds[i].rps).toFixed(2)}, log cost ${((m.logOffRounds[i].rps / on.rps - 1) * 100).toFixed(1)} %)`,
+      `(ratio ${(on.rps / m.baseRounds[i].rps).toFixed(2)}, log cost ${((m.logOffRounds[i].rps / on.rps - 1) * 100).toFixed(1)} %` +
+      `${cpuClause(on, m.logOffRounds[i])})`,
   );
   return `capacity rounds (closed loops; the figures take the median of each): ${each.join('; ')}`;
+}
+
+/** A round's CPU per request with the log on and off, when both were read. */
+function cpuClause(on: Round, off: Round): string {
+  const a = cpuPerRequest(on);
+  const b = cpuPerRequest(off);
+  if (![a.api, a.all, b.api, b.all].every(Number.isFinite)) return '';
+  return `; CPU per request: API process ${a.api.toFixed(1)} on, ${b.api.toFixed(1)} off; with the other processes and Redis ${a.all.toFixed(1)} on, ${b.all.toFixed(1)} off µs`;
+}
+
+/**
+ * The decision log's CPU per request, with it on against with it off, each the median over the
+ * capacity rounds: of the API process (what the request path pays) and of all the service's
+ * processes and Redis (what the machine pays, the embedded engine's inserts included). Absent when
+ * a round's CPU was not read.
+ */
+function decisionLogCpuFigures(m: Pick<Measured, 'closedRounds' | 'logOffRounds'>): Record<string, Figure> {
+  const on = m.closedRounds.map(cpuPerRequest);
+  const off = m.logOffRounds.map(cpuPerRequest);
+  if (![...on, ...off].every((c) => Number.isFinite(c.api) && Number.isFinite(c.all))) return {};
+  const labels = {
+    api: 'decision log: CPU of the API process per GetTreatments, with it on (median of the rounds)',
+    all: "decision log: CPU of all the service's processes and Redis per GetTreatments, with it on (median of the rounds)",
+  };
+  const one = (side: keyof typeof labels) =>
+    figure({
+      label: labels[side],
+      unit: 'µs',
+      value: median(on.map((c) => c[side])),
+      baseline: median(off.map((c) => c[side])),
+      baselineLabel: 'the same with DECISION_LOG=off, in the same rounds',
+      better: 'lower',
+    });
+  return { decisionLogApiCpuUs: one('api'), decisionLogAllCpuUs: one('all') };
 }
 
 export function figures(m: Measured): Record<string, Figure> {
@@ -163,6 +211,7 @@ export function figures(m: Measured): Record<string, Figure> {
       better: 'lower',
       target: TARGETS.decisionLogCost,
     }),
+    ...decisionLogCpuFigures(m),
     requestsPerSec2Api: figure({
       label: 'GetTreatments requests/s, API_PROCESSES=2',
       unit: 'req/s',

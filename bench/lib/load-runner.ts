@@ -75,6 +75,18 @@ export interface LoadResult {
   max: number;
 }
 
+/**
+ * The CPU a measured load cost, in cores (CPU seconds per second of the run): the service's
+ * processes together (all their threads), its API processes alone (NaN when not read), this
+ * process (the load generator) and Redis.
+ */
+export interface LoadCpu {
+  serviceCores: number;
+  apiCores: number;
+  loadGeneratorCores: number;
+  redisCores: number;
+}
+
 /** Runs autocannon on loopback, in this process, bounded in time. */
 export function runLoad(o: LoadOptions): Promise<LoadResult> {
   const latencies: number[] = [];

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { redisKeys, type RedisKeys } from '../../shared/platform/redis/redis-keys.js';
 import { benchPrefix, connectRedis, deletePrefix } from './bench-redis.js';
 import { formatCpuSummary, summarizeCpuProfile } from './cpu-profile.js';
-import { checkLoad, refusals, runLoad, type LoadOptions, type LoadResult } from './load-runner.js';
+import { checkLoad, refusals, runLoad, type LoadCpu, type LoadOptions, type LoadResult } from './load-runner.js';
 import { CpuSpan, ownCpuSeconds, type GroupPeaks } from './process-sampler.js';
 import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
@@ -165,15 +165,19 @@ export class ScenarioRun {
     return peaks;
   }
 
-  /** Measures the CPU cores used by the service child, this process and Redis over `fn`. */
-  async withCpu<T>(svcCpu: () => number, fn: () => Promise<T>): Promise<{ value: T; serviceCores: number; loadGeneratorCores: number; redisCores: number }> {
+  /**
+   * Measures the CPU cores used by the service child, this process and Redis over `fn`, and, when
+   * `apiCpu` reads the CPU seconds of the service's API processes, theirs (`apiCores`, else NaN).
+   */
+  async withCpu<T>(svcCpu: () => number, fn: () => Promise<T>, apiCpu?: () => number): Promise<{ value: T } & LoadCpu> {
     const svc = new CpuSpan(svcCpu);
+    const api = apiCpu ? new CpuSpan(apiCpu) : undefined;
     const own = new CpuSpan(ownCpuSeconds);
     const redisBefore = await redisCpuSeconds(this.redis);
     const t0 = performance.now();
     const value = await fn();
     const redisCores = ((await redisCpuSeconds(this.redis)) - redisBefore) / ((performance.now() - t0) / 1000);
-    return { value, serviceCores: svc.cores(), loadGeneratorCores: own.cores(), redisCores };
+    return { value, serviceCores: svc.cores(), apiCores: api?.cores() ?? NaN, loadGeneratorCores: own.cores(), redisCores };
   }
 
   /**
@@ -186,8 +190,8 @@ export class ScenarioRun {
     serverCpu: () => number,
     o: LoadOptions,
     warmupSec: number,
-    opts: { serverLabel?: string; refusalsAllowed?: boolean } = {},
-  ): Promise<LoadResult> {
+    opts: { serverLabel?: string; refusalsAllowed?: boolean; apiCpu?: () => number } = {},
+  ): Promise<LoadResult & { cpu: LoadCpu }> {
     if (warmupSec > 0) {
       this.progress(`${label}: ${warmupSec} s warm-up`);
       await runLoad({ ...o, amount: undefined, durationSec: warmupSec, onTick: undefined });
@@ -196,17 +200,23 @@ export class ScenarioRun {
     const onTick = (sec: number, n: number) => {
       if (Math.round(sec) % 5 === 0) this.progress(`${label}: ${sec.toFixed(0)} s, ${n.toLocaleString('en')} responses`);
     };
-    const m = await this.withCpu(serverCpu, () => runLoad({ onTick, ...o }));
-    checkLoad(label, m.value, 0.01, { refusalsAllowed: opts.refusalsAllowed ?? true });
-    this.loadNote(label, m.value, m, opts.serverLabel);
-    return m.value;
+    const { value, ...cpu } = await this.withCpu(serverCpu, () => runLoad({ onTick, ...o }), opts.apiCpu);
+    checkLoad(label, value, 0.01, { refusalsAllowed: opts.refusalsAllowed ?? true });
+    this.loadNote(label, value, cpu, opts.serverLabel);
+    return { ...value, cpu };
   }
 
-  loadNote(label: string, r: LoadResult, cpu?: { serviceCores: number; loadGeneratorCores: number; redisCores: number }, serverLabel = 'service'): void {
+  loadNote(
+    label: string,
+    r: LoadResult,
+    cpu?: { serviceCores: number; apiCores?: number; loadGeneratorCores: number; redisCores: number },
+    serverLabel = 'service',
+  ): void {
     const errors =
       r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)} (${refusals(r)} refused with 503), ${r.errors} errors` : '';
+    const api = cpu?.apiCores !== undefined && Number.isFinite(cpu.apiCores) ? ` (its API process ${cpu.apiCores.toFixed(2)})` : '';
     const cores = cpu
-      ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores`
+      ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores${api}, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores`
       : '';
     this.notes.push(
       `${label}: ${r.ok.toLocaleString('en')} ok in ${r.seconds.toFixed(1)} s (p50 ${r.p50.toFixed(2)} ms, p90 ${r.p90.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms)${errors}${cores}`,

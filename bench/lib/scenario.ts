@@ -7,7 +7,7 @@ export type Size = 'tiny' | 'full';
 export const SIZES: readonly Size[] = ['tiny', 'full'];
 
 /** `share`: a fraction (0.08 = 8 %), printed as a percentage. */
-export type Unit = 'req/s' | 'events/s' | 'ms' | 's' | 'MB' | 'share';
+export type Unit = 'req/s' | 'events/s' | 'ms' | 'µs' | 's' | 'MB' | 'share';
 
 /** A target of the issue, checked against the value or against the ratio. */
 export interface Target {

@@ -10,7 +10,7 @@ import { listenOverflows, overflowsClause } from '../lib/listen-overflows.js';
 import { generatorWarning, measureIdleLevel, overloadAndRecover, overloadNote, type OverloadOptions } from '../lib/overload.js';
 import { rssFigures, type Scenario, type ScenarioContext, type ScenarioResult, type Size } from '../lib/scenario.js';
 import { ScenarioRun } from '../lib/scenario-run.js';
-import { figures, maxPeaks, medianRun, roundsNote } from '../lib/delivery-figures.js';
+import { figures, maxPeaks, medianRun, roundsNote, type Round } from '../lib/delivery-figures.js';
 import type { ServiceProcess } from '../lib/service-process.js';
 import { PROJECT_ID } from './log-events.js';
 
@@ -195,14 +195,16 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
     // machine (these VMs' throughput moves by tens of per cent within minutes) weighs on all three
     // alike; the figures take the median of each.
     const baseCpu = () => b.sampler.cpuSeconds();
-    const closedRounds: LoadResult[] = [];
-    const logOffRounds: LoadResult[] = [];
+    const closedRounds: Round[] = [];
+    const logOffRounds: Round[] = [];
     const baseRounds: LoadResult[] = [];
     for (let round = 1; round <= p.capacityRounds; round++) {
       const warmup = round === 1 ? p.warmupSec : p.roundWarmupSec;
       const of = `round ${round} of ${p.capacityRounds}`;
       closedRounds.push(
-        await run.measureLoad(`service, 1 API process (closed loop, ${of})`, () => s1.sampler.cpuSeconds(), closedLoop(s1.baseUrl, svcHeaders), warmup),
+        await run.measureLoad(`service, 1 API process (closed loop, ${of})`, () => s1.sampler.cpuSeconds(), closedLoop(s1.baseUrl, svcHeaders), warmup, {
+          apiCpu: () => s1.sampler.kindCpuSeconds('api'),
+        }),
       );
       logOffRounds.push(
         await run.measureLoad(
@@ -210,6 +212,7 @@ export async function runDelivery(ctx: ScenarioContext): Promise<ScenarioResult>
           () => sOff.sampler.cpuSeconds(),
           closedLoop(sOff.baseUrl, { 'x-api-key': offKeys.delivery }),
           warmup,
+          { apiCpu: () => sOff.sampler.kindCpuSeconds('api') },
         ),
       );
       baseRounds.push(

@@ -24,6 +24,8 @@ const EXPECTED_FIGURES: Record<string, string[]> = {
       'overloadRefusedShare',
       'recoveryMs',
       'decisionLogCost',
+      'decisionLogApiCpuUs',
+      'decisionLogAllCpuUs',
       'requestsPerSec2Api',
       'p99Ms2Api',
     ],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { figures, medianRun, roundsNote, spread, type Measured } from '../../bench/lib/delivery-figures.js';
+import { cpuPerRequest, figures, medianRun, roundsNote, spread, type Measured } from '../../bench/lib/delivery-figures.js';
 
 /** A closed or open loop's result with the figures these tests read; the rest is not looked at. */
 function load(rps: number, extra: Record<string, number> = {}): Measured['closed2Api'] {
@@ -78,5 +78,34 @@ describe('the delivery figures', () => {
     const note = roundsNote(measured([5_000, 6_000], [6_000, 6_000], [10_000, 15_000]));
     expect(note).toContain('round 1: log on 5,000, off 6,000, baseline 10,000 req/s (ratio 0.50, log cost 20.0 %)');
     expect(note).toContain('round 2: log on 6,000, off 6,000, baseline 15,000 req/s (ratio 0.40, log cost 0.0 %)');
+  });
+
+  it("the decision log's CPU per request is the median round's, of the API process and of every process with Redis, on against off", () => {
+    const m = measured([10_000, 10_000, 10_000], [11_000, 11_000, 11_000]);
+    // API cores / requests/s: on 80, 90, 100 µs a request; off 75, 78, 90; all (service + Redis): on 120, 130, 125; off 95, 100, 105
+    const cpu = (api: number, service: number, redis: number) => ({ apiCores: api, serviceCores: service, redisCores: redis });
+    m.closedRounds.forEach((r, i) => (r.cpu = [cpu(0.8, 1.1, 0.1), cpu(0.9, 1.2, 0.1), cpu(1.0, 1.15, 0.1)][i]));
+    m.logOffRounds.forEach((r, i) => (r.cpu = [cpu(0.825, 0.99, 0.055), cpu(0.858, 1.045, 0.055), cpu(0.99, 1.1, 0.055)][i]));
+    const f = figures(m);
+    expect(f.decisionLogApiCpuUs.value).toBeCloseTo(90, 6);
+    expect(f.decisionLogApiCpuUs.baseline).toBeCloseTo(78, 6);
+    expect(f.decisionLogApiCpuUs.ratio).toBeCloseTo(90 / 78, 6);
+    expect(f.decisionLogAllCpuUs.value).toBeCloseTo(125, 6);
+    expect(f.decisionLogAllCpuUs.baseline).toBeCloseTo(100, 6);
+    expect(f.decisionLogAllCpuUs.unit).toBe('µs');
+    expect(roundsNote(m)).toContain('CPU per request: API process 80.0 on, 75.0 off; with the other processes and Redis 120.0 on, 95.0 off µs');
+  });
+
+  it('without the CPU of every round there are no CPU figures, rather than figures of some rounds', () => {
+    const m = measured([10_000, 10_000], [11_000, 11_000]);
+    expect(figures(m).decisionLogApiCpuUs).toBeUndefined();
+    m.closedRounds.forEach((r) => (r.cpu = { apiCores: 0.9, serviceCores: 1.2, redisCores: 0.1 }));
+    m.logOffRounds[0].cpu = { apiCores: 0.9, serviceCores: 1, redisCores: 0.1 };
+    expect(figures(m).decisionLogAllCpuUs).toBeUndefined();
+    // the note gives it for the round that has both
+    expect(roundsNote(m)).toContain('(ratio 0.50, log cost 10.0 %; CPU per request: API process 90.0 on, 81.8 off');
+    expect(roundsNote(m)).toContain('round 2: log on 10,000, off 11,000, baseline 20,000 req/s (ratio 0.50, log cost 10.0 %)');
+    // the API's cores not read (NaN) count as not read
+    expect(cpuPerRequest({ ...m.closedRounds[0], cpu: { apiCores: NaN, serviceCores: 1, redisCores: 0 } }).api).toBeNaN();
   });
 });
