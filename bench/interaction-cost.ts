@@ -69,13 +69,20 @@ async function main(): Promise<void> {
       const [wait, active, delayed] = await Promise.all([run.redis.llen(`${q}:wait`), run.redis.llen(`${q}:active`), run.redis.zcard(`${q}:delayed`)]);
       return wait + active + delayed;
     };
-    while ((await queued()) > 0) await new Promise((r) => setTimeout(r, 100));
+    // the queue empty (bounded: an interaction whose decision is not stored yet waits in `delayed`)
+    const drain = async (what: string) => {
+      for (let waited = 0; (await queued()) > 0; waited += 100) {
+        if (waited >= 60_000) throw new Error(`${what}: the interactions queue still holds ${await queued()} jobs after 60 s`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await drain('after the warm-up');
     const [api] = svc.sampler.pids('api');
     const [background] = svc.sampler.pids('background');
     const before = { api: threadCpuOf(api), background: threadCpuOf(background) };
     run.progress(`${seconds} s at ${rate} interactions/s`);
     const r = await runOpenLoop({ ...o, onTick: (sec, sent) => run.progress(`${sec.toFixed(0)} s, ${sent.toLocaleString('en')} sent`) });
-    for (let waited = 0; (await queued()) > 0 && waited < 60_000; waited += 100) await new Promise((res) => setTimeout(res, 100));
+    await drain('after the run');
     const n = r.ok;
     const per = (pid: number, from: Map<string, number>) => threadCpuPer(from, threadCpuOf(pid), n, 0.5);
     const show = (spent: [string, number][]) =>
