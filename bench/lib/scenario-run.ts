@@ -206,15 +206,10 @@ export class ScenarioRun {
     return { ...value, cpu };
   }
 
-  loadNote(
-    label: string,
-    r: LoadResult,
-    cpu?: { serviceCores: number; apiCores?: number; loadGeneratorCores: number; redisCores: number },
-    serverLabel = 'service',
-  ): void {
+  loadNote(label: string, r: LoadResult, cpu?: LoadCpu, serverLabel = 'service'): void {
     const errors =
       r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)} (${refusals(r)} refused with 503), ${r.errors} errors` : '';
-    const api = cpu?.apiCores !== undefined && Number.isFinite(cpu.apiCores) ? ` (its API process ${cpu.apiCores.toFixed(2)})` : '';
+    const api = cpu && Number.isFinite(cpu.apiCores) ? ` (its API process ${cpu.apiCores.toFixed(2)})` : '';
     const cores = cpu
       ? `; CPU: ${serverLabel} ${cpu.serviceCores.toFixed(2)} cores${api}, load generator ${cpu.loadGeneratorCores.toFixed(2)} cores, Redis ${cpu.redisCores.toFixed(2)} cores`
       : '';
