@@ -32,7 +32,8 @@ export function createIngestion(deps: IngestionDeps): Ingestion {
     eventsQueue: ingest.eventsQueue,
     eventsProducers: [ingest.logEvents, ingest.events],
     interactionsQueue: ingest.interactionsQueue,
-    // one small hash per deployment (two counters), beside the queues it describes
+    interactionsProducers: [ingest.interactions],
+    // one small hash per deployment (two counters per queue), beside the queues it describes
     mixKey: `${config.redisPrefix}:ingest:mix`,
     maxEvents: config.ingestMaxBacklog,
     log,

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ResourceExhaustedError } from '../platform/errors.js';
 
@@ -14,9 +14,13 @@ export interface IngestBacklogOptions {
   /** Queue of event jobs (merged LogEvents requests, Pub/Sub messages) and its producers. */
   eventsQueue: Queue;
   eventsProducers: AcceptedCounter[];
-  /** Queue of interaction jobs: one event each. */
+  /** Queue of interaction jobs (merged LogTreatmentInteraction calls) and its producers; an interaction counts as an event. */
   interactionsQueue: Queue;
-  /** Hash of the events queue's job mix, shared by every process: fields `jobs` and `events`. */
+  interactionsProducers: AcceptedCounter[];
+  /**
+   * Hash of the queues' job mix, shared by every process: fields `jobs` and `events` (events
+   * queue), `interactionJobs` and `interactions`.
+   */
   mixKey: string;
   /** INGEST_MAX_BACKLOG. */
   maxEvents: number;
@@ -41,9 +45,9 @@ function pending(counts: Record<string, number>): number {
  * (waiting, delayed, active, prioritized) and the events queue's job mix.
  *
  * Event jobs hold 1 to 1,000 events (merged LogEvents jobs up to 100, a large request or Pub/Sub
- * message one job), so jobs are converted to events with the events-per-job ratio of the jobs
- * every producer enqueued since the previous poll (the shared `mixKey` hash, which each process
- * bumps by what it enqueued), smoothed; interaction jobs are one event each. An estimate, but
+ * message one job), interaction jobs 1 to 100 interactions, so each queue's jobs are converted to
+ * events with the items-per-job ratio of the jobs every producer enqueued since the previous poll
+ * (the shared `mixKey` hash, which each process bumps by what it enqueued), smoothed. An estimate, but
  * one that cannot drift: it is recomputed from the queues on every poll, and nothing has to be
  * decremented when a job finishes (a crash between a job's completion and a decrement would
  * otherwise inflate a counter forever).
@@ -58,13 +62,12 @@ export class IngestBacklog {
   private events = 0;
   /** Events drained per ms (smoothed), for Retry-After. */
   private drainPerMs = 0;
-  private eventsPerJob: number | undefined;
-  private lastMix: { jobs: number; events: number } | undefined;
-  private flushed = { jobs: 0, weight: 0 };
+  private readonly mixes: [JobMix, JobMix];
   private readonly pollMs: number;
 
   constructor(private readonly o: IngestBacklogOptions) {
     this.pollMs = o.pollMs ?? 250;
+    this.mixes = [new JobMix(o.eventsProducers, 'jobs', 'events'), new JobMix(o.interactionsProducers, 'interactionJobs', 'interactions')];
   }
 
   /** Events pending in the queues at the last reading (estimate). */
@@ -113,24 +116,24 @@ export class IngestBacklog {
 
   private async read(): Promise<void> {
     try {
-      let jobs = 0;
-      let weight = 0;
-      for (const p of this.o.eventsProducers) {
-        jobs += p.accepted.jobs;
-        weight += p.accepted.weight;
+      const [eventsMix, interactionsMix] = this.mixes;
+      const deltas = this.mixes.map((m) => m.unsent());
+      let bump: Promise<unknown> | undefined;
+      if (deltas.some((d) => d.jobs > 0)) {
+        const multi = this.o.redis.multi();
+        this.mixes.forEach((m, i) => m.bump(multi, this.o.mixKey, deltas[i]));
+        bump = multi.exec();
       }
-      const dj = jobs - this.flushed.jobs;
-      const de = weight - this.flushed.weight;
-      const bump = dj > 0 ? this.o.redis.multi().hincrby(this.o.mixKey, 'jobs', dj).hincrby(this.o.mixKey, 'events', de).exec() : undefined;
       const [eventsCounts, interactionCounts, mix] = await Promise.all([
         this.o.eventsQueue.getJobCounts(...PENDING_STATES),
         this.o.interactionsQueue.getJobCounts(...PENDING_STATES),
-        this.o.redis.hmget(this.o.mixKey, 'jobs', 'events'),
+        this.o.redis.hmget(this.o.mixKey, ...eventsMix.fields, ...interactionsMix.fields),
         bump,
       ]);
-      this.flushed = { jobs, weight };
-      this.updateRatio(Number(mix[0] ?? 0), Number(mix[1] ?? 0));
-      const events = pending(eventsCounts) * (this.eventsPerJob ?? 1) + pending(interactionCounts);
+      this.mixes.forEach((m, i) => m.sent(deltas[i]));
+      eventsMix.update(Number(mix[0] ?? 0), Number(mix[1] ?? 0));
+      interactionsMix.update(Number(mix[2] ?? 0), Number(mix[3] ?? 0));
+      const events = pending(eventsCounts) * eventsMix.perJob + pending(interactionCounts) * interactionsMix.perJob;
       const now = Date.now();
       if (this.readAt > 0 && events < this.events) {
         const rate = (this.events - events) / Math.max(1, now - this.readAt);
@@ -143,23 +146,63 @@ export class IngestBacklog {
     }
   }
 
-  /** Events per job of what every producer enqueued since the last poll, smoothed; before any delta, the all-time mix. */
-  private updateRatio(jobs: number, events: number): void {
-    const last = this.lastMix;
-    this.lastMix = { jobs, events };
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+  }
+}
+
+/** One queue's job mix: what this process's producers enqueued (bumped into the shared hash) and the items per job of every process's recent jobs. */
+class JobMix {
+  private flushed = { jobs: 0, weight: 0 };
+  private last: { jobs: number; items: number } | undefined;
+  private ratio: number | undefined;
+  readonly fields: [string, string];
+
+  constructor(
+    private readonly producers: AcceptedCounter[],
+    jobsField: string,
+    itemsField: string,
+  ) {
+    this.fields = [jobsField, itemsField];
+  }
+
+  /** Items per job (1 before anything is known). */
+  get perJob(): number {
+    return this.ratio ?? 1;
+  }
+
+  /** What the producers enqueued since the last bump. */
+  unsent(): { jobs: number; weight: number; total: { jobs: number; weight: number } } {
+    let jobs = 0;
+    let weight = 0;
+    for (const p of this.producers) {
+      jobs += p.accepted.jobs;
+      weight += p.accepted.weight;
+    }
+    return { jobs: jobs - this.flushed.jobs, weight: weight - this.flushed.weight, total: { jobs, weight } };
+  }
+
+  bump(multi: ChainableCommander, key: string, d: { jobs: number; weight: number }): void {
+    if (d.jobs > 0) multi.hincrby(key, this.fields[0], d.jobs).hincrby(key, this.fields[1], d.weight);
+  }
+
+  sent(d: { total: { jobs: number; weight: number } }): void {
+    this.flushed = d.total;
+  }
+
+  /** Items per job of what every producer enqueued since the last poll, smoothed; before any delta, the all-time mix. */
+  update(jobs: number, items: number): void {
+    const last = this.last;
+    this.last = { jobs, items };
     if (jobs <= 0) return;
-    if (last === undefined || this.eventsPerJob === undefined) {
-      this.eventsPerJob = Math.max(1, events / jobs);
+    if (last === undefined || this.ratio === undefined) {
+      this.ratio = Math.max(1, items / jobs);
       return;
     }
     const dj = jobs - last.jobs;
     if (dj <= 0) return;
-    const recent = Math.max(1, (events - last.events) / dj);
-    this.eventsPerJob = 0.5 * this.eventsPerJob + 0.5 * recent;
-  }
-
-  close(): void {
-    this.closed = true;
-    clearInterval(this.timer);
+    const recent = Math.max(1, (items - last.items) / dj);
+    this.ratio = 0.5 * this.ratio + 0.5 * recent;
   }
 }

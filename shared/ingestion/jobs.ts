@@ -69,3 +69,17 @@ export interface InteractionJob {
   actionName?: string;
   receivedAt: number;
 }
+
+/**
+ * The LogTreatmentInteraction calls that arrived within a few milliseconds, merged into one job
+ * as LogEvents merges requests: one BullMQ add, fetch and completion for many interactions. Each
+ * keeps its own identity `<jobId>.<index>`: its profile and ranking markers, its row's
+ * de-duplication key, its wait for its decision and its dead letter, exactly as if it were a job
+ * of that id.
+ */
+export interface InteractionsBatchJob {
+  kind: 'interactionsBatch';
+  interactions: InteractionJob[];
+}
+
+export type InteractionsQueueJob = InteractionJob | InteractionsBatchJob;

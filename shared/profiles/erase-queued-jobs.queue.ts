@@ -7,12 +7,12 @@ import { INGEST_QUEUES, queueHandle } from './user-deletion.queue.js';
  * (the dashboard can retry it), a delayed one waits out its backoff (a ClickHouse outage can hold
  * jobs for hours). Their payloads hold the user's events, properties and interactions, so the
  * deletion erases them: a job of the user alone is removed, a job shared with other users (a
- * merged LogEvents job, a decisions batch) is rewritten without the user's part.
+ * merged LogEvents or interactions job, a decisions batch) is rewritten without the user's part.
  *
  * Safe for exactly-once: only what the user's tombstone would drop anyway is erased (requests and
  * records of the user's ids accepted up to the deletion), so a retry of a rewritten job does for
  * the others exactly what it would have done. A merged job keeps each request at its index, with
- * the user's events emptied, because a request's identity (`<jobId>.<index>`: its marker and the
+ * the user's events emptied (an interaction: emptied of what the user did), because a request's identity (`<jobId>.<index>`: its marker and the
  * de-duplication keys of its events) is its position. Active jobs are left to the deletion's
  * in-flight wait; waiting ones are dropped by the tombstone when they run, then removed.
  */
@@ -43,6 +43,24 @@ function erasedRequest(r: Rec): Rec {
   return { kind: r.kind, projectId: r.projectId, userId: r.userId, events: [], origin: r.origin, receivedAt: r.receivedAt };
 }
 
+/**
+ * A merged job's interaction of an erased user: its identity and acceptance time, nothing of what
+ * the user did (treatment, type, time, action); well-formed, so its tombstone drops it.
+ */
+function erasedInteraction(r: Rec): Rec {
+  return {
+    kind: r.kind,
+    projectId: r.projectId,
+    userId: r.userId,
+    treatmentId: '',
+    treatmentTrackingId: '',
+    surface: '',
+    interactionType: '',
+    interactionTimeMicros: '0',
+    receivedAt: r.receivedAt,
+  };
+}
+
 /** Pure: what becomes of a job's data (any ingest queue's) when these users are erased. */
 export function jobErasure(data: unknown, e: ErasedIds, jobTimestamp: number): JobErasure {
   if (!isObject(data)) return { kind: 'keep' };
@@ -58,6 +76,13 @@ export function jobErasure(data: unknown, e: ErasedIds, jobTimestamp: number): J
     // the user's events go; the request stays at its index (its identity), and its tombstone drops it
     const requests = data.requests.map((r: unknown, i) => (mine[i] ? erasedRequest(r as Rec) : r));
     return { kind: 'rewrite', data: { ...data, requests } };
+  }
+  if (data.kind === 'interactionsBatch' && Array.isArray(data.interactions)) {
+    const mine = data.interactions.map((r) => erasedUnit(r, e, jobTimestamp));
+    if (!mine.includes(true)) return { kind: 'keep' };
+    if (!mine.includes(false)) return { kind: 'remove' };
+    const interactions = data.interactions.map((r: unknown, i) => (mine[i] ? erasedInteraction(r as Rec) : r));
+    return { kind: 'rewrite', data: { ...data, interactions } };
   }
   // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
   if (Array.isArray(data.packed)) {

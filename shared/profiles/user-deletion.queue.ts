@@ -41,11 +41,21 @@ export const INGEST_QUEUES = [QUEUE.events, QUEUE.interactions, QUEUE.decisions,
 /** Whether a job's payload (any ingestion queue's) concerns this user. */
 export function jobConcernsUser(data: unknown, projectId: string, userId: string): boolean {
   if (!data || typeof data !== 'object') return false;
-  const d = data as { projectId?: unknown; userId?: unknown; requests?: unknown; records?: unknown; packed?: unknown; data?: unknown; kind?: unknown };
+  const d = data as {
+    projectId?: unknown;
+    userId?: unknown;
+    requests?: unknown;
+    interactions?: unknown;
+    records?: unknown;
+    packed?: unknown;
+    data?: unknown;
+    kind?: unknown;
+  };
   if (d.projectId === projectId && d.userId === userId) return true;
   // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
   if (Array.isArray(d.packed)) return d.packed.some((r) => Array.isArray(r) && r[0] === projectId && r[1] === userId);
   if (Array.isArray(d.requests)) return d.requests.some((r) => jobConcernsUser(r, projectId, userId));
+  if (Array.isArray(d.interactions)) return d.interactions.some((r) => jobConcernsUser(r, projectId, userId));
   if (Array.isArray(d.records)) return d.records.some((r) => jobConcernsUser(r, projectId, userId));
   // an isolated job wraps the original payload
   if (d.kind === undefined && d.data !== undefined) return jobConcernsUser(d.data, projectId, userId);

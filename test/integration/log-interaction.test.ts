@@ -7,29 +7,40 @@ let p: ProjectKeys;
 let inApp: string;
 let email: string;
 
-async function ok(op: string, body: Record<string, unknown>) {
-  const r = await call(t, op, p.management, { projectId: p.projectId, ...body });
+async function ok(op: string, body: Record<string, unknown>, app = t, keys = p) {
+  const r = await call(app, op, keys.management, { projectId: keys.projectId, ...body });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
   return r.body;
 }
 
-async function treatmentOfType(typeName: string, deliveryType: string): Promise<string> {
-  await ok('InsertTreatmentType', {
-    treatmentTypeName: typeName,
-    deliveryType,
-    lastModifiedBy: 't',
-    surfaces: [{ surfaceName: 's' }],
-    contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
-  });
-  const r = await ok('InsertTreatment', {
-    name: typeName,
-    description: 'd',
-    treatmentTypeName: typeName,
-    lastModifiedBy: 't',
-    startTimestamp: '2026-01-01T00:00:00Z',
-    shouldPublish: true,
-    content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
-  });
+/** A published treatment of a new type on surface `s` (of `app`'s project `keys`, by default the file's). */
+async function treatmentOfType(typeName: string, deliveryType: string, app = t, keys = p): Promise<string> {
+  await ok(
+    'InsertTreatmentType',
+    {
+      treatmentTypeName: typeName,
+      deliveryType,
+      lastModifiedBy: 't',
+      surfaces: [{ surfaceName: 's' }],
+      contentFieldTypes: [{ fieldName: 'body', maximumLengthAllowed: 100 }],
+    },
+    app,
+    keys,
+  );
+  const r = await ok(
+    'InsertTreatment',
+    {
+      name: typeName,
+      description: 'd',
+      treatmentTypeName: typeName,
+      lastModifiedBy: 't',
+      startTimestamp: '2026-01-01T00:00:00Z',
+      shouldPublish: true,
+      content: { languageAgnosticContentFields: [{ fieldName: 'body', stringValue: 'x' }] },
+    },
+    app,
+    keys,
+  );
   return r.treatment.treatmentId;
 }
 
@@ -58,6 +69,37 @@ const body = (over: Record<string, unknown> = {}) => ({
 });
 
 describe('LogTreatmentInteraction', () => {
+  it('merges concurrent interactions into few jobs, each interaction its own item; the backlog counts the interactions', async () => {
+    // a fresh deployment (its own queues and job mix), so the backlog's first reading is exact
+    const fresh = await createTestApp();
+    try {
+      const q = await createProjectWithKeys(fresh);
+      await ok('InsertSurface', { name: 's' }, fresh, q);
+      const id = await treatmentOfType('card', 'IN_APP', fresh, q);
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          call(fresh, 'LogTreatmentInteraction', q.delivery, {
+            ...body(),
+            projectId: q.projectId,
+            userId: `u${i}`,
+            treatmentId: id,
+            treatmentTrackingId: `${id}_r${i}`,
+          }),
+        ),
+      );
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      const jobs = await fresh.ctx.ingestion.ingest.interactionsQueue.getWaiting();
+      expect(jobs.length).toBeGreaterThanOrEqual(1);
+      expect(jobs.length).toBeLessThan(40);
+      const items = jobs.flatMap((j) => (j.data.kind === 'interactionsBatch' ? j.data.interactions : [j.data]));
+      expect(items.map((d: { userId: string }) => d.userId).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `u${i}`).sort());
+      await fresh.ctx.ingestion.ingestBacklog.poll();
+      expect(fresh.ctx.ingestion.ingestBacklog.backlog).toBe(40);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('queues a valid interaction and answers {} (int64 as number or string, optional actionName)', async () => {
     const before = (await t.ctx.ingestion.ingest.interactionsQueue.getJobCounts('waiting')).waiting;
     expect(await call(t, 'LogTreatmentInteraction', p.delivery, body())).toEqual({ status: 200, body: {} });

@@ -53,6 +53,49 @@ describe('jobErasure', () => {
     expect(jobErasure({ kind: 'eventsBatch', requests: [events('v')] }, e, 0)).toEqual({ kind: 'keep' });
   });
 
+  it('rewrites a merged interactions job: the user’s interactions keep their index and identity, with nothing of what they did', () => {
+    const viewed = (userId: string, receivedAt = DELETED_AT - 1) => ({
+      kind: 'interaction',
+      projectId: 'p',
+      userId,
+      treatmentId: '7',
+      treatmentTrackingId: '7_secret-response',
+      surface: 'home',
+      interactionType: 'CLICKED',
+      interactionTimeMicros: '123',
+      actionName: 'secret',
+      receivedAt,
+    });
+    const job = { kind: 'interactionsBatch', interactions: [viewed('v'), viewed('u'), viewed('u', DELETED_AT + 1)] };
+    expect(jobConcernsUser(job, 'p', 'u')).toBe(true);
+    expect(jobConcernsUser(job, 'p', 'w')).toBe(false);
+    expect(jobErasure(job, e, 0)).toEqual({
+      kind: 'rewrite',
+      data: {
+        kind: 'interactionsBatch',
+        interactions: [
+          viewed('v'),
+          // well-formed, so the tombstone drops it when the job runs (not a dead letter naming the user)
+          {
+            kind: 'interaction',
+            projectId: 'p',
+            userId: 'u',
+            treatmentId: '',
+            treatmentTrackingId: '',
+            surface: '',
+            interactionType: '',
+            interactionTimeMicros: '0',
+            receivedAt: DELETED_AT - 1,
+          },
+          viewed('u', DELETED_AT + 1),
+        ],
+      },
+    });
+    expect(job.interactions[1].actionName).toBe('secret'); // the input is not changed
+    expect(jobErasure({ kind: 'interactionsBatch', interactions: [viewed('u'), viewed('u-temp')] }, e, 0)).toEqual({ kind: 'remove' });
+    expect(jobErasure({ kind: 'interactionsBatch', interactions: [viewed('v')] }, e, 0)).toEqual({ kind: 'keep' });
+  });
+
   it('filters a decisions batch by record; an isolated job is judged by the job it wraps', () => {
     const rec = (userId: string, decideTimeMs = DELETED_AT - 1) => ({ projectId: 'p', userId, responseId: `r-${userId}`, decideTimeMs, decisions: [] });
     expect(jobErasure({ kind: 'decisions', records: [rec('v'), rec('u'), rec('u', DELETED_AT + 1)] }, e, 0)).toEqual({

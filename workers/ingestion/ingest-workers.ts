@@ -5,7 +5,7 @@ import { classifyClickhouseError } from '../../shared/platform/warehouse/clickho
 import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
 import type { DecisionLookup, DecisionsJob } from '../../shared/impact/index.js';
 import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
-import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob } from '../../shared/ingestion/index.js';
+import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob, type InteractionsQueueJob } from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import type { ReturnedCaps } from '../delivery/cap-counters.js';
 import { DECISIONS_INSERTS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
@@ -14,7 +14,7 @@ import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter, type TableInserts } from '../warehouse/clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
-import { interactionUnit, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
+import { interactionsJobUnits, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
 import type { IngestMetric, Metrics } from '../../shared/platform/metrics.js';
 import { instrumentWorker, type JobMetrics } from '../job-metrics.js';
@@ -32,7 +32,14 @@ const ISOLATED_MAX_STALLS = 1;
 
 interface IsolatedJob {
   queue: DeadLetterSource;
-  data: EventsQueueJob | InteractionJob | DecisionsJob;
+  data: EventsQueueJob | InteractionsQueueJob | DecisionsJob;
+}
+
+/** The items of a merged job (LogEvents requests, interactions), each with the identity `<jobId>.<index>`; undefined for any other job. */
+function mergedItems(data: EventsQueueJob | InteractionsQueueJob | DecisionsJob | undefined): { projectId?: unknown }[] | undefined {
+  if (data?.kind === 'eventsBatch' && Array.isArray(data.requests)) return data.requests;
+  if (data?.kind === 'interactionsBatch' && Array.isArray(data.interactions)) return data.interactions;
+  return undefined;
 }
 
 export interface IngestWorkersOptions {
@@ -150,10 +157,24 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
   const findDecision = o.decisions ?? new DecisionsWarehouse(o.warehouse).findDecision;
-  const interactionDeps = { ...deps, opsFor: o.interactionOps, ranking: o.ranking, decisions: findDecision, decisionWaitMs: o.decisionWaitMs };
-  const runInteraction = (job: Job<InteractionJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
+  const interactionDeps = {
+    ...deps,
+    opsFor: o.interactionOps,
+    ranking: o.ranking,
+    decisions: findDecision,
+    decisionWaitMs: o.decisionWaitMs,
+    deadLetter: async (interaction: InteractionJob, id: string, reason: string) => {
+      o.log.error(
+        { jobId: id, queue: 'log_treatment_interaction', errMessage: reason },
+        'an interaction of a merged job can never be stored; stored as a dead letter',
+      );
+      await deadLetters.store({ projectId: interaction.projectId, messageId: id, source: 'log_treatment_interaction', reason, payload: interaction });
+      o.onMetric?.('deadLetters', 1);
+    },
+  };
+  const runInteraction = (job: Job<InteractionsQueueJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
-  const interactions = new Worker<InteractionJob, number>(QUEUE.interactions, runInteraction, common);
+  const interactions = new Worker<InteractionsQueueJob, number>(QUEUE.interactions, runInteraction, common);
 
   // impact's worker, on the same options and writer; it shares the isolation and dead-letter paths below
   const decisionDeps = { ...deps, returnedCaps: o.returnedCaps, markerGraceSeconds: markerGraceSeconds(o.lockMs) };
@@ -173,7 +194,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
         const inner = { id: job.id, data: job.data.data } as Job;
         if (job.data.queue === 'log_events') return await runEvents(inner as Job<EventsQueueJob>);
         if (job.data.queue === 'decision_log') return await runDecisions(inner as Job<DecisionsJob>);
-        return await runInteraction(inner as Job<InteractionJob>);
+        return await runInteraction(inner as Job<InteractionsQueueJob>);
       } finally {
         if (!closing) for (const w of [events, interactions, decisions]) void w.resume();
       }
@@ -182,9 +203,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   );
   const isolationQueue = new Queue<IsolatedJob>(ISOLATION_QUEUE, { connection: o.connection, prefix: bullPrefix(o.redisPrefix, o.connection) });
   isolationQueue.on('error', queueErrorLogger(o.log, 'isolation queue error'));
-  const isolate = async (job: Job, source: DeadLetterSource, requests: EventsJob[] | undefined): Promise<number> => {
-    const jobs = requests
-      ? requests.map((data, i) => ({ name: 'isolated', data: { queue: source, data }, opts: { ...INGEST_JOB_OPTIONS, jobId: `${job.id}.${i}` } }))
+  const isolate = async (job: Job, source: DeadLetterSource, items: unknown[] | undefined): Promise<number> => {
+    const jobs = items
+      ? items.map((data, i) => ({ name: 'isolated', data: { queue: source, data }, opts: { ...INGEST_JOB_OPTIONS, jobId: `${job.id}.${i}` } }))
       : [{ name: 'isolated', data: { queue: source, data: job.data }, opts: { ...INGEST_JOB_OPTIONS, jobId: String(job.id) } }];
     await isolationQueue.addBulk(jobs);
     return jobs.length;
@@ -194,7 +215,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
     if (!job) return;
     const inIsolation = fixedSource === undefined;
     const source: DeadLetterSource = fixedSource ?? (job.data as IsolatedJob).queue;
-    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as (EventsQueueJob | InteractionJob | DecisionsJob) | undefined;
+    const data = (inIsolation ? (job.data as IsolatedJob).data : job.data) as IsolatedJob['data'] | undefined;
     const stalledOut = err.message === STALLED_OUT;
     const final = stalledOut || err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
@@ -205,10 +226,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       );
       return;
     }
-    const requests: EventsJob[] | undefined = data?.kind === 'eventsBatch' && Array.isArray(data.requests) ? data.requests : undefined;
+    const items = mergedItems(data);
     try {
       if (stalledOut && !inIsolation) {
-        const n = await isolate(job, source, requests);
+        const n = await isolate(job, source, items);
         o.log.error(
           { jobId: job.id, queue: source, stalls: job.stalledCounter, isolated: n },
           'a job was held by workers that died; retried alone to tell the job that kills its worker from the ones that died with it',
@@ -219,9 +240,9 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
         ? `stalled ${maxStalls + 1 + job.stalledCounter} times: the worker processing it died (${job.stalledCounter} of them while it was processed alone)`
         : err.message;
       o.log.error({ jobId: job.id, queue: source, reason }, 'job failed permanently; stored as a dead letter');
-      // A merged job holds requests of many projects: each is a dead letter of its own project.
-      const letters = requests
-        ? requests.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
+      // A merged job holds requests or interactions of many projects: each is a dead letter of its own project.
+      const letters = items
+        ? items.map((r, i) => ({ projectId: String(r?.projectId ?? ''), messageId: `${job.id}.${i}`, payload: r }))
         : [
             {
               projectId: String((data as { projectId?: unknown } | undefined)?.projectId ?? decisionsProject(data as DecisionsJob | undefined)),
@@ -251,16 +272,17 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       .expireJobMarkers(units, extra, graceSeconds)
       .catch((err: unknown) => o.log.warn({ err, jobId: job.id }, 'job markers not shortened; they expire on their own'));
   };
-  const interactionDone = (job: Job, data: InteractionJob) => {
-    const unit = interactionUnit(data, job.id!);
-    if (unit) dropMarkers(job, [unit], o.ranking ? [o.ranking.store.markerKey(unit.projectId, unit.id)] : []);
+  const interactionDone = (job: Job, data: InteractionsQueueJob) => {
+    const units = interactionsJobUnits(data, job.id!);
+    const ranking = o.ranking;
+    if (units.length > 0) dropMarkers(job, units, ranking ? units.map((u) => ranking.store.markerKey(u.projectId, u.id)) : []);
   };
   events.on('completed', (job) => dropMarkers(job, eventsJobUnits(job.data, job.id!)));
   interactions.on('completed', (job) => interactionDone(job, job.data));
   // a decisions job shortens its markers itself (only it knows which users had capped treatments)
   isolated.on('completed', (job) => {
     if (job.data.queue === 'log_events') dropMarkers(job, eventsJobUnits(job.data.data as EventsQueueJob, job.id!));
-    else if (job.data.queue !== 'decision_log') interactionDone(job, job.data.data as InteractionJob);
+    else if (job.data.queue !== 'decision_log') interactionDone(job, job.data.data as InteractionsQueueJob);
   });
 
   return {

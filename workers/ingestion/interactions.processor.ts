@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { InteractionJob } from '../../shared/ingestion/index.js';
+import type { InteractionJob, InteractionsBatchJob, InteractionsQueueJob } from '../../shared/ingestion/index.js';
 import { toInteractionRow } from '../../shared/ingestion/event-rows.warehouse.js';
 import type { AppliedUnit, ProfileEvent, ProfileStore } from '../../shared/profiles/index.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
@@ -8,7 +8,7 @@ import type { ClickhouseBatchWriter } from '../warehouse/clickhouse-batch-writer
 import { acceptedBeforeDeletion, type ErasedUsers } from './events.processor.js';
 import type { DecisionLookup } from '../../shared/impact/index.js';
 import { trackingResponseId } from '../../shared/ingestion/event-input.codec.js';
-import { ALREADY_APPLIED, appliedOutcome, deadLetter, drop, settle, type DeadLetter, type JobOutcome } from './job-outcome.js';
+import { ALREADY_APPLIED, appliedOutcome, deadLetter, drop, outcomeOf, settle, storedOf, type DeadLetter, type JobOutcome } from './job-outcome.js';
 
 export type InteractionOpsProvider = (job: InteractionJob) => Promise<ProfileEvent['ops']>;
 
@@ -25,6 +25,8 @@ export interface InteractionsProcessorDeps {
   decisions?: DecisionLookup;
   /** How long such an interaction waits for its decision (ms since it was received). @defaultValue 600000 */
   decisionWaitMs?: number;
+  /** Stores an interaction of a merged job that can never be stored, with the reason (the job's other interactions go on). */
+  deadLetter?: (interaction: InteractionJob, id: string, reason: string) => Promise<void>;
 }
 
 /** Thrown while an interaction's decision is not in the decision log yet: the job is retried with backoff. */
@@ -70,63 +72,119 @@ export async function resolveInteraction(d: InteractionJob, deps: InteractionsPr
   return resolved;
 }
 
-/** The identity of an interaction job's profile marker. */
-export function interactionUnit(d: InteractionJob | undefined, jobId: string): AppliedUnit | undefined {
-  if (!d || typeof d.projectId !== 'string' || typeof d.userId !== 'string') return undefined;
-  return { projectId: d.projectId, userId: d.userId, id: jobId };
+/** The identity of an interaction's profile marker (`id`: its job's id, or `<jobId>.<index>` in a merged job). */
+export function interactionUnit(d: InteractionJob | undefined, id: string): AppliedUnit | undefined {
+  if (!d || typeof d !== 'object' || typeof d.projectId !== 'string' || typeof d.userId !== 'string') return undefined;
+  return { projectId: d.projectId, userId: d.userId, id };
+}
+
+/** The interactions of a job with their identities: a single job's own id, a merged job's `<jobId>.<index>`. */
+export function interactionsOf(data: InteractionsQueueJob | undefined, jobId: string): { data: InteractionJob; id: string }[] {
+  if (!data || typeof data !== 'object') return [];
+  if (data.kind === 'interactionsBatch') return Array.isArray(data.interactions) ? data.interactions.map((d, i) => ({ data: d, id: `${jobId}.${i}` })) : [];
+  return [{ data, id: jobId }];
+}
+
+/** The markers of a job's interactions (resolved users), for their deletion at completion. */
+export function interactionsJobUnits(data: InteractionsQueueJob | undefined, jobId: string): AppliedUnit[] {
+  return interactionsOf(data, jobId).flatMap(({ data: d, id }) => interactionUnit(d, id) ?? []);
 }
 
 /**
  * Same ordering as events: rows, then the marker-guarded profile script, then the ranking script
  * (its own marker, in the project's slot), then completion. A retry whose profile marker is there
  * skips the rows and the profile script (both done) and only re-runs the ranking script, which
- * its marker makes a no-op if it had run too.
+ * its marker makes a no-op if it had run too. A merged job runs each of its interactions so, as if
+ * it were a job of id `<jobId>.<index>`, all at once (see processInteractionsBatch).
  */
-export async function processInteractionJob(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<number> {
-  return settle(await interactionJobOutcome(job, deps));
+export async function processInteractionJob(job: Job<InteractionsQueueJob>, deps: InteractionsProcessorDeps): Promise<number> {
+  const data = job.data;
+  if (data?.kind === 'interactionsBatch') return settle(await processInteractionsBatch(data, job.id!, deps, job.timestamp ?? 0));
+  const { outcome, data: done } = await interactionOutcome(data, job.id!, deps, job.timestamp ?? 0);
+  // the completion handler (marker cut) sees the interaction's user as it was applied
+  job.data = done;
+  return settle(outcome);
 }
 
-/** The job's steps, each answering an outcome or passing the interaction on: its shape, its user and surface, its admission, its effects. */
-async function interactionJobOutcome(job: Job<InteractionJob>, deps: InteractionsProcessorDeps): Promise<JobOutcome> {
-  let d = job.data;
+/**
+ * Each interaction of a merged job as if it were a job of id `<jobId>.<index>`, all at once (their
+ * rows share the batch writer's inserts). One that can never be stored becomes a dead letter on
+ * its own (`deps.deadLetter`) and the others complete; a transient failure (ClickHouse, Redis, a
+ * decision not stored yet) fails the job once every interaction has settled, and its retry redoes
+ * only the interactions whose marker is missing. The job's data is updated in memory with the
+ * users the interactions were applied to, for the completion handler's marker cut.
+ */
+async function processInteractionsBatch(data: InteractionsBatchJob, jobId: string, deps: InteractionsProcessorDeps, timestamp: number): Promise<JobOutcome> {
+  if (!Array.isArray(data.interactions)) return deadLetter('malformed job payload: interactions must be a list');
+  const settled = await Promise.allSettled(
+    data.interactions.map(async (item, i) => {
+      const id = `${jobId}.${i}`;
+      let done = item;
+      const outcome = await outcomeOf(async () => {
+        const r = await interactionOutcome(item, id, deps, timestamp);
+        done = r.data;
+        return r.outcome;
+      });
+      data.interactions[i] = done;
+      if (outcome.kind !== 'deadLetter') return storedOf(outcome);
+      // without a sink of its own, the interaction fails the job, which is filed whole
+      if (!deps.deadLetter) return settle(outcome);
+      await deps.deadLetter(item, id, outcome.reason);
+      return 0;
+    }),
+  );
+  // a transient failure other than a decision's wait says more; any of them retries the job
+  const failed = settled.filter((r) => r.status === 'rejected');
+  if (failed.length > 0) throw (failed.find((r) => !(r.reason instanceof DecisionNotYetStored)) ?? failed[0]).reason;
+  return { kind: 'ok', stored: settled.reduce((n, r) => n + (r.status === 'fulfilled' ? r.value : 0), 0) };
+}
+
+/** An interaction's steps, each answering an outcome or passing it on: its shape, its user and surface, its admission, its effects. */
+async function interactionOutcome(
+  input: InteractionJob,
+  id: string,
+  deps: InteractionsProcessorDeps,
+  jobTimestamp: number,
+): Promise<{ outcome: JobOutcome; data: InteractionJob }> {
+  let d = input;
   const wellFormed =
     d &&
+    typeof d === 'object' &&
     typeof d.projectId === 'string' &&
     typeof d.treatmentTrackingId === 'string' &&
     typeof d.treatmentId === 'string' &&
     typeof d.interactionTimeMicros === 'string';
-  if (!wellFormed) return deadLetter('malformed interaction job payload');
+  if (!wellFormed) return { outcome: deadLetter('malformed interaction job payload'), data: d };
   if (d.resolve === true || typeof d.userId !== 'string' || typeof d.surface !== 'string') {
     const resolved = await resolveInteraction(d, deps);
-    if (resolved.kind === 'deadLetter') return resolved;
-    // the completion handler (marker cut) and a later attempt see the resolved job; the decision
-    // log never changes a stored decision, so resolving again on a retry gives the same answer
-    job.data = d = resolved;
+    if (resolved.kind === 'deadLetter') return { outcome: resolved, data: d };
+    // the completion handler (marker cut) and a later attempt see the resolved interaction; the
+    // decision log never changes a stored decision, so resolving again on a retry gives the same answer
+    d = resolved;
   }
-  const jobId = job.id!;
-  const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : (job.timestamp ?? 0);
+  const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : jobTimestamp;
   // An id merged into another user stands for that user (rows, profile, marker);
   // An interaction accepted before its user's deletion is dropped
   const [[dropped], [{ unit, applied: done }]] = await Promise.all([
     acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
-    deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id: jobId }]),
+    deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id }]),
   ]);
-  if (dropped) return drop('accepted before its user was deleted');
-  if (unit.userId !== d.userId) job.data = d = { ...d, userId: unit.userId };
+  if (dropped) return { outcome: drop('accepted before its user was deleted'), data: d };
+  if (unit.userId !== d.userId) d = { ...d, userId: unit.userId };
   let outcome = ALREADY_APPLIED;
   if (!done) {
-    // marked in flight first: a recompute between the row and the profile update reads the user again later
     const row = async (userId: string) => {
-      await deps.profiles.markInFlight(d.projectId, userId, jobId);
-      await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${jobId}`, deps.now()))]);
+      // marked in flight first: a recompute between the row and the profile update reads the user again later
+      await deps.profiles.markInFlight(d.projectId, userId, id);
+      await deps.writer.write('interactions', [rowLine('interactions', toInteractionRow({ ...d, userId }, `j:${id}`, deps.now()))]);
     };
     await row(d.userId);
     const ops = deps.opsFor ? await deps.opsFor(d) : undefined;
-    const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, jobId, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);
-    if (r.userId !== d.userId) job.data = d = { ...d, userId: r.userId };
+    const r = await deps.profiles.applyEventsTo(d.projectId, d.userId, id, [{ ts: Number(BigInt(d.interactionTimeMicros) / 1000n), ops }], row);
+    if (r.userId !== d.userId) d = { ...d, userId: r.userId };
     outcome = appliedOutcome(r.applied);
   }
   // an attempt that finds its profile applied still runs the ranking script (its own marker)
-  if (deps.ranking) await deps.ranking.store.apply(d.projectId, jobId, deps.ranking.deltasFor(d));
-  return outcome;
+  if (deps.ranking) await deps.ranking.store.apply(d.projectId, id, deps.ranking.deltasFor(d));
+  return { outcome, data: d };
 }
