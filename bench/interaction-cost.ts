@@ -3,8 +3,8 @@
  * [--cpu-prof DIR]`, after `npm run build` with BENCH_SERVICE=dist): the delivery scenario's
  * catalogue, GetTreatments calls for 5,000 real tracking ids, then an open loop of
  * LogTreatmentInteraction at `rate` per second (default 2,000) for `seconds` (default 10), naming
- * user and surface as clients do; µs of CPU per interaction of the API process and of the
- * background process, by thread, counted until the interactions queue is empty. No scenario of
+ * user and surface as clients do; µs of CPU per interaction of the API process, of the
+ * background process and of Redis, by thread, counted until the interactions queue is empty. No scenario of
  * `npm run bench` sends interactions: this is how their cost is seen.
  */
 import { loadavg } from 'node:os';
@@ -79,7 +79,8 @@ async function main(): Promise<void> {
     await drain('after the warm-up');
     const [api] = svc.sampler.pids('api');
     const [background] = svc.sampler.pids('background');
-    const before = { api: threadCpuOf(api), background: threadCpuOf(background) };
+    const redisPid = Number(/process_id:(\d+)/.exec(await run.redis.info('server'))?.[1]);
+    const before = { api: threadCpuOf(api), background: threadCpuOf(background), redis: threadCpuOf(redisPid) };
     run.progress(`${seconds} s at ${rate} interactions/s`);
     const r = await runOpenLoop({ ...o, onTick: (sec, sent) => run.progress(`${sec.toFixed(0)} s, ${sent.toLocaleString('en')} sent`) });
     await drain('after the run');
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
       `${spent.reduce((s, [, us]) => s + us, 0).toFixed(0)} µs (${spent.map(([t, us]) => `${t} ${us.toFixed(1)}`).join(', ')})`;
     progress(`${n.toLocaleString('en')} answered 200 (p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms), ${r.non2xx} other answers, ${r.errors} errors`);
     progress(`CPU per interaction: API process ${show(per(api, before.api))}; background process ${show(per(background, before.background))}`);
+    progress(`Redis (${redisPid}, shared with anything else using it): ${show(per(redisPid, before.redis))}`);
     await run.stopService(svc);
     for (const note of run.notes) progress(note);
     progress(`load average ${loadavg()[0].toFixed(2)}`);
