@@ -42,13 +42,13 @@ function pending(counts: Record<string, number>): number {
 /**
  * The ingestion backlog in events, for backpressure (429 beyond INGEST_MAX_BACKLOG), read without a Redis round trip per
  * request: every `pollMs` one concurrent batch of commands reads the pending jobs of both queues
- * (waiting, delayed, active, prioritized) and the events queue's job mix.
+ * (waiting, delayed, active, prioritized) and both queues' job mix.
  *
  * Event jobs hold 1 to 1,000 events (merged LogEvents jobs up to 100, a large request or Pub/Sub
- * message one job), interaction jobs 1 to 100 interactions, so each queue's jobs are converted to
- * events with the items-per-job ratio of the jobs every producer enqueued since the previous poll
- * (the shared `mixKey` hash, which each process bumps by what it enqueued), smoothed. An estimate, but
- * one that cannot drift: it is recomputed from the queues on every poll, and nothing has to be
+ * message one job), interaction jobs 1 to 100 interactions, so each queue's jobs are converted
+ * to events with the items-per-job ratio of the jobs every producer enqueued since the previous
+ * poll (the shared `mixKey` hash, which each process bumps by what it enqueued), smoothed. An
+ * estimate, but one that cannot drift: it is recomputed from the queues on every poll, and nothing has to be
  * decremented when a job finishes (a crash between a job's completion and a decrement would
  * otherwise inflate a counter forever).
  *

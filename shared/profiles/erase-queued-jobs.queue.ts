@@ -12,8 +12,9 @@ import { INGEST_QUEUES, queueHandle } from './user-deletion.queue.js';
  * Safe for exactly-once: only what the user's tombstone would drop anyway is erased (requests and
  * records of the user's ids accepted up to the deletion), so a retry of a rewritten job does for
  * the others exactly what it would have done. A merged job keeps each request at its index, with
- * the user's events emptied (an interaction: emptied of what the user did), because a request's identity (`<jobId>.<index>`: its marker and the
- * de-duplication keys of its events) is its position. Active jobs are left to the deletion's
+ * the user's events emptied (an interaction: emptied of what the user did), because a request's
+ * identity (`<jobId>.<index>`: its marker and the de-duplication keys of its events) is its
+ * position. Active jobs are left to the deletion's
  * in-flight wait; waiting ones are dropped by the tombstone when they run, then removed.
  */
 
