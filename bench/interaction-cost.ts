@@ -11,7 +11,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { runOpenLoop } from './lib/open-loop.js';
 import { threadCpuOf, threadCpuPer } from './lib/proc-stat.js';
-import { ScenarioRun } from './lib/scenario-run.js';
+import { redisCpuSeconds, ScenarioRun } from './lib/scenario-run.js';
 import { DELIVERY_SIZES, prepareDelivery } from './scenarios/delivery.js';
 
 const args = process.argv.slice(2);
@@ -79,8 +79,7 @@ async function main(): Promise<void> {
     await drain('after the warm-up');
     const [api] = svc.sampler.pids('api');
     const [background] = svc.sampler.pids('background');
-    const redisPid = Number(/process_id:(\d+)/.exec(await run.redis.info('server'))?.[1]);
-    const before = { api: threadCpuOf(api), background: threadCpuOf(background), redis: threadCpuOf(redisPid) };
+    const before = { api: threadCpuOf(api), background: threadCpuOf(background), redis: await redisCpuSeconds(run.redis) };
     run.progress(`${seconds} s at ${rate} interactions/s`);
     const r = await runOpenLoop({ ...o, onTick: (sec, sent) => run.progress(`${sec.toFixed(0)} s, ${sent.toLocaleString('en')} sent`) });
     await drain('after the run');
@@ -90,7 +89,8 @@ async function main(): Promise<void> {
       `${spent.reduce((s, [, us]) => s + us, 0).toFixed(0)} µs (${spent.map(([t, us]) => `${t} ${us.toFixed(1)}`).join(', ')})`;
     progress(`${n.toLocaleString('en')} answered 200 (p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms), ${r.non2xx} other answers, ${r.errors} errors`);
     progress(`CPU per interaction: API process ${show(per(api, before.api))}; background process ${show(per(background, before.background))}`);
-    progress(`Redis (${redisPid}, shared with anything else using it): ${show(per(redisPid, before.redis))}`);
+    const redisUs = (((await redisCpuSeconds(run.redis)) - before.redis) * 1e6) / n;
+    progress(`Redis (its INFO's CPU, shared with anything else using it): ${redisUs.toFixed(0)} µs`);
     await run.stopService(svc);
     for (const note of run.notes) progress(note);
     progress(`load average ${loadavg()[0].toFixed(2)}`);

@@ -11,7 +11,7 @@ import type { Figure, ScenarioContext, ScenarioResult } from './scenario.js';
 import { ServiceProcess } from './service-process.js';
 
 /** CPU seconds Redis has used (its INFO; the server may be shared, so this is an upper bound). */
-async function redisCpuSeconds(redis: Redis): Promise<number> {
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
   const get = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
   return get('used_cpu_sys') + get('used_cpu_user');

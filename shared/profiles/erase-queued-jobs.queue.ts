@@ -62,6 +62,15 @@ function erasedInteraction(r: Rec): Rec {
   };
 }
 
+/** A merged job (its items at `field`): kept, removed when every item is the users', else rewritten with theirs emptied in place. */
+function erasedMerged(data: Rec, field: string, emptied: (r: Rec) => Rec, e: ErasedIds, jobTimestamp: number): JobErasure {
+  const items = data[field] as unknown[];
+  const mine = items.map((r) => erasedUnit(r, e, jobTimestamp));
+  if (!mine.includes(true)) return { kind: 'keep' };
+  if (!mine.includes(false)) return { kind: 'remove' };
+  return { kind: 'rewrite', data: { ...data, [field]: items.map((r, i) => (mine[i] ? emptied(r as Rec) : r)) } };
+}
+
 /** Pure: what becomes of a job's data (any ingest queue's) when these users are erased. */
 export function jobErasure(data: unknown, e: ErasedIds, jobTimestamp: number): JobErasure {
   if (!isObject(data)) return { kind: 'keep' };
@@ -70,21 +79,9 @@ export function jobErasure(data: unknown, e: ErasedIds, jobTimestamp: number): J
     const inner = jobErasure(data.data, e, jobTimestamp);
     return inner.kind === 'rewrite' ? { kind: 'rewrite', data: { ...data, data: inner.data } } : inner;
   }
-  if (data.kind === 'eventsBatch' && Array.isArray(data.requests)) {
-    const mine = data.requests.map((r) => erasedUnit(r, e, jobTimestamp));
-    if (!mine.includes(true)) return { kind: 'keep' };
-    if (!mine.includes(false)) return { kind: 'remove' };
-    // the user's events go; the request stays at its index (its identity), and its tombstone drops it
-    const requests = data.requests.map((r: unknown, i) => (mine[i] ? erasedRequest(r as Rec) : r));
-    return { kind: 'rewrite', data: { ...data, requests } };
-  }
-  if (data.kind === 'interactionsBatch' && Array.isArray(data.interactions)) {
-    const mine = data.interactions.map((r) => erasedUnit(r, e, jobTimestamp));
-    if (!mine.includes(true)) return { kind: 'keep' };
-    if (!mine.includes(false)) return { kind: 'remove' };
-    const interactions = data.interactions.map((r: unknown, i) => (mine[i] ? erasedInteraction(r as Rec) : r));
-    return { kind: 'rewrite', data: { ...data, interactions } };
-  }
+  // the user's part goes; it stays at its index (the others' identity), and its tombstone drops it
+  if (data.kind === 'eventsBatch' && Array.isArray(data.requests)) return erasedMerged(data, 'requests', erasedRequest, e, jobTimestamp);
+  if (data.kind === 'interactionsBatch' && Array.isArray(data.interactions)) return erasedMerged(data, 'interactions', erasedInteraction, e, jobTimestamp);
   // a decisions job's records, positional: [projectId, userId, responseId, decideTimeMs, decisions]
   if (Array.isArray(data.packed)) {
     const unit = (r: unknown) => (Array.isArray(r) ? { projectId: r[0], userId: r[1], decideTimeMs: r[3] } : undefined);

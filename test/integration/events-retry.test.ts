@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
@@ -136,7 +136,11 @@ describe('retries skip the rows of applied requests', () => {
     // The decision of the second is not stored yet: the job fails once every other interaction settled
     failFor = undefined;
     written.length = 0;
+    const markerReads = vi.spyOn(profiles, 'resolveUnits');
     await expect(processInteractionJob(job('J4', copy()), deps)).rejects.toBeInstanceOf(DecisionNotYetStored);
+    // the interactions ready at once share one read of their markers
+    expect(markerReads.mock.calls.map(([units]) => units.map((u) => u.id))).toEqual([['J4.0', 'J4.3']]);
+    markerReads.mockRestore();
     // each row carries its own identity <jobId>.<index>: the two views of treatment 7 are two interactions
     expect(written.map((l) => JSON.parse(l) as unknown[]).map((r) => r.find((v) => typeof v === 'string' && v.startsWith('j:')))).toEqual(['j:J4.0', 'j:J4.3']);
     expect(letters).toEqual([{ id: 'J4.2', reason: 'malformed interaction job payload' }]);

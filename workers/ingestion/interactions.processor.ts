@@ -100,7 +100,7 @@ export function interactionsJobUnits(data: InteractionsQueueJob | undefined, job
 export async function processInteractionJob(job: Job<InteractionsQueueJob>, deps: InteractionsProcessorDeps): Promise<number> {
   const data = job.data;
   if (data?.kind === 'interactionsBatch') return settle(await processInteractionsBatch(data, job.id!, deps, job.timestamp ?? 0));
-  const { outcome, data: done } = await interactionOutcome(data, job.id!, deps, job.timestamp ?? 0);
+  const { outcome, data: done } = await interactionOutcome(data, job.id!, deps, admission(deps, job.timestamp ?? 0));
   // the completion handler (marker cut) sees the interaction's user as it was applied
   job.data = done;
   return settle(outcome);
@@ -116,12 +116,13 @@ export async function processInteractionJob(job: Job<InteractionsQueueJob>, deps
  */
 async function processInteractionsBatch(data: InteractionsBatchJob, jobId: string, deps: InteractionsProcessorDeps, timestamp: number): Promise<JobOutcome> {
   if (!Array.isArray(data.interactions)) return deadLetter('malformed job payload: interactions must be a list');
+  const admit = admission(deps, timestamp);
   const settled = await Promise.allSettled(
     data.interactions.map(async (item, i) => {
       const id = `${jobId}.${i}`;
       let done = item;
       const outcome = await outcomeOf(async () => {
-        const r = await interactionOutcome(item, id, deps, timestamp);
+        const r = await interactionOutcome(item, id, deps, admit);
         done = r.data;
         return r.outcome;
       });
@@ -139,12 +140,45 @@ async function processInteractionsBatch(data: InteractionsBatchJob, jobId: strin
   return { kind: 'ok', stored: settled.reduce((n, r) => n + (r.status === 'fulfilled' ? r.value : 0), 0) };
 }
 
+type Admit = (d: InteractionJob, id: string) => Promise<{ dropped: boolean; unit: AppliedUnit; applied: boolean }>;
+
+/**
+ * An interaction's admission: whether it was accepted before its user's deletion (dropped), and
+ * its marker and user (an id merged into another user stands for that user). The interactions
+ * of a merged job that ask in the same turn (all but those that waited for their decision) share
+ * one round trip for the deletions and one for the markers, as a merged events job's requests do.
+ */
+function admission(deps: InteractionsProcessorDeps, jobTimestamp: number): Admit {
+  let asking: { d: InteractionJob; id: string; resolve: (a: Awaited<ReturnType<Admit>>) => void; reject: (err: unknown) => void }[] = [];
+  const flush = async () => {
+    const batch = asking;
+    asking = [];
+    try {
+      const [dropped, units] = await Promise.all([
+        acceptedBeforeDeletion(
+          deps.erased,
+          batch.map(({ d }) => ({ projectId: d.projectId, userId: d.userId, receivedAt: typeof d.receivedAt === 'number' ? d.receivedAt : jobTimestamp })),
+        ),
+        deps.profiles.resolveUnits(batch.map(({ d, id }) => ({ projectId: d.projectId, userId: d.userId, id }))),
+      ]);
+      batch.forEach((b, i) => b.resolve({ dropped: dropped[i], ...units[i] }));
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+    }
+  };
+  return (d, id) =>
+    new Promise((resolve, reject) => {
+      if (asking.length === 0) queueMicrotask(() => void flush());
+      asking.push({ d, id, resolve, reject });
+    });
+}
+
 /** An interaction's steps, each answering an outcome or passing it on: its shape, its user and surface, its admission, its effects. */
 async function interactionOutcome(
   input: InteractionJob,
   id: string,
   deps: InteractionsProcessorDeps,
-  jobTimestamp: number,
+  admit: Admit,
 ): Promise<{ outcome: JobOutcome; data: InteractionJob }> {
   let d = input;
   const wellFormed =
@@ -162,13 +196,7 @@ async function interactionOutcome(
     // decision log never changes a stored decision, so resolving again on a retry gives the same answer
     d = resolved;
   }
-  const receivedAt = typeof d.receivedAt === 'number' ? d.receivedAt : jobTimestamp;
-  // An id merged into another user stands for that user (rows, profile, marker);
-  // An interaction accepted before its user's deletion is dropped
-  const [[dropped], [{ unit, applied: done }]] = await Promise.all([
-    acceptedBeforeDeletion(deps.erased, [{ projectId: d.projectId, userId: d.userId, receivedAt }]),
-    deps.profiles.resolveUnits([{ projectId: d.projectId, userId: d.userId, id }]),
-  ]);
+  const { dropped, unit, applied: done } = await admit(d, id);
   if (dropped) return { outcome: drop('accepted before its user was deleted'), data: d };
   if (unit.userId !== d.userId) d = { ...d, userId: unit.userId };
   let outcome = ALREADY_APPLIED;
