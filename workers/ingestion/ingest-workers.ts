@@ -118,8 +118,8 @@ export const EVENTS_INSERTS: TableInserts = { delayMs: 100, quietDelayMs: 20 };
  * frequency caps), and in merged jobs they reach the writer as fast as they arrive, so the
  * writer's 50 ms made an insert of about 100 rows every 50 ms at 2,000 interactions a second, at
  * about 20 ms of the embedded engine's CPU each. With the events' policy the engine's insert and
- * merge threads took 50-66 µs an interaction against 104-130 (`bench/interaction-cost.ts 2000
- * 10`, two alternating pairs).
+ * merge threads took 69-73 µs an interaction against 111-146 (`bench/interaction-cost.ts 2000
+ * 10`, two alternating pairs on a quiet machine).
  */
 export const INTERACTIONS_INSERTS: TableInserts = EVENTS_INSERTS;
 
