@@ -65,10 +65,11 @@ describe("a request's rows as one chunk", () => {
     // one string for the request: rows separated by commas, not lines
     expect(chunk.startsWith('["p-chunk"')).toBe(true);
     expect(chunk).not.toContain('\n');
-    // beside a chunk of another request, as the batch writer joins them
+    // beside a chunk of another request, as the batch writer joins them: as the UTF-8 bytes it
+    // holds them in while they wait for their insert (the other as text: both forms in one insert)
     const other = eventRowsChunk(owner('p-chunk'), [{ eventName: 'next', clientEventTs: NOW }], () => 'j:job-2:0', ingest, 'api');
     await insertLines(client, 'events', lines);
-    await insertLines(client, 'events', [chunk, other]);
+    await insertLines(client, 'events', [Buffer.from(chunk, 'utf8'), other]);
 
     const fromLines = await stored('p-lines');
     const fromChunk = await stored('p-chunk');

@@ -8,7 +8,7 @@ describe('ClickhouseBatchWriter', () => {
     const inserts: { table: string; rows: number; at: number }[] = [];
     const started = performance.now();
     const warehouse = {
-      insertLines: async (table: string, lines: readonly string[]) =>
+      insertLines: async (table: string, lines: readonly (string | Buffer)[]) =>
         void inserts.push({ table, rows: lines.join('\n').split('\n').length, at: performance.now() - started }),
     };
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
@@ -41,7 +41,7 @@ describe('ClickhouseBatchWriter', () => {
   it('holds a table with its own row limit until that limit, the others until the default one', async () => {
     const inserts: [string, number][] = [];
     const warehouse = {
-      insertLines: async (table: string, lines: readonly string[]) => void inserts.push([table, lines.join('\n').split('\n').length]),
+      insertLines: async (table: string, lines: readonly (string | Buffer)[]) => void inserts.push([table, lines.join('\n').split('\n').length]),
     };
     const writer = new ClickhouseBatchWriter(warehouse as never, pino({ level: 'silent' }), {
       maxRows: 5,
@@ -84,7 +84,7 @@ describe('ClickhouseBatchWriter', () => {
   it("hands each caller's lines to one insert intact and in order, several callers' lines together", async () => {
     const bodies: string[] = [];
     const writer = new ClickhouseBatchWriter(
-      { insertLines: async (_table: string, lines: readonly string[]) => void bodies.push(`${lines.join('\n')}\n`) } as never,
+      { insertLines: async (_table: string, lines: readonly (string | Buffer)[]) => void bodies.push(`${lines.join('\n')}\n`) } as never,
       pino({ level: 'silent' }),
       { maxRows: 100, maxDelayMs: 10 },
     );

@@ -39,18 +39,22 @@ export interface BatchWriterOptions {
 interface Waiter {
   /**
    * The caller's JSONCompactEachRow rows (TABLE_COLUMNS order: rowLine, eventRowsChunk) separated by
-   * newlines or commas. One string per caller, made when it writes: its thousands of small line strings then
-   * die young, instead of surviving the wait for the insert into the old generation, whose
-   * collections cost the background process more CPU than joining them early (a quarter of its
-   * CPU per decision logged, measured with bench/request-cost.ts).
+   * newlines or commas, as UTF-8 bytes. One chunk per caller, made when it writes: its thousands of
+   * small line strings then die young, instead of surviving the wait for the insert into the old
+   * generation, whose collections cost the background process more CPU than joining them early (a
+   * quarter of its CPU per decision logged, measured with bench/request-cost.ts). Held as bytes,
+   * outside V8's heap, not as the string it was made as: under load a chunk waits 100 ms or more
+   * for its insert, longer than the young generation lasts, and as a string every scavenge in
+   * between copied it and the old generation's collections then marked and swept it; the bytes
+   * are what the insert sends anyway.
    */
-  chunk: string;
+  chunk: Buffer;
   rows: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
-interface Buffer {
+interface TableBuffer {
   waiters: Waiter[];
   rowCount: number;
   timer?: NodeJS.Timeout;
@@ -64,7 +68,7 @@ interface Buffer {
  * caller, so one poison job cannot fail the jobs that shared its batch.
  */
 export class ClickhouseBatchWriter {
-  private readonly buffers = new Map<ClickhouseTable, Buffer>();
+  private readonly buffers = new Map<ClickhouseTable, TableBuffer>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly maxRows: number;
   private readonly maxDelayMs: number;
@@ -103,7 +107,7 @@ export class ClickhouseBatchWriter {
         buf = { waiters: [], rowCount: 0 };
         this.buffers.set(table, buf);
       }
-      buf.waiters.push({ chunk, rows, resolve, reject });
+      buf.waiters.push({ chunk: Buffer.from(chunk, 'utf8'), rows, resolve, reject });
       buf.rowCount += rows;
       if (buf.rowCount >= (this.tables[table]?.maxRows ?? this.maxRows)) this.flush(table);
       else buf.timer ??= setTimeout(() => this.flush(table), this.delayOf(table));

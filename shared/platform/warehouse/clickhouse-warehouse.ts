@@ -18,7 +18,7 @@ export class ClickhouseWarehouse implements Warehouse {
     return insertRows(this.ch, table, rows, opts);
   }
 
-  insertLines(table: ClickhouseTable, lines: readonly string[], opts?: InsertOptions): Promise<void> {
+  insertLines(table: ClickhouseTable, lines: readonly (string | Buffer)[], opts?: InsertOptions): Promise<void> {
     return insertLines(this.ch, table, lines, opts);
   }
 

@@ -21,9 +21,10 @@ export interface Warehouse {
   insertRows(table: ClickhouseTable, rows: readonly object[], opts?: InsertOptions): Promise<void>;
   /**
    * Inserts JSONCompactEachRow lines in TABLE_COLUMNS order (the ingest hot path builds no row
-   * objects). An element may hold several lines joined by newlines (the batch writer's chunks).
+   * objects). An element may hold several lines joined by newlines (the batch writer's chunks),
+   * as text or as its UTF-8 bytes.
    */
-  insertLines(table: ClickhouseTable, lines: readonly string[], opts?: InsertOptions): Promise<void>;
+  insertLines(table: ClickhouseTable, lines: readonly (string | Buffer)[], opts?: InsertOptions): Promise<void>;
   /** Rows of a parameterised SELECT (`{name:Type}` placeholders). */
   query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
   /** A statement that returns no rows (ALTER, INSERT … SELECT), parameterised as `query`. */
