@@ -31,9 +31,9 @@ import type { InsertOptions } from '../warehouse.js';
  * `input_format_parallel_parsing` is off: the parallel parser cuts a body into segments of at least
  * `min_chunk_bytes_for_parallel_parsing` (10 MiB) and parses them on threads of its own, and an
  * insert here is a few MB (the batch writer's 100 ms of events at 90,000 a second is about 2.5 MB),
- * so it only handed the whole body to another thread and back (together with the batch writer
- * holding its chunks as bytes: the background process's CPU per ingested event 15.8/15.9/17.0 µs
- * against 15.9/17.0/17.4, three alternating pairs of `npm run bench -- ingest`).
+ * so it only handed the whole body to another thread and back (with the batch writer holding its
+ * chunks as bytes, three alternating pairs of `npm run bench -- ingest`: 0.5-1.3 % more events a
+ * second in each, the CPU per event within the runs' spread; docs/benchmarks.md, stop 48).
  */
 export async function insertRows(client: ClickHouseClient, table: ClickhouseTable, rows: readonly object[], opts: InsertOptions = {}): Promise<void> {
   if (rows.length === 0) return;
