@@ -129,6 +129,7 @@ export async function startWorkers(ctx: WorkersDeps, warehouse: Warehouse, opts:
     log: log.child({ role: 'workers' }),
     now,
     concurrency: opts.concurrency ?? config.workerConcurrency,
+    mergedJobEvents: config.mergedJobEvents,
     lockMs: config.workerLockMs,
     onMetric: metrics.countIngest,
     metrics,

@@ -9,7 +9,7 @@ import { PubSubSourceStore } from './pubsub-source.store.js';
 export interface IngestionDeps {
   /** The request-path connection: an enqueue during an outage fails at once instead of waiting. */
   redis: Redis;
-  config: Pick<Config, 'redisPrefix' | 'ingestMaxBacklog'>;
+  config: Pick<Config, 'redisPrefix' | 'ingestMaxBacklog' | 'mergedJobEvents'>;
   log: Logger;
   keys: RedisKeys;
   now: () => number;
@@ -26,7 +26,7 @@ export interface Ingestion {
 
 export function createIngestion(deps: IngestionDeps): Ingestion {
   const { redis, config, log } = deps;
-  const ingest = createIngestProducers(redis, config.redisPrefix);
+  const ingest = createIngestProducers(redis, config.redisPrefix, config.mergedJobEvents);
   const ingestBacklog = new IngestBacklog({
     redis,
     eventsQueue: ingest.eventsQueue,

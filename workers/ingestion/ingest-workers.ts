@@ -14,6 +14,7 @@ import { DeadLetterSink } from './dead-letter-sink.js';
 import { ClickhouseBatchWriter, type TableInserts } from '../warehouse/clickhouse-batch-writer.js';
 import { eventsJobUnits, processEventsJob, type ErasedUsers, type EventOpsProvider } from './events.processor.js';
 import { asPermanent } from './permanent-errors.js';
+import { EventsBudget, eventsJobWeight } from './events-budget.js';
 import { interactionsJobUnits, processInteractionJob, type InteractionOpsProvider } from './interactions.processor.js';
 import type { RankingCounterStore, RankingDelta } from '../../shared/delivery/index.js';
 import type { IngestMetric, Metrics } from '../../shared/platform/metrics.js';
@@ -53,6 +54,8 @@ export interface IngestWorkersOptions {
   now: () => number;
   /** Jobs processed at once per queue; their rows share ClickHouse inserts. @defaultValue 64 */
   concurrency?: number;
+  /** The largest merged LogEvents jobs (MERGED_JOB_EVENTS): the events budget's first guess of a job's size. @defaultValue 500 */
+  mergedJobEvents?: number;
   /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
   lockMs?: number;
   /**
@@ -123,6 +126,15 @@ export const EVENTS_INSERTS: TableInserts = { delayMs: 100, quietDelayMs: 20 };
  */
 export const INTERACTIONS_INSERTS: TableInserts = EVENTS_INSERTS;
 
+/**
+ * Events the events worker holds per job it may run at once (`concurrency`): its bound on events
+ * in hand is `concurrency` times this. Merged LogEvents jobs hold up to MERGED_JOB_EVENTS (500 by default),
+ * Pub/Sub messages one job each, so the bound is on events, not jobs: 256 jobs of 500 events put
+ * the background process over its memory budget (653-698 MB under ingest), while 256 single
+ * messages must still run at once, each waiting for the insert holding its rows.
+ */
+export const EVENTS_PER_JOB_SLOT = 100;
+
 export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const maxStalls = o.maxStalls ?? 3;
   // Decisions wait for their insert longer than events: only their own readability (within a
@@ -165,7 +177,10 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
       o.onMetric?.('deadLetters', 1);
     },
   };
-  const runEvents = (job: Job<EventsQueueJob>) => asPermanent(() => processEventsJob(job, eventDeps));
+  // The events worker holds at most EVENTS_PER_JOB_SLOT events per job it may run at once,
+  // whatever its jobs' sizes (merged LogEvents requests, single Pub/Sub messages)
+  const eventsBudget = new EventsBudget(common.concurrency * EVENTS_PER_JOB_SLOT, common.concurrency, o.mergedJobEvents ?? 500);
+  const runEvents = (job: Job<EventsQueueJob>) => eventsBudget.run(eventsJobWeight(job.data), () => asPermanent(() => processEventsJob(job, eventDeps)));
   const findDecision = o.decisions ?? new DecisionsWarehouse(o.warehouse).findDecision;
   const interactionDeps = {
     ...deps,
@@ -184,6 +199,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   const runInteraction = (job: Job<InteractionsQueueJob>) => asPermanent(() => processInteractionJob(job, interactionDeps));
   const events = new Worker<EventsQueueJob, number>(QUEUE.events, runEvents, common);
+  eventsBudget.attach(events);
   const interactions = new Worker<InteractionsQueueJob, number>(QUEUE.interactions, runInteraction, common);
 
   // impact's worker, on the same options and writer; it shares the isolation and dead-letter paths below
