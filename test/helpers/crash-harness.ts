@@ -39,8 +39,9 @@ export interface CrashHarness {
 }
 
 /**
- * Merged LogEvents jobs of up to 100 events, not the default 500: the scenarios' requests then
- * make dozens of jobs, more than run at once, so a kill finds some running and others waiting.
+ * Merged LogEvents jobs of up to 100 events (the default), whatever MERGED_JOB_EVENTS says: the
+ * scenarios' requests then make dozens of jobs, more than run at once, so a kill finds some
+ * running and others waiting.
  */
 const MERGES = { MERGED_JOB_EVENTS: '100' };
 

@@ -124,7 +124,7 @@ describe('LogEvents end to end', () => {
     expect(await chCount(keysSql.replace('count()', 'uniqExact(dedup_key)'), { p: keys.projectId })).toBe(60);
   });
 
-  it('merges the requests of one event-loop turn into jobs of at most MERGED_JOB_EVENTS (500) events; a larger request goes alone', async () => {
+  it('merges the requests of one event-loop turn into jobs of at most 100 events; a larger request goes alone', async () => {
     const done = completions();
     const mark = await done.mark();
     const request = (userId: string, n: number) => ({
@@ -135,8 +135,8 @@ describe('LogEvents end to end', () => {
       origin: { source: 'api' as const },
       receivedAt: Date.now(),
     });
-    const sizes = [200, 200, 200, 200, 200, 750];
-    // enqueued in one turn, as concurrent requests are: 200+200 | 200+200 | 200 | 750
+    const sizes = [40, 40, 40, 40, 40, 150];
+    // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
     await Promise.all(sizes.map((n, i) => s.ctx.ingestion.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
     await waitUntil(queuesIdle, 20_000);
     expect(await done.since(mark)).toHaveLength(4);

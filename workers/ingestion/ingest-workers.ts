@@ -54,7 +54,7 @@ export interface IngestWorkersOptions {
   now: () => number;
   /** Jobs processed at once per queue; their rows share ClickHouse inserts. @defaultValue 64 */
   concurrency?: number;
-  /** The largest merged LogEvents jobs (MERGED_JOB_EVENTS): the events budget's first guess of a job's size. @defaultValue 500 */
+  /** The largest merged LogEvents jobs (MERGED_JOB_EVENTS): the events budget's first guess of a job's size. @defaultValue 100 */
   mergedJobEvents?: number;
   /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
   lockMs?: number;
@@ -128,10 +128,11 @@ export const INTERACTIONS_INSERTS: TableInserts = EVENTS_INSERTS;
 
 /**
  * Events the events worker holds per job it may run at once (`concurrency`): its bound on events
- * in hand is `concurrency` times this. Merged LogEvents jobs hold up to MERGED_JOB_EVENTS (500 by default),
- * Pub/Sub messages one job each, so the bound is on events, not jobs: 256 jobs of 500 events put
- * the background process over its memory budget (653-698 MB under ingest), while 256 single
- * messages must still run at once, each waiting for the insert holding its rows.
+ * in hand is `concurrency` times this. Merged LogEvents jobs hold up to MERGED_JOB_EVENTS (100 by
+ * default, more when configured), Pub/Sub messages one job each, so the bound is on events, not
+ * jobs: 256 jobs of 500 events put the background process over its memory budget (653-698 MB
+ * under ingest), while 256 single messages must still run at once, each waiting for the insert
+ * holding its rows.
  */
 export const EVENTS_PER_JOB_SLOT = 100;
 
@@ -179,7 +180,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   // The events worker holds at most EVENTS_PER_JOB_SLOT events per job it may run at once,
   // whatever its jobs' sizes (merged LogEvents requests, single Pub/Sub messages)
-  const eventsBudget = new EventsBudget(common.concurrency * EVENTS_PER_JOB_SLOT, common.concurrency, o.mergedJobEvents ?? 500);
+  const eventsBudget = new EventsBudget(common.concurrency * EVENTS_PER_JOB_SLOT, common.concurrency, o.mergedJobEvents ?? 100);
   const runEvents = (job: Job<EventsQueueJob>) => eventsBudget.run(eventsJobWeight(job.data), () => asPermanent(() => processEventsJob(job, eventDeps)));
   const findDecision = o.decisions ?? new DecisionsWarehouse(o.warehouse).findDecision;
   const interactionDeps = {
