@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { EventsBudget, eventsJobWeight } from '../../workers/ingestion/events-budget.js';
 import type { EventsBatchJob, EventsJob, EventsQueueJob } from '../../shared/ingestion/index.js';
 import { deletePrefix } from '../helpers/redis-cleanup.js';
+import { createIngestProducers } from '../../shared/ingestion/ingest-producers.queue.js';
 
 const request = (events: number): EventsJob =>
   ({
@@ -128,6 +129,24 @@ describe('EventsBudget steering a BullMQ worker on Redis', () => {
     await finished;
     return { maxActive, maxHeld };
   }
+
+  it('merges LogEvents requests into jobs of up to the configured MERGED_JOB_EVENTS (100 by default)', async () => {
+    const jobsFor = async (merged?: number): Promise<number> => {
+      const producers = createIngestProducers(redis, `${prefix}-${merged ?? 'default'}`, merged);
+      try {
+        // one turn, as concurrent requests are
+        await Promise.all([200, 200, 200, 150].map((n, i) => producers.logEvents.enqueue({ ...request(n), userId: `u-${i}` }, { weight: n })));
+        return (await producers.eventsQueue.getJobCounts('wait')).wait;
+      } finally {
+        await producers.close();
+        await deletePrefix(redis, `${prefix}-${merged ?? 'default'}`);
+      }
+    };
+    // every request over 100 events is a job of its own; at 500 the pending 600 go at once
+    // as 200+200 | 200, and the 150 after them alone
+    expect(await jobsFor()).toBe(4);
+    expect(await jobsFor(500)).toBe(3);
+  });
 
   it('runs large jobs a few at a time and small ones at its full concurrency', async () => {
     // 24 merged jobs of 500 events, a budget of 2,000 events: at most 4 such jobs, not 64
