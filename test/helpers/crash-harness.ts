@@ -39,13 +39,6 @@ export interface CrashHarness {
 }
 
 /**
- * Merged LogEvents jobs of up to 100 events (the default), whatever MERGED_JOB_EVENTS says: the
- * scenarios' requests then make dozens of jobs, more than run at once, so a kill finds some
- * running and others waiting.
- */
-const MERGES = { MERGED_JOB_EVENTS: '100' };
-
-/**
  * `workerConcurrency`: the workers' WORKER_CONCURRENCY (16). Jobs that share an insert complete
  * together, so a kill "mid-way" needs more jobs than run at once: a scenario of few jobs sets less.
  */
@@ -64,10 +57,9 @@ export async function startCrashHarness(
     ROLE: 'workers',
     WORKER_LOCK_MS: '2000',
     WORKER_CONCURRENCY: String(opts.workerConcurrency ?? 16),
-    ...MERGES,
     AUTO_START_REDIS: 'false',
   };
-  const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix, ...MERGES, ...opts.apiEnv });
+  const t = await createTestApp({ ...redis, REDIS_PREFIX: prefix, ...opts.apiEnv });
   let child: ChildService | undefined;
 
   return {
