@@ -24,11 +24,12 @@ export interface EnqueueBatcherOptions<T> {
    * weights (the callers' hints, e.g. their number of events) add up to at most `maxWeight`;
    * a heavier item goes alone. Bounds what one job holds in a worker's memory.
    */
-  merge?: { build: (items: T[]) => unknown; maxWeight: number };
+  merge?: { build: (items: T[]) => unknown; maxWeight: number; minWeight?: number };
   /**
    * Merge mode: how long the first item of a batch waits for others to share its job (ms); a
-   * batch whose weight reaches `maxWeight` goes at once. 0: the items of one event-loop turn.
-   * @defaultValue 0
+   * batch whose weight reaches `maxWeight` goes at once, and one that reaches `minWeight` at the
+   * end of that turn of the event loop, with whatever else arrived in it. 0: the items of one
+   * event-loop turn. @defaultValue 0
    */
   lingerMs?: number;
 }
@@ -38,13 +39,15 @@ export interface EnqueueBatcherOptions<T> {
  * requests), or, in merge mode, into few merged jobs. Each caller awaits the promise of the batch
  * its item went out in, so a 200 is only ever sent for work Redis has accepted. A batch is flushed
  * on the next turn of the event loop, so a lone request is not delayed, or, with `lingerMs`, once
- * it is full or that long after its first item: a job's cost in the queue and the workers (add,
- * fetch, completion) is then shared by the requests of several turns.
+ * it is full, at the end of the turn in which it reached `minWeight`, or that long after its first
+ * item: a job's cost in the queue and the workers (add, fetch, completion) is then shared by the
+ * requests of several turns.
  */
 export class EnqueueBatcher<T> {
   private pending: Pending<T>[] = [];
   private pendingWeight = 0;
-  private scheduled = false;
+  /** The flush at the end of the current turn, when one is due. */
+  private turnEnd: NodeJS.Immediate | undefined;
   private lingerTimer: NodeJS.Timeout | undefined;
   private readonly maxBatch: number;
   private readonly timeoutMs: number;
@@ -70,18 +73,22 @@ export class EnqueueBatcher<T> {
       const weight = opts.weight ?? 1;
       this.pending.push({ data, jobId: opts.jobId, weight, resolve, reject });
       this.pendingWeight += weight;
-      const lingerMs = this.opts.merge ? (this.opts.lingerMs ?? 0) : 0;
-      if (this.pending.length >= this.maxBatch || (lingerMs > 0 && this.pendingWeight >= this.opts.merge!.maxWeight)) this.flush();
-      else if (lingerMs > 0) this.lingerTimer ??= setTimeout(() => this.flush(), lingerMs);
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      const merge = this.opts.merge;
+      const lingerMs = merge ? (this.opts.lingerMs ?? 0) : 0;
+      if (this.pending.length >= this.maxBatch || (lingerMs > 0 && this.pendingWeight >= merge!.maxWeight)) this.flush();
+      else if (lingerMs > 0 && this.pendingWeight < (merge!.minWeight ?? Infinity)) this.lingerTimer ??= setTimeout(() => this.flush(), lingerMs);
+      else this.flushAtTurnEnd();
     });
   }
 
+  /** Flushes once the current turn of the event loop has taken in what arrived with it. */
+  private flushAtTurnEnd(): void {
+    this.turnEnd ??= setImmediate(() => this.flush());
+  }
+
   private flush(): void {
-    this.scheduled = false;
+    clearImmediate(this.turnEnd);
+    this.turnEnd = undefined;
     clearTimeout(this.lingerTimer);
     this.lingerTimer = undefined;
     this.pendingWeight = 0;

@@ -64,11 +64,12 @@ export interface Config {
    */
   interactionDecisionWaitMs: number;
   /**
-   * Jobs processed at once per ingestion queue. Enough for two 10,000-row inserts' worth of jobs
-   * of 100 events: while one insert runs (its jobs wait for it), the next one fills. @defaultValue 256
+   * Jobs processed at once per ingestion queue; the events queue holds at most 100 events per job
+   * it may run. Enough for two 10,000-row inserts' worth of events: while one insert runs (its jobs
+   * wait for it), the next one fills. @defaultValue 256
    */
   workerConcurrency: number;
-  /** Events per merged LogEvents job at most (MERGED_JOB_EVENTS; see the producers'). @defaultValue 100 */
+  /** Events per merged LogEvents job at most (MERGED_JOB_EVENTS; see the producers'). @defaultValue 500 */
   mergedJobEvents: number;
   /**
    * Nice value (0–19) of a process that runs the workers or scheduler role without the api role
@@ -357,7 +358,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     interactionDecisionWaitMs: int(env, 'INTERACTION_DECISION_WAIT_SECONDS', 600, 1, 86_400) * 1000,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
-    mergedJobEvents: int(env, 'MERGED_JOB_EVENTS', 100, 1, 10_000),
+    mergedJobEvents: int(env, 'MERGED_JOB_EVENTS', 500, 1, 10_000),
     workersNice: int(env, 'WORKERS_NICE', 10, 0, 19),
     workersSchedIdle: bool(env, 'WORKERS_SCHED_IDLE', true),
     retentionDays: int(env, 'RETENTION_DAYS', 400, 1, 3650),

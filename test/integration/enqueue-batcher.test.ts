@@ -79,4 +79,30 @@ describe('EnqueueBatcher on a BullMQ queue', () => {
     const [job] = (await queue.getJobs(['wait'])).filter((j) => j.name === 'merged');
     expect(job.data).toEqual({ items: [{ n: 1 }, { n: 2 }] });
   });
+
+  it('sends a merged batch that reached its least weight at the end of its turn, with the rest of that turn, not after the linger', async () => {
+    const batcher = new EnqueueBatcher<{ n: number }>(queue, 'turn-merged', {
+      merge: { build: (items) => ({ items }), maxWeight: 100, minWeight: 40 },
+      lingerMs: 60_000,
+    });
+    const counts = await queue.getJobCounts('wait');
+    // one turn: 30 waits (under the least weight), 30 more make 60 (to go at the turn's end), 30 more 90, and 30 more
+    // 120 (over the most: all four go at once, as 90 | 30); then 20 waits, and 20 more make 40 (the turn's end)
+    const sent = [30, 30, 30, 30, 20, 20].map((weight, n) => batcher.enqueue({ n }, { weight }));
+    // a linger of a minute: only the turn's end sends the last two before the test times out
+    await Promise.all(sent);
+    expect((await queue.getJobCounts('wait')).wait).toBe(counts.wait + 3);
+    const jobs = (await queue.getJobs(['wait'])).filter((j) => j.name === 'turn-merged');
+    expect(jobs.map((j) => (j.data as { items: { n: number }[] }).items.map((i) => i.n)).sort()).toEqual([[0, 1, 2], [3], [4, 5]]);
+  });
+
+  it('keeps a merged batch under its least weight for the linger', async () => {
+    const batcher = new EnqueueBatcher<{ n: number }>(queue, 'light', {
+      merge: { build: (items) => ({ items }), maxWeight: 100, minWeight: 40 },
+      lingerMs: 300,
+    });
+    const at = performance.now();
+    await batcher.enqueue({ n: 1 }, { weight: 30 });
+    expect(performance.now() - at).toBeGreaterThanOrEqual(290);
+  });
 });

@@ -130,22 +130,27 @@ describe('EventsBudget steering a BullMQ worker on Redis', () => {
     return { maxActive, maxHeld };
   }
 
-  it('merges LogEvents requests into jobs of up to the configured MERGED_JOB_EVENTS (100 by default)', async () => {
-    const jobsFor = async (merged?: number): Promise<number> => {
-      const producers = createIngestProducers(redis, `${prefix}-${merged ?? 'default'}`, merged);
+  it('merges LogEvents requests into jobs of up to the configured MERGED_JOB_EVENTS (500 by default)', async () => {
+    const jobsFor = async (sizes: number[], merged?: number): Promise<number> => {
+      const at = `${prefix}-${merged ?? 'default'}-${sizes.length}`;
+      const producers = createIngestProducers(redis, at, merged);
       try {
         // one turn, as concurrent requests are
-        await Promise.all([200, 200, 200, 150].map((n, i) => producers.logEvents.enqueue({ ...request(n), userId: `u-${i}` }, { weight: n })));
+        await Promise.all(sizes.map((n, i) => producers.logEvents.enqueue({ ...request(n), userId: `u-${i}` }, { weight: n })));
         return (await producers.eventsQueue.getJobCounts('wait')).wait;
       } finally {
         await producers.close();
-        await deletePrefix(redis, `${prefix}-${merged ?? 'default'}`);
+        await deletePrefix(redis, at);
       }
     };
-    // every request over 100 events is a job of its own; at 500 the pending 600 go at once
-    // as 200+200 | 200, and the 150 after them alone
-    expect(await jobsFor()).toBe(4);
-    expect(await jobsFor(500)).toBe(3);
+    // requests of 100 (the ingest benchmark's): 500 fill a job at once, the sixth goes at the turn's end; at 100, one job each
+    const hundreds = [100, 100, 100, 100, 100, 100];
+    expect(await jobsFor(hundreds)).toBe(2);
+    expect(await jobsFor(hundreds, 100)).toBe(6);
+    // requests of 60: one job of 300 (the batcher's test shows it goes at the turn's end); at 100, each 120 goes as 60 | 60
+    const sixties = [60, 60, 60, 60, 60];
+    expect(await jobsFor(sixties)).toBe(1);
+    expect(await jobsFor(sixties, 100)).toBe(5);
   });
 
   it('runs large jobs a few at a time and small ones at its full concurrency', async () => {

@@ -31,9 +31,9 @@ describe('loadConfig', () => {
     expect(c.pubsubEmulatorHost).toBeUndefined();
   });
 
-  it('merges LogEvents requests into jobs of up to 100 events unless MERGED_JOB_EVENTS says otherwise, within 1-10,000', () => {
-    expect(loadConfig({}).mergedJobEvents).toBe(100);
-    expect(loadConfig({ MERGED_JOB_EVENTS: '500' }).mergedJobEvents).toBe(500);
+  it('merges LogEvents requests into jobs of up to 500 events unless MERGED_JOB_EVENTS says otherwise, within 1-10,000', () => {
+    expect(loadConfig({}).mergedJobEvents).toBe(500);
+    expect(loadConfig({ MERGED_JOB_EVENTS: '100' }).mergedJobEvents).toBe(100);
     for (const bad of ['0', '10001', '-5', '2.5', 'many']) expect(configErrorOf({ MERGED_JOB_EVENTS: bad }).message).toContain('MERGED_JOB_EVENTS');
   });
 

@@ -128,8 +128,8 @@ export const INTERACTIONS_INSERTS: TableInserts = EVENTS_INSERTS;
 
 /**
  * Events the events worker holds per job it may run at once (`concurrency`): its bound on events
- * in hand is `concurrency` times this. Merged LogEvents jobs hold up to MERGED_JOB_EVENTS (100 by
- * default, more when configured), Pub/Sub messages one job each, so the bound is on events, not
+ * in hand is `concurrency` times this. Merged LogEvents jobs hold up to MERGED_JOB_EVENTS (500 by
+ * default), Pub/Sub messages one job each, so the bound is on events, not
  * jobs: 256 jobs of 500 events put the background process over its memory budget (653-698 MB
  * under ingest), while 256 single messages must still run at once, each waiting for the insert
  * holding its rows.
