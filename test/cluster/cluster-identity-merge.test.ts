@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startCrashHarness, type CrashHarness } from '../helpers/crash-harness.js';
-import { MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../helpers/merge-crash-scenario.js';
+import { MERGE_CRASH_API_ENV, MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../helpers/merge-crash-scenario.js';
 
 /**
  * The identity merge's SIGKILL test (test/integration/identity-merge-crash.test.ts) on a real
@@ -10,7 +10,7 @@ import { MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../hel
 let h: CrashHarness;
 
 beforeAll(async () => {
-  h = await startCrashHarness('cluster-idcrash', { cluster: true, workerConcurrency: MERGE_CRASH_WORKER_CONCURRENCY });
+  h = await startCrashHarness('cluster-idcrash', { cluster: true, workerConcurrency: MERGE_CRASH_WORKER_CONCURRENCY, apiEnv: MERGE_CRASH_API_ENV });
 }, 120_000);
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { call, createProjectWithKeys, retryUnavailable } from './context.js';
 import { pendingJobs, type CrashHarness } from './crash-harness.js';
+import { MERGED_JOB_EVENTS } from '../../shared/ingestion/ingest-producers.queue.js';
 
 const USERS = 20;
 const REQUESTS_PER_USER = 15;
@@ -52,9 +53,10 @@ export async function eventsSurviveWorkerKills(h: CrashHarness): Promise<void> {
   const answers = await Promise.all(sends);
   expect(answers.every((a) => a.status === 200)).toBe(true);
   const pending = pendingJobs(t.ctx.ingestion.ingest.eventsQueue);
-  // Concurrent requests are merged into jobs of up to 100 events (5 requests of 20 here).
+  // Concurrent requests are merged into jobs of up to MERGED_JOB_EVENTS (25 requests of 20 here): jobs of 500
+  // events, a few at a time under the workers' events budget, so each kill finds jobs in flight.
   const total = await pending();
-  expect(total).toBeGreaterThanOrEqual((USERS * REQUESTS_PER_USER) / 5);
+  expect(total).toBeGreaterThanOrEqual((USERS * REQUESTS_PER_USER * EVENTS_PER_REQUEST) / MERGED_JOB_EVENTS);
   expect(total).toBeLessThanOrEqual(USERS * REQUESTS_PER_USER);
 
   await h.killTwiceMidway(pending, 20, 60_000);

@@ -11,6 +11,13 @@ const USERS = 10;
  * comes after a wave with jobs still to do.
  */
 export const MERGE_CRASH_WORKER_CONCURRENCY = 4;
+
+/**
+ * The API of this scenario merges LogEvents requests into jobs of 100 events, not the default
+ * 500: its 1,200 events make about 12 jobs instead of 3, enough for two kills mid-way. Exactly-once
+ * for jobs of 500 is the events scenario's (events-crash-scenario.ts).
+ */
+export const MERGE_CRASH_API_ENV: Readonly<Record<string, string>> = { MERGED_JOB_EVENTS: '100' };
 const REQUESTS = 6;
 const EVENTS = 10;
 

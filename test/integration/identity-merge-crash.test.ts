@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startCrashHarness, type CrashHarness } from '../helpers/crash-harness.js';
-import { MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../helpers/merge-crash-scenario.js';
+import { MERGE_CRASH_API_ENV, MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../helpers/merge-crash-scenario.js';
 
 /**
  * Identity merges with workers killed mid-way: pre-login histories, signed-in events carrying
@@ -10,7 +10,7 @@ import { MERGE_CRASH_WORKER_CONCURRENCY, mergesSurviveWorkerKills } from '../hel
 let h: CrashHarness;
 
 beforeAll(async () => {
-  h = await startCrashHarness('idcrash', { workerConcurrency: MERGE_CRASH_WORKER_CONCURRENCY });
+  h = await startCrashHarness('idcrash', { workerConcurrency: MERGE_CRASH_WORKER_CONCURRENCY, apiEnv: MERGE_CRASH_API_ENV });
 }, 60_000);
 
 afterAll(async () => {

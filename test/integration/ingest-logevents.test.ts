@@ -124,7 +124,7 @@ describe('LogEvents end to end', () => {
     expect(await chCount(keysSql.replace('count()', 'uniqExact(dedup_key)'), { p: keys.projectId })).toBe(60);
   });
 
-  it('merges the requests of one event-loop turn into jobs of at most 100 events; a larger request goes alone', async () => {
+  it('merges the requests of one event-loop turn into jobs of at most 500 events; a larger request goes alone', async () => {
     const done = completions();
     const mark = await done.mark();
     const request = (userId: string, n: number) => ({
@@ -135,8 +135,9 @@ describe('LogEvents end to end', () => {
       origin: { source: 'api' as const },
       receivedAt: Date.now(),
     });
-    const sizes = [40, 40, 40, 40, 40, 150];
-    // enqueued in one turn, as concurrent requests are: 40+40 | 40+40 | 40 | 150
+    const sizes = [200, 200, 200, 150, 600];
+    // enqueued in one turn, as concurrent requests are: the third makes 600, over 500, so 200+200 | 200 go at once;
+    // then 150 (to go at the turn's end) and 600 make 750: 150 | 600 at once
     await Promise.all(sizes.map((n, i) => s.ctx.ingestion.ingest.logEvents.enqueue(request(`u-turn-${i}`, n), { weight: n })));
     await waitUntil(queuesIdle, 20_000);
     expect(await done.since(mark)).toHaveLength(4);
