@@ -43,7 +43,8 @@ export const MERGED_JOB_MIN_EVENTS = 100;
  * How long a LogEvents request waits for others to share its job (ms). At a few thousand small
  * requests a second the requests of one turn are one or two, and a job's queue and worker
  * overhead (its add, fetch, completion) then costs more than its events: a few milliseconds of
- * wait fill the job instead. A full job goes at once, so a busy service adds no wait.
+ * wait fill the job instead. A job of MERGED_JOB_MIN_EVENTS goes at the end of its turn and a full
+ * one at once, so a busy service adds no wait.
  */
 export const LOG_EVENTS_LINGER_MS = 5;
 
