@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { EnqueueBatcher } from './enqueue-batcher.queue.js';
 import { bullPrefix, QUEUE } from '../platform/queues.js';
 import { queueConnection } from '../platform/redis/redis.js';
-import { type EventsBatchJob, type EventsJob, type InteractionJob, type InteractionsBatchJob, type SingleEventsJob } from './jobs.js';
+import { MERGED_JOB_EVENTS, type EventsBatchJob, type EventsJob, type InteractionJob, type InteractionsBatchJob, type SingleEventsJob } from './jobs.js';
 
 /** The API's side of the ingestion queues: fail-fast producers on the request-path connection. */
 export interface IngestProducers {
@@ -17,14 +17,6 @@ export interface IngestProducers {
   interactions: EnqueueBatcher<InteractionJob>;
   close(): Promise<void>;
 }
-
-/**
- * Events per merged LogEvents job at most, by default (`MERGED_JOB_EVENTS`; a larger request is a
- * job of its own): requests share a job's queue overhead, its add, fetch and completion, which
- * cost Redis and the workers the same whatever the job's size. A request is answered only once
- * its job is added, so a job does not wait to be full: see MERGED_JOB_MIN_EVENTS.
- */
-export const MERGED_JOB_EVENTS = 500;
 
 /**
  * Events from which a merged LogEvents job goes at the end of the event loop's turn instead of

@@ -45,6 +45,15 @@ export interface EventsBatchJob {
   requests: EventsJob[];
 }
 
+/**
+ * Events per merged LogEvents job at most, by default (`MERGED_JOB_EVENTS`; a larger request is a
+ * job of its own): requests share a job's queue overhead, its add, fetch and completion, which
+ * cost Redis and the workers the same whatever the job's size. A request is answered only once
+ * its job is added, so a job does not wait to be full: see MERGED_JOB_MIN_EVENTS (the producers').
+ * config.mergedJobEvents defaults to the same number.
+ */
+export const MERGED_JOB_EVENTS = 500;
+
 /** A job of one request or message. */
 export type SingleEventsJob = EventsJob | UserAttributesJob;
 export type EventsQueueJob = SingleEventsJob | EventsBatchJob;

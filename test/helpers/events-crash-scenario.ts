@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { call, createProjectWithKeys, retryUnavailable } from './context.js';
 import { pendingJobs, type CrashHarness } from './crash-harness.js';
-import { MERGED_JOB_EVENTS } from '../../shared/ingestion/ingest-producers.queue.js';
+import { MERGED_JOB_EVENTS } from '../../shared/ingestion/index.js';
 
 const USERS = 20;
 const REQUESTS_PER_USER = 15;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../shared/platform/config.js';
+import { MERGED_JOB_EVENTS } from '../../shared/ingestion/index.js';
 
 function configErrorOf(env: Record<string, string>): ConfigError {
   try {
@@ -32,7 +33,9 @@ describe('loadConfig', () => {
   });
 
   it('merges LogEvents requests into jobs of up to 500 events unless MERGED_JOB_EVENTS says otherwise, within 1-10,000', () => {
-    expect(loadConfig({}).mergedJobEvents).toBe(500);
+    // the producers' default, which the config repeats (shared/platform does not import ingestion)
+    expect(loadConfig({}).mergedJobEvents).toBe(MERGED_JOB_EVENTS);
+    expect(MERGED_JOB_EVENTS).toBe(500);
     expect(loadConfig({ MERGED_JOB_EVENTS: '100' }).mergedJobEvents).toBe(100);
     for (const bad of ['0', '10001', '-5', '2.5', 'many']) expect(configErrorOf({ MERGED_JOB_EVENTS: bad }).message).toContain('MERGED_JOB_EVENTS');
   });

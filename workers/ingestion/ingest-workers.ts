@@ -5,7 +5,14 @@ import { classifyClickhouseError } from '../../shared/platform/warehouse/clickho
 import { bullPrefix, cappedExponentialBackoff, INGEST_JOB_OPTIONS, QUEUE } from '../../shared/platform/queues.js';
 import type { DecisionLookup, DecisionsJob } from '../../shared/impact/index.js';
 import { DecisionsWarehouse } from '../../shared/impact/decisions.warehouse.js';
-import { type DeadLetterSource, type EventsJob, type EventsQueueJob, type InteractionJob, type InteractionsQueueJob } from '../../shared/ingestion/index.js';
+import {
+  MERGED_JOB_EVENTS,
+  type DeadLetterSource,
+  type EventsJob,
+  type EventsQueueJob,
+  type InteractionJob,
+  type InteractionsQueueJob,
+} from '../../shared/ingestion/index.js';
 import type { AppliedUnit, ProfileStore } from '../../shared/profiles/index.js';
 import type { ReturnedCaps } from '../delivery/cap-counters.js';
 import { DECISIONS_INSERTS, decisionsProject, startDecisionsWorker } from '../impact/decisions.worker.js';
@@ -54,7 +61,7 @@ export interface IngestWorkersOptions {
   now: () => number;
   /** Jobs processed at once per queue; their rows share ClickHouse inserts. @defaultValue 64 */
   concurrency?: number;
-  /** The largest merged LogEvents jobs (MERGED_JOB_EVENTS): the events budget's first guess of a job's size. @defaultValue 100 */
+  /** The largest merged LogEvents jobs (config.mergedJobEvents): the events budget's first guess of a job's size. @defaultValue MERGED_JOB_EVENTS */
   mergedJobEvents?: number;
   /** Lock of an active job; a dead worker's jobs are retried after about this long. @defaultValue 30000 */
   lockMs?: number;
@@ -180,7 +187,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   };
   // The events worker holds at most EVENTS_PER_JOB_SLOT events per job it may run at once,
   // whatever its jobs' sizes (merged LogEvents requests, single Pub/Sub messages)
-  const eventsBudget = new EventsBudget(common.concurrency * EVENTS_PER_JOB_SLOT, common.concurrency, o.mergedJobEvents ?? 100);
+  const eventsBudget = new EventsBudget(common.concurrency * EVENTS_PER_JOB_SLOT, common.concurrency, o.mergedJobEvents ?? MERGED_JOB_EVENTS);
   const runEvents = (job: Job<EventsQueueJob>) => eventsBudget.run(eventsJobWeight(job.data), () => asPermanent(() => processEventsJob(job, eventDeps)));
   const findDecision = o.decisions ?? new DecisionsWarehouse(o.warehouse).findDecision;
   const interactionDeps = {
