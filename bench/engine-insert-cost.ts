@@ -1,13 +1,16 @@
 /**
  * The embedded engine's CPU per row stored (`npx tsx bench/engine-insert-cost.ts [events|decisions]
- * [inserts] [rows per insert] [--setting name=value]… [--table-setting name=value]…`): the
+ * [inserts] [rows per insert] [--setting name=value]… [--table-setting name=value]… [--sql STATEMENT]…`): the
  * repository's migrations on a fresh chDB path, then `inserts` inserts of rows made by the workers'
  * own code (eventRowsChunk, decisionRowsChunk) with the service's insert settings, one every
  * 100 ms as the batch writer sends them, then 2 s for the merges to catch up. Prints the CPU of
  * each thread group of this process per row: the insert's threads, the merges, the main thread
  * (which here also makes the rows), V8's. `--setting` overrides an insert setting, `--table-setting`
- * changes the table (ALTER TABLE … MODIFY SETTING) before the inserts: run two such commands one
- * after the other to compare a change. No service, no Redis: only the engine's share of a row.
+ * changes the table (ALTER TABLE … MODIFY SETTING) before the inserts, and `--sql` runs a statement
+ * after the migrations (e.g. `ALTER TABLE decisions DROP INDEX idx_treatment`, or a DROP and a
+ * CREATE of the table in another shape): run two such commands one after the other to compare a
+ * change. No service, no Redis: only the engine's share of a row. Set TMPDIR outside /tmp where
+ * /tmp is slow to create files in (docs/benchmarks.md, stop 50).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -33,6 +36,9 @@ function pairs(flag: string): Record<string, string> {
   return out;
 }
 const settings = pairs('--setting');
+/** `--sql STATEMENT` (repeatable): run after the migrations, before the inserts. */
+const statements: string[] = [];
+for (let i = args.indexOf('--sql'); i >= 0; i = args.indexOf('--sql')) statements.push(args.splice(i, 2)[1] ?? '');
 const tableSettings = pairs('--table-setting');
 const table = args[0] === 'decisions' ? 'decisions' : 'events';
 const inserts = Number(args[1] ?? 150);
@@ -69,6 +75,7 @@ async function main(): Promise<void> {
   const client = createClickhouse({ dataDir });
   try {
     await runMigrations(client);
+    for (const query of statements) await client.command({ query });
     for (const [name, value] of Object.entries(tableSettings)) await client.command({ query: `ALTER TABLE ${table} MODIFY SETTING ${name} = ${value}` });
     const raw = rawInsertOf(client);
     if (!raw) throw new Error('the embedded engine is needed (no CLICKHOUSE_URL)');
@@ -84,7 +91,7 @@ async function main(): Promise<void> {
     const rows = inserts * perInsert;
     const spent = threadCpuPer(before, threadCpuOf(process.pid), rows, 0.05);
     const total = spent.reduce((sum, [, us]) => sum + us, 0);
-    const given = Object.entries({ ...settings, ...tableSettings }).map(([k, v]) => `${k}=${v}`);
+    const given = [...Object.entries({ ...settings, ...tableSettings }).map(([k, v]) => `${k}=${v}`), ...statements];
     console.log(
       `${table}, ${rows.toLocaleString('en')} rows in ${inserts} inserts${given.length ? ` (${given.join(', ')})` : ''}, load ${load}: ` +
         `${total.toFixed(2)} µs of CPU a row: ${spent.map(([g, us]) => `${g} ${us.toFixed(2)}`).join(', ')}`,
