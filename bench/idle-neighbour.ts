@@ -22,6 +22,10 @@ const LOOPS: Record<string, string> = {
 
 async function main(): Promise<void> {
   const neighbour = mode === 'none' ? undefined : spawn('chrt', ['--idle', '0', process.execPath, '-e', LOOPS[mode]], { stdio: 'ignore' });
+  neighbour?.on('error', (err) => {
+    console.error(`the neighbour could not start (chrt, util-linux): ${err.message}`);
+    process.exit(1);
+  });
   const stop = () => neighbour?.kill('SIGKILL');
   // a neighbour left behind would slow every later benchmark of the machine: it dies with this tool
   process.on('exit', stop);
