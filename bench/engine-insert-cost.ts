@@ -38,7 +38,11 @@ function pairs(flag: string): Record<string, string> {
 const settings = pairs('--setting');
 /** `--sql STATEMENT` (repeatable): run after the migrations, before the inserts. */
 const statements: string[] = [];
-for (let i = args.indexOf('--sql'); i >= 0; i = args.indexOf('--sql')) statements.push(args.splice(i, 2)[1] ?? '');
+for (let i = args.indexOf('--sql'); i >= 0; i = args.indexOf('--sql')) {
+  const statement = args.splice(i, 2)[1]?.trim();
+  if (!statement) throw new Error('--sql takes a statement');
+  statements.push(statement);
+}
 const tableSettings = pairs('--table-setting');
 const table = args[0] === 'decisions' ? 'decisions' : 'events';
 const inserts = Number(args[1] ?? 150);

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.on(signal, () => {
       stop();
-      process.exit(130);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
     });
   const tool = new URL('./request-cost.ts', import.meta.url).pathname;
   const child = spawn(process.execPath, ['--import', 'tsx', tool, ...rest], { stdio: 'inherit', env: process.env });

@@ -15,9 +15,12 @@ function report(label: string, n: number, u: NodeJS.CpuUsage): number {
   return us;
 }
 
+/** Calls made (and not timed) before the timed ones, at most: the JIT's warm-up. */
+export const MICRO_WARMUP_CALLS = 2000;
+
 /** µs of CPU per call of `fn`, printed and answered. */
 export function timeSync(label: string, n: number, fn: (i: number) => unknown): number {
-  for (let i = 0; i < Math.min(n, 2000); i++) fn(i);
+  for (let i = 0; i < Math.min(n, MICRO_WARMUP_CALLS); i++) fn(i);
   const t0 = process.cpuUsage();
   for (let i = 0; i < n; i++) fn(i);
   return report(label, n, process.cpuUsage(t0));
@@ -33,7 +36,7 @@ export async function timeAsync(label: string, n: number, conc: number, fn: (i: 
       }),
     );
   };
-  await run(Math.min(n, 2000));
+  await run(Math.min(n, MICRO_WARMUP_CALLS));
   const t0 = process.cpuUsage();
   await run(n);
   return report(label, n, process.cpuUsage(t0));

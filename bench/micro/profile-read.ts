@@ -4,13 +4,14 @@
  * (ProfileStore.get: HGETALL, which ioredis decodes as two RESP strings a field, then parseProfile)
  * and by a script that answers the hash as one JSON text (`cjson.encode` of HGETALL's reply, one
  * JSON.parse in the client), alternating three times. Prints µs of this process's CPU and of
- * Redis's per read: the script saved the client 2-11 µs a read and cost Redis 5-6.5 µs more (about
+ * Redis's per read: the script saved the client 6-8 µs a read and cost Redis 4.3-5 µs more (about
  * three times HGETALL's), so a GetTreatments would move work from its API process to the one Redis
  * every API process shares; not taken (docs/benchmarks.md, stop 51). Needs Redis (REDIS_URL,
  * default redis://127.0.0.1:6379); leaves nothing behind.
  *   npx tsx bench/micro/profile-read.ts [reads]
  */
 import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { utcDay } from '../../shared/aggregation/index.js';
 import { createRedis, waitForRedis } from '../../shared/platform/redis/redis.js';
 import { redisKeys } from '../../shared/platform/redis/redis-keys.js';
@@ -20,7 +21,7 @@ import { RedisScript } from '../../shared/platform/redis/redis-script.js';
 import { seedProfiles } from '../lib/bench-redis.js';
 import { profileOf } from '../lib/delivery-catalogue.js';
 import { userIdOf } from '../lib/event-generator.js';
-import { timeAsync } from './micro-lib.js';
+import { MICRO_WARMUP_CALLS, timeAsync } from './micro-lib.js';
 
 const reads = Number(process.argv[2] ?? 100_000);
 const USERS = 1000;
@@ -48,11 +49,13 @@ async function redisCpuUs(): Promise<number> {
 async function measure(label: string, read: (i: number) => Promise<unknown>): Promise<void> {
   const before = await redisCpuUs();
   const client = await timeAsync(label, reads, 50, read);
-  const server = ((await redisCpuUs()) - before) / reads;
+  // Redis's CPU covers timeAsync's warm-up calls too (it times only the others)
+  const server = ((await redisCpuUs()) - before) / (reads + Math.min(reads, MICRO_WARMUP_CALLS));
   console.log(`${''.padEnd(40)} ${server.toFixed(2).padStart(8)} µs in Redis (client + Redis ${(client + server).toFixed(2)})`);
 }
 
 async function main(): Promise<void> {
+  console.log(`load average (1 min) ${loadavg()[0].toFixed(2)} at the start`);
   await waitForRedis(redis, 10_000);
   await seedProfiles(
     redis,
