@@ -23,6 +23,14 @@ const RESTART_MAX_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 /** How long a stop waits for a child still starting before it signals it all the same. */
 const READY_WAIT_MS = 3000;
+/**
+ * How long a child that said its ordered stop completed may take to exit. The embedded ClickHouse
+ * library's teardown at exit occasionally crashes (handled in stopSlot) and, rarely, hangs: a
+ * background process that had closed everything then kept the supervisor waiting for its stop
+ * deadline, and the stop counted as failed (exit 1), though nothing was in flight. Past this
+ * grace such a child is killed, and its stop is as clean as one that crashed in its teardown.
+ */
+const EXIT_AFTER_STOP_MS = 5000;
 
 export interface ChildSpec {
   name: string;
@@ -128,7 +136,14 @@ export async function runSupervisor(config: Readonly<Config>, log: Logger): Prom
     );
     slot.ready = new Promise((resolve) => {
       worker.on('message', (m: { type?: string }) => {
-        if (m?.type === 'tds-stopped') slot.stoppedInOrder = true;
+        if (m?.type === 'tds-stopped') {
+          slot.stoppedInOrder = true;
+          setTimeout(() => {
+            if (worker.isDead()) return;
+            log.warn({ child: slot.spec.name, graceMs: EXIT_AFTER_STOP_MS }, 'a child had completed its ordered stop but did not exit; killing it');
+            worker.process.kill('SIGKILL');
+          }, EXIT_AFTER_STOP_MS).unref();
+        }
         if (m?.type !== 'tds-ready') return;
         slot.started = true;
         resolve();

@@ -236,6 +236,19 @@ describe('npm start (the supervisor)', () => {
     expect(s.output()).not.toMatch(/SIGSEGV|did not stop cleanly|deadline passed/);
   });
 
+  it('a child that hangs at exit after its ordered stop is killed, and the stop is still clean', { timeout: 120_000 }, async () => {
+    const preload = `--import ${join(ROOT, 'test/helpers/hang-at-exit.mjs')}`;
+    const s = await startNpm({ NODE_OPTIONS: [process.env.NODE_OPTIONS, preload].filter(Boolean).join(' ') });
+    const kids = descendants(s.npm.pid!);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    const { code, signal } = await within(s.exited, 60_000, 'exit after SIGTERM');
+    expect({ code, signal }, s.output()).toEqual({ code: 0, signal: null });
+    expect(s.output()).toMatch(/"child":"background".*completed its ordered stop but did not exit; killing it/);
+    expect(s.output()).not.toMatch(/did not stop cleanly|deadline passed/);
+    expect(s.output()).toMatch(/"clean":true/);
+    await waitUntil(() => kids.every((p) => !alive(p)), 10_000);
+  });
+
   it('a stop asked for while the children are still starting is clean too', async () => {
     const s = await startNpm({}, { waitReady: false });
     await waitUntil(() => /supervisor started/.test(s.output()), 60_000);
