@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-service.js';
@@ -42,6 +42,10 @@ export async function startPrivateRedis(opts: { appendfsync?: 'always' | 'everys
   };
   process.once('exit', killNow);
   const answers = () => cli(port, 'ping').includes('PONG');
+  // why a start failed: the server's own words (a port taken, an append-only file it refused)
+  const logTail = () => (existsSync(join(dir, 'redis.log')) ? readFileSync(join(dir, 'redis.log'), 'utf8').slice(-3000) : '(no redis.log)');
+  const exitOf = (p: ChildProcess) =>
+    p.exitCode !== null ? `exit code ${p.exitCode}` : p.signalCode !== null ? `signal ${p.signalCode}` : 'still running, not answering PING';
   const kill = async () => {
     if (!running()) return;
     const p = proc!;
@@ -49,9 +53,8 @@ export async function startPrivateRedis(opts: { appendfsync?: 'always' | 'everys
     p.kill('SIGKILL');
     await exited;
   };
-  const start = async () => {
-    await kill();
-    proc = spawn(
+  const spawnServer = () =>
+    spawn(
       'redis-server',
       [
         '--port',
@@ -71,10 +74,22 @@ export async function startPrivateRedis(opts: { appendfsync?: 'always' | 'everys
       ],
       { stdio: 'ignore' },
     );
-    const end = Date.now() + 20_000;
-    while (!answers()) {
-      if (Date.now() > end || !running()) throw new Error(`redis-server on ${port} did not start`);
-      await new Promise((r) => setTimeout(r, 20));
+  // A server that exits at start is spawned again (three tries in all), its log shown each time: a
+  // restart in CI once exited within the 20 s, and without its log nobody could tell why.
+  const start = async () => {
+    await kill();
+    for (let attempt = 1; ; attempt++) {
+      proc = spawnServer();
+      const end = Date.now() + 20_000;
+      while (!answers() && running() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      if (running() && answers()) return;
+      const why = `redis-server on ${port} did not start (${exitOf(proc)}, try ${attempt} of 3); redis.log ends:\n${logTail()}`;
+      if (running() || attempt === 3) {
+        await kill();
+        throw new Error(why);
+      }
+      console.warn(why);
+      await new Promise((r) => setTimeout(r, 500));
     }
   };
   const redis: PrivateRedis = {
