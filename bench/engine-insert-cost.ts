@@ -45,6 +45,8 @@ for (let i = args.indexOf('--sql'); i >= 0; i = args.indexOf('--sql')) {
 }
 const tableSettings = pairs('--table-setting');
 const table = args[0] === 'decisions' ? 'decisions' : 'events';
+/** Where the rows are sent: the decision log writes responses to `decisions_input`, whose view stores them in `decisions`. */
+const target = table === 'decisions' ? 'decisions_input' : 'events';
 const inserts = Number(args[1] ?? 150);
 const perInsert = Number(args[2] ?? 5000);
 
@@ -87,7 +89,7 @@ async function main(): Promise<void> {
     const before = threadCpuOf(process.pid);
     for (let i = 0; i < inserts; i++) {
       const body = Buffer.from(`${chunkOf(perInsert, Date.now(), i)}\n`);
-      await raw(table, TABLE_COLUMNS[table], { ...INSERT_SETTINGS, ...settings }, body);
+      await raw(target, TABLE_COLUMNS[target], { ...INSERT_SETTINGS, ...settings }, body);
       await new Promise((r) => setTimeout(r, 100));
       if ((i + 1) % 50 === 0) process.stderr.write(`${i + 1} / ${inserts} inserts\n`);
     }

@@ -30,17 +30,20 @@ afterAll(async () => {
 
 const query = async <T>(sql: string): Promise<T[]> => (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
 
-/** Tables the migrations create, by name. */
-async function migrationTables(): Promise<string[]> {
+/** Tables the migrations create, by name: those that store rows, or (`nullTables`) those of ENGINE = Null. */
+async function migrationTables(kind: 'stored' | 'null' = 'stored'): Promise<string[]> {
   const names = new Set<string>();
   for (const m of await loadMigrations()) {
     for (const s of m.statements) {
       const t = /CREATE TABLE IF NOT EXISTS\s+(\w+)/i.exec(s)?.[1];
-      if (t) names.add(t);
+      if (t && /ENGINE = Null\s*$/.test(s) === (kind === 'null')) names.add(t);
     }
   }
   return [...names];
 }
+
+/** A statement of the document for one node: no cluster, database cluster_check. */
+const onOneNode = (s: string) => s.replace(/ON CLUSTER '\{cluster\}'/g, '').replace(/tds\./g, 'cluster_check.');
 
 describe('infra/clickhouse/cluster.md', () => {
   it('has statements, and every one of them parses', async () => {
@@ -67,10 +70,7 @@ describe('infra/clickhouse/cluster.md', () => {
       const create = statements.find((s) => s.includes(`tds.${t}_local ON CLUSTER`) && /^\s*CREATE TABLE/i.test(s));
       expect(create, t).toBeDefined();
       // the same table on one node: replicated engine → its plain form, no cluster, another database
-      const local = create!
-        .replace(/ON CLUSTER '\{cluster\}'/g, '')
-        .replace(/tds\./g, 'cluster_check.')
-        .replace(/Replicated(\w*MergeTree)\('[^']*',\s*'[^']*'(?:,\s*)?/g, (_m, engine: string) => `${engine}(`);
+      const local = onOneNode(create!).replace(/Replicated(\w*MergeTree)\('[^']*',\s*'[^']*'(?:,\s*)?/g, (_m, engine: string) => `${engine}(`);
       await ch.command({ query: local });
       const columns = async (db: string, table: string) =>
         (
@@ -78,5 +78,41 @@ describe('infra/clickhouse/cluster.md', () => {
         ).map((c) => `${c.name} ${c.type}`);
       expect(await columns('cluster_check', `${t}_local`), t).toEqual(await columns('default', t));
     }
+  });
+
+  it('gives every Null table of the migrations its table and view on every node, which store what the migrations store', async () => {
+    await ch.command({ query: 'CREATE DATABASE IF NOT EXISTS cluster_check' });
+    const nullTables = await migrationTables('null');
+    expect(nullTables).toEqual(['decisions_input']);
+    for (const t of nullTables) {
+      const create = statements.find((s) => s.includes(`tds.${t} ON CLUSTER`) && /^\s*CREATE TABLE/i.test(s));
+      const view = statements.find((s) => new RegExp(`^\\s*CREATE MATERIALIZED VIEW IF NOT EXISTS tds\\.${t}_mv ON CLUSTER`).test(s));
+      expect(create, t).toBeDefined();
+      expect(view, t).toBeDefined();
+      // on one node the view writes into the local table the Distributed one stands for
+      await ch.command({ query: onOneNode(create!) });
+      await ch.command({ query: onOneNode(view!).replace(/TO cluster_check\.(\w+) AS/, 'TO cluster_check.$1_local AS') });
+    }
+    const row = JSON.stringify([
+      'p',
+      'u',
+      'r',
+      ['t-a', 't-b'],
+      [1, 2],
+      ['s', 's'],
+      [0, 1],
+      ['RETURNED', 'HOLDOUT'],
+      '2026-11-28 09:30:00.000',
+      '2026-11-28 09:30:01.000',
+    ]);
+    await ch.command({ query: `INSERT INTO cluster_check.decisions_input FORMAT JSONCompactEachRow ${row}` });
+    await ch.command({ query: `INSERT INTO default.decisions_input FORMAT JSONCompactEachRow ${row}` });
+    const read = (table: string) =>
+      query<{ treatment_id: string; rank: number }>(`SELECT treatment_id, rank FROM ${table} WHERE project_id = 'p' ORDER BY rank`);
+    expect(await read('cluster_check.decisions_local')).toEqual(await read('default.decisions'));
+    expect(await read('default.decisions')).toEqual([
+      { treatment_id: 't-a', rank: 0 },
+      { treatment_id: 't-b', rank: 1 },
+    ]);
   });
 });

@@ -60,16 +60,16 @@ function migrationsCopy(extra: Record<string, string>): URL {
 describe('runMigrations', () => {
   it('applies every migration file on a fresh chDB path, in version order', async () => {
     const files = await loadMigrations();
-    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(files.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(firstRun.applied).toEqual(files.map((m) => ({ version: m.version, name: m.name })));
     const recorded = await rows<{ version: number }>('SELECT version FROM schema_migrations FINAL ORDER BY version');
-    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('creates ReplacingMergeTree tables whose sorting key is the de-duplication key', async () => {
     const tables = await rows<{ name: string; engine: string; sorting_key: string; partition_key: string }>(
       `SELECT name, engine, sorting_key, partition_key FROM system.tables
-       WHERE database = currentDatabase() AND name != 'schema_migrations' ORDER BY name`,
+       WHERE database = currentDatabase() AND engine LIKE '%MergeTree' AND name != 'schema_migrations' ORDER BY name`,
     );
     expect(tables).toEqual([
       { name: 'dead_letters', engine: 'ReplacingMergeTree', sorting_key: 'project_id, source, message_id', partition_key: '' },
@@ -85,9 +85,19 @@ describe('runMigrations', () => {
     ]);
   });
 
+  it('gives the decision log a table that stores nothing and a view into decisions', async () => {
+    const others = await rows<{ name: string; engine: string }>(
+      `SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND engine NOT LIKE '%MergeTree' ORDER BY name`,
+    );
+    expect(others).toEqual([
+      { name: 'decisions_input', engine: 'Null' },
+      { name: 'decisions_input_mv', engine: 'MaterializedView' },
+    ]);
+  });
+
   it('makes merges wait for 10 parts of a size in the tables written on every request (events, decisions)', async () => {
     const tables = await rows<{ name: string; engine_full: string }>(
-      `SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND name != 'schema_migrations' ORDER BY name`,
+      `SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' AND name != 'schema_migrations' ORDER BY name`,
     );
     const base = (t: { engine_full: string }) => /merge_selector_base = (\d+)/.exec(t.engine_full)?.[1];
     expect(Object.fromEntries(tables.map((t) => [t.name, base(t)]))).toEqual({
@@ -107,7 +117,7 @@ describe('runMigrations', () => {
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([{ version: 901, name: 'probe' }]);
     expect((await runMigrations(client, undefined, { dir })).applied).toEqual([]);
     expect(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'probe_a'")).toBe(1);
-    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(9);
+    expect(await count('SELECT count() AS n FROM schema_migrations FINAL')).toBe(10);
   });
 
   it('records a migration only after all of its statements succeeded', async () => {
@@ -318,7 +328,7 @@ describe('a named database with chDB', () => {
   it('is created and used by a second client on the same path', async () => {
     const other = createClickhouse({ dataDir, database: 'tds_other' });
     try {
-      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect((await runMigrations(other)).applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
       const rs = await other.query({ query: 'SELECT currentDatabase() AS db, count() AS n FROM events', format: 'JSONEachRow' });
       expect((await rs.json<{ db: string; n: number }>()).map((r) => ({ db: r.db, n: Number(r.n) }))).toEqual([{ db: 'tds_other', n: 0 }]);
     } finally {

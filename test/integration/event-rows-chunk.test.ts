@@ -9,6 +9,9 @@ import { toClickhouseDateTime64 } from '../../shared/platform/warehouse/clickhou
 import { eventRowLine, eventRowsChunk } from '../../shared/ingestion/event-rows.warehouse.js';
 import type { EventPayload } from '../../shared/ingestion/jobs.js';
 import { TABLE_COLUMNS } from '../../shared/platform/warehouse/tables.js';
+import type { DecisionRecord } from '../../shared/impact/index.js';
+import type { DecisionRow } from '../../shared/impact/decisions.warehouse.js';
+import { decisionRowsChunk } from '../../workers/impact/decisions.processor.js';
 
 /**
  * The ingest workers write a request's rows as one chunk: rows separated by commas, each property
@@ -100,5 +103,59 @@ describe("a request's rows as one chunk", () => {
       expect(await count(table, '')).toBe(2);
       expect(await count(table, 'FINAL')).toBe(1);
     }
+  });
+});
+
+const AT = Date.UTC(2026, 10, 28, 9, 30, 0, 123);
+const decisionIngest = toClickhouseDateTime64(AT + 1000);
+const rec = (projectId: string, userId: string, responseId: string, treatments: string[]): DecisionRecord => ({
+  projectId,
+  userId,
+  responseId,
+  decideTimeMs: AT,
+  decisions: treatments.map((t, i) => ({ treatmentId: t, versionNumber: i + 1, surface: `s-${i}`, rank: i, outcome: i === 0 ? 'RETURNED' : 'HOLDOUT' })),
+});
+
+type Row = Omit<DecisionRow, 'project_id' | 'ingest_ts'>;
+
+const storedDecisions = async (projectId: string, final = 'FINAL'): Promise<Row[]> =>
+  (
+    await client.query({
+      query: `SELECT user_id, response_id, treatment_id, version_number, surface, rank, outcome, toString(decide_time) AS decide_time
+              FROM decisions ${final} WHERE project_id = {p:String} ORDER BY response_id, rank`,
+      query_params: { p: projectId },
+      format: 'JSONEachRow',
+    })
+  ).json<Row>();
+
+/**
+ * The decision log writes one `decisions_input` row per response (its decisions as arrays); the
+ * table stores nothing and its view stores each decision as a row of `decisions`, the table D36
+ * describes and every reader reads.
+ */
+describe('decisions_input', () => {
+  it('stores each decision of a response as one row of decisions, and a response without decisions as none', async () => {
+    const records = [rec('p-in', 'ü "u" \\ 東京', 'r-1', ['t-a', 't-b', 't-c']), rec('p-in', 'u-2', 'r-2', []), rec('p-in', 'u-3', 'r-3', ['t-d'])];
+    const { chunk, rows } = decisionRowsChunk(records, decisionIngest);
+    expect(rows).toBe(4);
+    await insertLines(client, 'decisions_input', [chunk], { dedupToken: false });
+
+    const at = '2026-11-28 09:30:00.123';
+    expect(await storedDecisions('p-in')).toEqual([
+      { user_id: 'ü "u" \\ 東京', response_id: 'r-1', treatment_id: 't-a', version_number: 1, surface: 's-0', rank: 0, outcome: 'RETURNED', decide_time: at },
+      { user_id: 'ü "u" \\ 東京', response_id: 'r-1', treatment_id: 't-b', version_number: 2, surface: 's-1', rank: 1, outcome: 'HOLDOUT', decide_time: at },
+      { user_id: 'ü "u" \\ 東京', response_id: 'r-1', treatment_id: 't-c', version_number: 3, surface: 's-2', rank: 2, outcome: 'HOLDOUT', decide_time: at },
+      { user_id: 'u-3', response_id: 'r-3', treatment_id: 't-d', version_number: 1, surface: 's-0', rank: 0, outcome: 'RETURNED', decide_time: at },
+    ]);
+    const inputRows = await (await client.query({ query: 'SELECT count() AS n FROM decisions_input', format: 'JSONEachRow' })).json<{ n: string }>();
+    expect(Number(inputRows[0].n)).toBe(0);
+  });
+
+  it('a retried insert (the same chunk again, in another insert or in the same one) is read once with FINAL', async () => {
+    const { chunk } = decisionRowsChunk([rec('p-retry', 'u', 'r-1', ['t-a', 't-b'])], decisionIngest);
+    await insertLines(client, 'decisions_input', [chunk], { dedupToken: false });
+    await insertLines(client, 'decisions_input', [chunk, chunk], { dedupToken: false });
+    expect(await storedDecisions('p-retry', '')).toHaveLength(6);
+    expect((await storedDecisions('p-retry')).map((r) => r.treatment_id)).toEqual(['t-a', 't-b']);
   });
 });

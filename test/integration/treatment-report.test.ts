@@ -178,7 +178,7 @@ describe('GetTreatmentReport', () => {
       decide(`qa-${n}`, treatmentId, start + Math.floor(rand() * (end - start)), 'QA');
       event(`early-${n}`, 'purchase', start + DAY);
     }
-    for (let i = 0; i < decisions.length; i += 20_000) await ch.insertLines('decisions', decisions.slice(i, i + 20_000));
+    for (let i = 0; i < decisions.length; i += 20_000) await ch.insertLines('decisions_input', decisions.slice(i, i + 20_000));
     for (let i = 0; i < interactions.length; i += 20_000) await ch.insertLines('interactions', interactions.slice(i, i + 20_000));
     for (let i = 0; i < events.length; i += 20_000) await ch.insertLines('events', events.slice(i, i + 20_000));
 

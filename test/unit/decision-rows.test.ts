@@ -9,8 +9,10 @@ import { decisionRowsChunk, processDecisionsJob } from '../../workers/impact/dec
 
 /**
  * The decisions workers write a job's rows as one chunk (rows separated by commas), like a
- * request's events. The rows must be exactly the records' decisions in TABLE_COLUMNS order, and the
- * rows a merge redirects (a RETURNED cap counted on the user the merge points to) must carry that user.
+ * request's events: one `decisions_input` row per response, its decisions as parallel arrays in
+ * TABLE_COLUMNS order (the table's view stores each as a row of `decisions`,
+ * test/integration/event-rows-chunk.test.ts). The rows a merge redirects (a RETURNED cap counted on
+ * the user the merge points to) must carry that user.
  */
 const AT = Date.UTC(2026, 10, 28, 9, 30, 0, 123);
 const ingest = toClickhouseDateTime64(AT + 1000);
@@ -26,7 +28,8 @@ const rowsOf = (chunk: string): unknown[][] => JSON.parse(`[${chunk}]`) as unkno
 
 describe('decision rows as one chunk', () => {
   it("holds every decision of every record, in the table's column order", () => {
-    const { chunk, rows } = decisionRowsChunk([rec('ü \\ "u"', 'r-1', ['t-a', 't-b']), rec('u-2', 'r-2', ['t-c'])], ingest);
+    const { chunk, rows } = decisionRowsChunk([rec('ü \\ "u"', 'r-1', ['t-a', 't-b']), rec('u-2', 'r-2', ['t-c']), rec('u-3', 'r-3', [])], ingest);
+    expect(TABLE_COLUMNS.decisions_input).toEqual(TABLE_COLUMNS.decisions);
     expect(TABLE_COLUMNS.decisions).toEqual([
       'project_id',
       'user_id',
@@ -42,10 +45,10 @@ describe('decision rows as one chunk', () => {
     const at = toClickhouseDateTime64(AT);
     expect(rows).toBe(3);
     expect(chunk).not.toContain('\n');
+    // a response without decisions makes no row
     expect(rowsOf(chunk)).toEqual([
-      ['p "1"', 'ü \\ "u"', 'r-1', 't-a', 2, 'home', 1, 'RETURNED', at, ingest],
-      ['p "1"', 'ü \\ "u"', 'r-1', 't-b', 2, 'home', 2, 'HOLDOUT', at, ingest],
-      ['p "1"', 'u-2', 'r-2', 't-c', 2, 'home', 1, 'RETURNED', at, ingest],
+      ['p "1"', 'ü \\ "u"', 'r-1', ['t-a', 't-b'], [2, 2], ['home', 'home'], [1, 2], ['RETURNED', 'HOLDOUT'], at, ingest],
+      ['p "1"', 'u-2', 'r-2', ['t-c'], [2], ['home'], [1], ['RETURNED'], at, ingest],
     ]);
     expect(rowsOf(decisionRowsChunk([rec('u-1', 'r-1', ['t-a'])], ingest, 'u-merged').chunk)[0][1]).toBe('u-merged');
   });
@@ -72,14 +75,11 @@ describe('decision rows as one chunk', () => {
 
     expect(stored).toBe(2);
     expect(written.map((w) => [w.table, w.count])).toEqual([
-      ['decisions', 3],
-      ['decisions', 2],
+      ['decisions_input', 3],
+      ['decisions_input', 2],
     ]);
-    expect(written[0].rows.map((r) => r[1])).toEqual(['u-from', 'u-from', 'u-from']);
+    expect(written[0].rows.map((r) => r[1])).toEqual(['u-from', 'u-from']);
     // only the record with a capped RETURNED decision is counted, so only its rows follow the merge
-    expect(written[1].rows.map((r) => [r[1], r[2], r[3]])).toEqual([
-      ['u-to', 'r-1', 't-capped'],
-      ['u-to', 'r-1', 't-other'],
-    ]);
+    expect(written[1].rows.map((r) => [r[1], r[2], r[3]])).toEqual([['u-to', 'r-1', ['t-capped', 't-other']]]);
   });
 });

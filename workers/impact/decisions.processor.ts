@@ -20,19 +20,45 @@ export interface DecisionsProcessorDeps {
 }
 
 /**
- * The rows of records (TABLE_COLUMNS.decisions order) as one chunk (rowsChunk), as eventRowsChunk
- * makes a request's events. `userId`, when given, replaces the records' user (a merge that landed
- * while the job ran).
+ * The records as one chunk (rowsChunk) of `decisions_input` rows, as eventRowsChunk makes a
+ * request's events: one row per record, its decisions as parallel arrays (TABLE_COLUMNS order),
+ * which the table's view stores as one row of `decisions` each. `rows` counts the decisions.
+ * `userId`, when given, replaces the records' user (a merge that landed while the job ran).
  */
 export function decisionRowsChunk(records: readonly DecisionRecord[], ingest: string, userId?: string): { chunk: string; rows: number } {
-  const rows: unknown[][] = [];
+  const lines: unknown[][] = [];
+  let rows = 0;
   for (const rec of records) {
-    const decideTime = toClickhouseDateTime64(rec.decideTimeMs);
-    const user = userId ?? rec.userId;
-    for (const d of rec.decisions)
-      rows.push([rec.projectId, user, rec.responseId, d.treatmentId, d.versionNumber, d.surface, d.rank, d.outcome, decideTime, ingest]);
+    const n = rec.decisions.length;
+    if (n === 0) continue;
+    const treatments = new Array<string>(n);
+    const versions = new Array<number>(n);
+    const surfaces = new Array<string>(n);
+    const ranks = new Array<number>(n);
+    const outcomes = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const d = rec.decisions[i];
+      treatments[i] = d.treatmentId;
+      versions[i] = d.versionNumber;
+      surfaces[i] = d.surface;
+      ranks[i] = d.rank;
+      outcomes[i] = d.outcome;
+    }
+    lines.push([
+      rec.projectId,
+      userId ?? rec.userId,
+      rec.responseId,
+      treatments,
+      versions,
+      surfaces,
+      ranks,
+      outcomes,
+      toClickhouseDateTime64(rec.decideTimeMs),
+      ingest,
+    ]);
+    rows += n;
   }
-  return { chunk: rowsChunk(rows), rows: rows.length };
+  return { chunk: rowsChunk(lines), rows };
 }
 
 const NO_CAPS: ReadonlySet<string> = new Set();
@@ -58,7 +84,7 @@ export async function processDecisionsJob(job: Job<DecisionsJob>, deps: Decision
   await readdressToMergedUsers(records, job.id!, deps.profiles);
   const ingest = toClickhouseDateTime64(deps.now());
   const { chunk, rows } = decisionRowsChunk(records, ingest);
-  await deps.writer.writeChunk('decisions', chunk, rows);
+  await deps.writer.writeChunk('decisions_input', chunk, rows);
   const units = await applyCapCounters(job.id!, records, ingest, deps);
   if (units.length > 0) {
     // the job is done with these markers once it completes; a duplicate execution still finds them for the grace
@@ -88,7 +114,7 @@ async function applyCapCounters(jobId: string, records: DecisionRecord[], ingest
       // merged since the records were re-addressed: their rows go to the user too, before the marker commits there
       const { userId } = await deps.profiles.applyEventsTo(u.projectId, u.userId, jobId, u.events, (to) => {
         const { chunk, rows } = decisionRowsChunk(u.records, ingest, to);
-        return deps.writer.writeChunk('decisions', chunk, rows);
+        return deps.writer.writeChunk('decisions_input', chunk, rows);
       });
       return { projectId: u.projectId, userId, id: jobId };
     }),

@@ -150,7 +150,7 @@ export function startIngestWorkers(o: IngestWorkersOptions): IngestWorkers {
   const writer = new ClickhouseBatchWriter(o.warehouse, o.log, {
     isPermanent: (e) => classifyClickhouseError(e) === 'permanent',
     onInsert: o.metrics?.observeInsert,
-    tables: { decisions: DECISIONS_INSERTS, events: EVENTS_INSERTS, interactions: INTERACTIONS_INSERTS },
+    tables: { decisions_input: DECISIONS_INSERTS, events: EVENTS_INSERTS, interactions: INTERACTIONS_INSERTS },
   });
   const common = {
     connection: o.connection,

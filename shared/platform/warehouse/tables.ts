@@ -42,6 +42,11 @@ export const TABLE_COLUMNS = {
   dead_letters: ['project_id', 'message_id', 'source', 'reason', 'receive_time', 'data_type', 'payload_base64', 'payload_bytes', 'payload_sha256', 'user_ids'],
   user_attribute_updates: ['project_id', 'user_id', 'dedup_key', 'update_ts', 'user_properties', 'source', 'ingest_ts'],
   decisions: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
+  /**
+   * What the decision log writes: one row per response, treatment_id to outcome as arrays of its
+   * decisions; stored nowhere, each decision becomes a row of `decisions` (0009_decisions_input.sql).
+   */
+  decisions_input: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
 } as const;
 
 export type ClickhouseTable = keyof typeof TABLE_COLUMNS;
