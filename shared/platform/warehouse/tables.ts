@@ -1,3 +1,17 @@
+/** The decision log's columns: one row of `decisions` a decision, of `decisions_input` a response. */
+const DECISION_COLUMNS = [
+  'project_id',
+  'user_id',
+  'response_id',
+  'treatment_id',
+  'version_number',
+  'surface',
+  'rank',
+  'outcome',
+  'decide_time',
+  'ingest_ts',
+] as const;
+
 /**
  * The ClickHouse tables of infra/clickhouse/migrations, as the engine writes them: each table's
  * columns in the order of its JSONCompactEachRow lines (one array per row, columns named once:
@@ -41,12 +55,12 @@ export const TABLE_COLUMNS = {
   ],
   dead_letters: ['project_id', 'message_id', 'source', 'reason', 'receive_time', 'data_type', 'payload_base64', 'payload_bytes', 'payload_sha256', 'user_ids'],
   user_attribute_updates: ['project_id', 'user_id', 'dedup_key', 'update_ts', 'user_properties', 'source', 'ingest_ts'],
-  decisions: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
+  decisions: DECISION_COLUMNS,
   /**
    * What the decision log writes: one row per response, treatment_id to outcome as arrays of its
    * decisions; stored nowhere, each decision becomes a row of `decisions` (0009_decisions_input.sql).
    */
-  decisions_input: ['project_id', 'user_id', 'response_id', 'treatment_id', 'version_number', 'surface', 'rank', 'outcome', 'decide_time', 'ingest_ts'],
+  decisions_input: DECISION_COLUMNS,
 } as const;
 
 export type ClickhouseTable = keyof typeof TABLE_COLUMNS;
