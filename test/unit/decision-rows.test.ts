@@ -29,25 +29,25 @@ const rowsOf = (chunk: string): unknown[][] => JSON.parse(`[${chunk}]`) as unkno
 describe('decision rows as one chunk', () => {
   it("holds every decision of every record, in the table's column order", () => {
     const { chunk, rows } = decisionRowsChunk([rec('ü \\ "u"', 'r-1', ['t-a', 't-b']), rec('u-2', 'r-2', ['t-c']), rec('u-3', 'r-3', [])], ingest);
-    expect(TABLE_COLUMNS.decisions).toEqual([
-      'project_id',
-      'user_id',
-      'response_id',
-      'treatment_id',
-      'version_number',
-      'surface',
-      'rank',
-      'outcome',
-      'decide_time',
-      'ingest_ts',
-    ]);
     const at = toClickhouseDateTime64(AT);
     expect(rows).toBe(3);
     expect(chunk).not.toContain('\n');
     // a response without decisions makes no row
+    // each value under its column's name (TABLE_COLUMNS order)
+    const named = (values: Record<(typeof TABLE_COLUMNS.decisions_input)[number], unknown>) => TABLE_COLUMNS.decisions_input.map((c) => values[c]);
+    const common = { project_id: 'p "1"', version_number: [2], surface: ['home'], decide_time: at, ingest_ts: ingest };
     expect(rowsOf(chunk)).toEqual([
-      ['p "1"', 'ü \\ "u"', 'r-1', ['t-a', 't-b'], [2, 2], ['home', 'home'], [1, 2], ['RETURNED', 'HOLDOUT'], at, ingest],
-      ['p "1"', 'u-2', 'r-2', ['t-c'], [2], ['home'], [1], ['RETURNED'], at, ingest],
+      named({
+        ...common,
+        user_id: 'ü \\ "u"',
+        response_id: 'r-1',
+        treatment_id: ['t-a', 't-b'],
+        version_number: [2, 2],
+        surface: ['home', 'home'],
+        rank: [1, 2],
+        outcome: ['RETURNED', 'HOLDOUT'],
+      }),
+      named({ ...common, user_id: 'u-2', response_id: 'r-2', treatment_id: ['t-c'], rank: [1], outcome: ['RETURNED'] }),
     ]);
     expect(rowsOf(decisionRowsChunk([rec('u-1', 'r-1', ['t-a'])], ingest, 'u-merged').chunk)[0][1]).toBe('u-merged');
   });
