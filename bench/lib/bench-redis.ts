@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { PropertyValue } from '../../shared/ingestion/index.js';
@@ -94,4 +95,20 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<number
     if (batch.length > 0) deleted += await redis.unlink(...batch);
   } while (cursor !== '0');
   return deleted;
+}
+
+/** Waits (bounded) until the events queue is empty, saying so every 5 s; returns the jobs left. */
+export async function waitForDrain(queue: Queue, maxSec: number, progress: (message: string) => void): Promise<number> {
+  const end = performance.now() + maxSec * 1000;
+  let reported = performance.now();
+  let state = await eventsQueueState(queue);
+  while (state.pending > 0 && performance.now() < end) {
+    if (performance.now() - reported >= 5000) {
+      reported = performance.now();
+      progress(`waiting for the events queue to drain: ${state.pending.toLocaleString('en')} jobs pending`);
+    }
+    await delay(100);
+    state = await eventsQueueState(queue);
+  }
+  return state.pending;
 }

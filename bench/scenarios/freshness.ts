@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { eventsQueue, eventsQueueState } from '../lib/bench-redis.js';
+import { eventsQueue, eventsQueueState, waitForDrain } from '../lib/bench-redis.js';
 import { checkDrained, sendAndDrain } from '../lib/ingest-run.js';
 import { checkLoad } from '../lib/load-runner.js';
 import { runOpenLoop } from '../lib/open-loop.js';
@@ -145,22 +145,6 @@ async function probeMany(pr: Prober, n: number, budgetMs: number, progress: (s: 
   return { sorted: ok.sort((a, b) => a - b), failed };
 }
 
-/** Waits (bounded) until the events queue is empty, with progress; returns the jobs left. */
-async function waitForDrain(run: ScenarioRun, queue: Queue, maxSec: number): Promise<number> {
-  const end = performance.now() + maxSec * 1000;
-  let reported = performance.now();
-  let state = await eventsQueueState(queue);
-  while (state.pending > 0 && performance.now() < end) {
-    if (performance.now() - reported >= 5000) {
-      reported = performance.now();
-      run.progress(`waiting for the events queue to drain: ${state.pending.toLocaleString('en')} jobs pending`);
-    }
-    await sleep(100);
-    state = await eventsQueueState(queue);
-  }
-  return state.pending;
-}
-
 /**
  * The end-to-end ingest capacity in LogEvents requests/s of `eventsPerRequest` events (the size
  * this scenario loads with): `--capacity`, else measured here with the ingest scenario's method
@@ -271,7 +255,7 @@ async function loadedPhase(
     `${label}: ${probed.sorted.length + probed.failed} probes; backlog of the events queue ${before.pending} → ${after.pending} jobs (at most ${Math.max(maxBacklog, after.pending)})`,
   );
   if (drainAfter) {
-    const left = await waitForDrain(run, queue, p.maxDrainSec);
+    const left = await waitForDrain(queue, p.maxDrainSec, (m) => run.progress(m));
     if (left > 0) run.notes.push(`${label}: ${left} jobs still pending ${p.maxDrainSec} s after the load stopped: the next phase starts with that backlog`);
   }
   return probed;
@@ -298,7 +282,7 @@ export async function runFreshness(ctx: ScenarioContext): Promise<ScenarioResult
     run.progress(`${p.idleProbes} probes on the idle service`);
     const idle = await probeMany(pr, p.idleProbes, p.maxPhaseSec * 1000, (s) => run.progress(`idle: ${s}`));
     const cap = await capacity(ctx, run, svc, keys, queue, le.eventsPerRequest);
-    const left = await waitForDrain(run, queue, p.maxDrainSec);
+    const left = await waitForDrain(queue, p.maxDrainSec, (m) => run.progress(m));
     if (left > 0) run.notes.push(`${left} jobs of the capacity measurement still pending after ${p.maxDrainSec} s`);
 
     const fixedRate = Math.max(1, Math.round(p.fixedEventsPerSec / le.eventsPerRequest));

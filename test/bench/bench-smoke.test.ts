@@ -109,6 +109,28 @@ describe('benchmark scenarios at --size tiny', () => {
     expect(notes.find((n) => n.startsWith('background by thread'))).toMatch(/main \d+\.\d\d/);
   });
 
+  it('log-events measures in rounds, service then baseline, and reports the median round of each', () => {
+    const r = results.find((x) => x.scenario === 'log-events')!;
+    const notes = r.notes;
+    const rounds = notes.find((n) => n.startsWith('rounds (closed loops'));
+    expect(rounds, notes.join('\n')).toBeDefined();
+    const each = [...rounds!.matchAll(/round (\d+): service ([\d,]+), baseline ([\d,]+) req\/s/g)].map((m) => ({
+      service: Number(m[2].replace(/,/g, '')),
+      baseline: Number(m[3].replace(/,/g, '')),
+    }));
+    const n = Number(r.params.rounds);
+    expect(n).toBeGreaterThanOrEqual(2);
+    expect(each).toHaveLength(n);
+    // the figures are the median round of each side (the note rounds to whole requests/s)
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(xs.length / 2) - 1];
+    expect(Math.abs(r.figures.requestsPerSec.value - median(each.map((x) => x.service)))).toBeLessThanOrEqual(1);
+    expect(Math.abs((r.figures.requestsPerSec.baseline as number) - median(each.map((x) => x.baseline)))).toBeLessThanOrEqual(1);
+    // each round's service measurement and its baseline's, in that order
+    const order = notes.filter((x) => /^(service|baseline) \(round \d+ of \d+\):/.test(x)).map((x) => x.slice(0, x.indexOf(':')));
+    expect(order).toEqual(Array.from({ length: n }, (_, i) => [`service (round ${i + 1} of ${n})`, `baseline (round ${i + 1} of ${n})`]).flat());
+    expect(notes.find((x) => x.startsWith("the service's events queue at the end of each round"))).toMatch(/jobs, stored in \d+\.\d s/);
+  });
+
   it('prints one table row per figure', () => {
     expect(results).toHaveLength(SCENARIOS.length);
     const table = printReport({
