@@ -57,11 +57,12 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
   const p = LOG_EVENTS_SIZES[ctx.size];
   const run = ScenarioRun.open(ctx, 'log-events');
   Object.assign(run.params, p);
+  let base: Awaited<ReturnType<typeof startBaselineServer>> | undefined;
   try {
     const svc = await run.startService();
     const keys = await svc.createProject(PROJECT_ID);
     const queue = eventsQueue(run.redis, run.prefix);
-    const base = await startBaselineServer('bullmq-add', ctx.redisUrl, run.prefix);
+    const baseServer = (base = await startBaselineServer('bullmq-add', ctx.redisUrl, run.prefix));
     const load = (baseUrl: string, body: () => string, headers: Record<string, string> = {}): LoadOptions => ({
       baseUrl,
       path: '/v1/LogEvents',
@@ -71,7 +72,7 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
       body,
     });
     const svcLoad = load(svc.baseUrl, logEventsBodies(p), { 'x-api-key': keys.logEvents });
-    const baseLoad = load(base.baseUrl, logEventsBodies(p));
+    const baseLoad = load(baseServer.baseUrl, logEventsBodies(p));
     /** Seconds until the service's events queue was empty (bounded, noted when it was not). */
     const drain = async (before: string): Promise<number> => {
       const t0 = performance.now();
@@ -91,7 +92,7 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
       const pending = (await eventsQueueState(queue)).pending;
       backlogs.push(`${pending.toLocaleString('en')} jobs, stored in ${(await drain(`the baseline's ${of}`)).toFixed(1)} s`);
       baseRounds.push(
-        await run.measureLoad(`baseline (${of})`, () => base.sampler.cpuSeconds(), baseLoad, warmup, {
+        await run.measureLoad(`baseline (${of})`, () => baseServer.sampler.cpuSeconds(), baseLoad, warmup, {
           serverLabel: 'baseline server',
           refusalsAllowed: false,
         }),
@@ -110,7 +111,8 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
       `the service's events queue at the end of each round (its background process stores while the API accepts): ${backlogs.join('; ')}` +
         `${failed > 0 ? `; ${failed} failed jobs` : ''}`,
     );
-    await base.stop();
+    await baseServer.stop();
+    base = undefined;
     await queue.close();
     const svcStop = await run.stopService(svc);
     const r = medianRun(svcRounds);
@@ -138,6 +140,7 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
       ...rssFigures(svcStop, svc.readyRss, {}),
     });
   } finally {
+    await base?.stop();
     await run.close();
   }
 }
