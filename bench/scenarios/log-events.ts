@@ -73,11 +73,14 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
     });
     const svcLoad = load(svc.baseUrl, logEventsBodies(p), { 'x-api-key': keys.logEvents });
     const baseLoad = load(baseServer.baseUrl, logEventsBodies(p));
-    /** Seconds until the service's events queue was empty (bounded, noted when it was not). */
-    const drain = async (before: string): Promise<number> => {
+    /**
+     * After the service's round: seconds until its events queue was empty (bounded, noted when it
+     * was not). The baseline adds nothing to it, so the service's next round starts drained too.
+     */
+    const drain = async (of: string): Promise<number> => {
       const t0 = performance.now();
-      const left = await waitForDrain(queue, p.maxDrainSec, (m) => run.progress(`before ${before}: ${m}`));
-      if (left > 0) run.notes.push(`before ${before}: ${left.toLocaleString('en')} jobs of the service were still pending after ${p.maxDrainSec} s`);
+      const left = await waitForDrain(queue, p.maxDrainSec, (m) => run.progress(`after the service's ${of}: ${m}`));
+      if (left > 0) run.notes.push(`after the service's ${of}: ${left.toLocaleString('en')} jobs still pending after ${p.maxDrainSec} s`);
       return (performance.now() - t0) / 1000;
     };
     const svcRounds: LoadResult[] = [];
@@ -86,11 +89,10 @@ export async function runLogEvents(ctx: ScenarioContext): Promise<ScenarioResult
     for (let round = 1; round <= p.rounds; round++) {
       const of = `round ${round} of ${p.rounds}`;
       const warmup = round === 1 ? p.warmupSec : p.roundWarmupSec;
-      await drain(`the service's ${of}`);
       // the warm-up's requests are stored during the round, as a busy service's would be
       svcRounds.push(await run.measureLoad(`service (${of})`, () => svc.sampler.cpuSeconds(), svcLoad, warmup));
       const pending = (await eventsQueueState(queue)).pending;
-      backlogs.push(`${pending.toLocaleString('en')} jobs, stored in ${(await drain(`the baseline's ${of}`)).toFixed(1)} s`);
+      backlogs.push(`${pending.toLocaleString('en')} jobs, stored in ${(await drain(of)).toFixed(1)} s`);
       baseRounds.push(
         await run.measureLoad(`baseline (${of})`, () => baseServer.sampler.cpuSeconds(), baseLoad, warmup, {
           serverLabel: 'baseline server',

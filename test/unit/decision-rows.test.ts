@@ -32,8 +32,7 @@ describe('decision rows as one chunk', () => {
     const at = toClickhouseDateTime64(AT);
     expect(rows).toBe(3);
     expect(chunk).not.toContain('\n');
-    // a response without decisions makes no row
-    // each value under its column's name (TABLE_COLUMNS order)
+    // each value under its column's name (TABLE_COLUMNS order); the response without decisions makes no row
     const named = (values: Record<(typeof TABLE_COLUMNS.decisions_input)[number], unknown>) => TABLE_COLUMNS.decisions_input.map((c) => values[c]);
     const common = { project_id: 'p "1"', version_number: [2], surface: ['home'], decide_time: at, ingest_ts: ingest };
     expect(rowsOf(chunk)).toEqual([
